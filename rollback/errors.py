@@ -1,0 +1,53 @@
+"""Typed errors of the engine. Each renders as one clear line for the user."""
+
+from __future__ import annotations
+
+
+class RollbackError(Exception):
+    """Base of every error the engine reports to a user (CLI exit 2/3, HTTP 4xx)."""
+
+    exit_code = 2
+
+    def one_line(self) -> str:
+        return " ".join(str(self).split())
+
+
+class BinlogFormatError(RollbackError):
+    """Bytes that are not a valid binlog: names the file, the byte offset and the reason."""
+
+    def __init__(self, path: str | None, offset: int | None, reason: str, data: bytes | None = None):
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+        self.data = data  # raw bytes of the offending event, when known (never printed whole)
+        where = path or "<bytes>"
+        at = f" at offset {offset}" if offset is not None else ""
+        super().__init__(f"{where}{at}: {reason}")
+
+
+class UnsupportedEvent(BinlogFormatError):
+    """An event we recognise but cannot decode (encryption, pre-GA row events)."""
+
+
+class RangeError(RollbackError):
+    """A requested range that does not exist or is not valid (stop before start, purged file...)."""
+
+
+class SchemaMismatch(RollbackError):
+    """The schema we were given disagrees with the table map in the binlog."""
+
+
+class IrreversibleChange(RollbackError):
+    """Row changes that cannot be restored from the images the binlog holds."""
+
+    exit_code = 3
+
+
+class ConflictError(RollbackError):
+    """Rows changed since the incident: applying the rollback would clobber newer data."""
+
+    exit_code = 3
+
+
+class SourceError(RollbackError):
+    """A server or file source that cannot deliver (privileges, connectivity, settings)."""
