@@ -1,0 +1,52 @@
+"""The one SparkSession of this process: created lazily on first use, then kept warm."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+_lock = threading.Lock()
+_session: Any = None
+
+DEFAULT_MASTER = "local[*]"
+
+
+def spark_master() -> str:
+    return os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER", DEFAULT_MASTER)
+
+
+def spark_status() -> dict:
+    """What /health reports: the installed Spark version and whether the session has started yet."""
+    import pyspark
+
+    started = _session is not None
+    return {
+        "version": pyspark.__version__,
+        "master": spark_master(),
+        "session": "started" if started else "not started (Spark starts lazily with the first job)",
+    }
+
+
+def get_spark() -> Any:
+    """Return the process's SparkSession, starting it on first call (master from MYSQL_ROLLBACK_SPARK_MASTER)."""
+    global _session
+    with _lock:
+        if _session is None:
+            from pyspark.sql import SparkSession
+
+            builder = SparkSession.builder.appName("mysql-rollback").master(spark_master())
+            for key, value in _spark_conf_from_env().items():
+                builder = builder.config(key, value)
+            _session = builder.getOrCreate()
+        return _session
+
+
+def _spark_conf_from_env() -> dict[str, str]:
+    """Any MYSQL_ROLLBACK_SPARK_CONF_<key with dots as __> passes through as a spark.* setting."""
+    conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"}
+    prefix = "MYSQL_ROLLBACK_SPARK_CONF_"
+    for name, value in os.environ.items():
+        if name.startswith(prefix):
+            conf[name[len(prefix) :].replace("__", ".")] = value
+    return conf

@@ -1,0 +1,53 @@
+# Shared set-up for scripts/serve and scripts/test: install what is missing, idempotently.
+# Sourced, not executed. Usage: ensure_system_packages [test]; ensure_venv EXTRAS
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VENV="${MYSQL_ROLLBACK_VENV:-$ROOT/.venv}"
+PYTHON_BIN="${PYTHON:-python3}"
+
+_sudo() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+_apt_updated=0
+_apt_install() {
+    if [ "$_apt_updated" -eq 0 ]; then
+        echo "mysql-rollback: apt-get update" >&2
+        _sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+        _apt_updated=1
+    fi
+    echo "mysql-rollback: installing $*" >&2
+    # policy-rc.d style: never start the system MariaDB service as a side effect.
+    _sudo env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+ensure_java() {
+    command -v java >/dev/null 2>&1 || _apt_install default-jre-headless
+}
+
+ensure_test_packages() {
+    ensure_java
+    if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+        _apt_install mariadb-server mariadb-client
+    fi
+    if [ -d "$ROOT/tests/browser" ] && [ ! -x /usr/bin/chromium ]; then
+        _apt_install chromium
+    fi
+}
+
+ensure_venv() {
+    local extras="$1"
+    local stamp="$VENV/.installed-${extras:-base}"
+    if [ ! -x "$VENV/bin/python" ]; then
+        echo "mysql-rollback: creating virtualenv $VENV" >&2
+        "$PYTHON_BIN" -m venv "$VENV"
+    fi
+    # Reinstall only when pyproject.toml changed since the last install.
+    if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+        echo "mysql-rollback: installing the package [$extras] into $VENV" >&2
+        local target="$ROOT"
+        [ -n "$extras" ] && target="$ROOT[$extras]"
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$target" >&2
+        touch "$stamp"
+    fi
+}

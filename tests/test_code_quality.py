@@ -1,0 +1,40 @@
+"""ruff and mypy run inside the suite so they cannot rot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True)
+
+
+def test_ruff_finds_nothing():
+    result = _run("ruff", "check", "rollback", "app", "tests", "bench")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_clean():
+    result = _run("ruff", "format", "--check", "rollback", "app", "tests", "bench")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_passes_on_the_engine():
+    result = _run("mypy", "rollback")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_engine_never_imports_the_service():
+    offenders = [
+        str(path.relative_to(REPO))
+        for path in (REPO / "rollback").rglob("*.py")
+        if any(
+            line.lstrip().startswith(("import app", "from app"))
+            for line in path.read_text(encoding="utf-8").splitlines()
+        )
+    ]
+    assert offenders == []
