@@ -1,0 +1,299 @@
+"""From framed events to decoded events and row changes, with the stream state made explicit.
+
+`StreamState` is everything a position in a binlog depends on: the FORMAT_DESCRIPTION facts,
+the table maps in force, and the transaction context. A partition of a file starts from a
+StreamState (the planner builds it) and decoding is a pure function of (state, bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollback.binlog import events as ev
+from rollback.binlog.columns import MISSING
+from rollback.binlog.constants import EventType
+from rollback.binlog.payload import TransactionPayload, decode_query_compressed, decode_transaction_payload
+from rollback.binlog.reader import FormatFacts, RawEvent, iter_events, scan_headers, without_checksum
+from rollback.binlog.rowdecoder import get_row_decoder
+from rollback.binlog.rows import PRE_GA_ROWS_TYPES, ROWS_EVENT_TYPES, UPDATE, RowsEvent, decode_rows_event
+from rollback.binlog.table_map import TableMap, decode_table_map
+from rollback.errors import BinlogFormatError, RangeError, UnsupportedEvent
+
+DECODERS: dict[int, ev.Decoder] = {
+    **ev.SMALL_EVENT_DECODERS,
+    EventType.TABLE_MAP: decode_table_map,
+    EventType.TRANSACTION_PAYLOAD: decode_transaction_payload,
+    EventType.QUERY_COMPRESSED: decode_query_compressed,
+    **{t: decode_rows_event for t in ROWS_EVENT_TYPES},
+}
+
+__all__ = [
+    "MISSING",
+    "DECODERS",
+    "StreamState",
+    "TxContext",
+    "RowsBatch",
+    "decode_stream",
+    "iter_row_batches",
+]
+
+
+@dataclass(slots=True)
+class TxContext:
+    """The transaction a row change belongs to."""
+
+    gtid: str | None = None
+    begin_pos: int | None = None  # position of the GTID (or BEGIN) event that opened it
+    timestamp: int = 0
+    server_id: int = 0
+    thread_id: int | None = None
+    database: str | None = None
+    rows_query: str | None = None  # ROWS_QUERY / ANNOTATE_ROWS text of the current statement
+    open: bool = False  # between BEGIN and COMMIT/XID
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gtid": self.gtid,
+            "begin_pos": self.begin_pos,
+            "timestamp": self.timestamp,
+            "server_id": self.server_id,
+            "thread_id": self.thread_id,
+            "database": self.database,
+            "rows_query": self.rows_query,
+            "open": self.open,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TxContext:
+        return cls(**d)
+
+
+@dataclass(slots=True)
+class StreamState:
+    facts: FormatFacts
+    table_maps: dict[int, TableMap] = field(default_factory=dict)
+    tx: TxContext = field(default_factory=TxContext)
+    path: str | None = None
+    # Where the stream is: the current file name (ROTATE may change it in relay logs or spools).
+    file_name: str | None = None
+
+    def copy(self) -> StreamState:
+        return StreamState(
+            self.facts, dict(self.table_maps), TxContext(**self.tx.to_dict()), self.path, self.file_name
+        )
+
+
+@dataclass(slots=True)
+class DecodedEvent:
+    raw: RawEvent
+    event: Any  # the dataclass of its type; RowsEvent for rows events
+    outer_pos: int  # the position in the file (of the TRANSACTION_PAYLOAD for inner events)
+    outer_end: int
+
+
+@dataclass(slots=True)
+class RowsBatch:
+    """All rows of one rows event, decoded, with where they came from."""
+
+    file: str | None
+    pos: int
+    end_pos: int
+    kind: str
+    table: TableMap
+    tx: TxContext
+    timestamp: int
+    server_id: int
+    rows: list  # tuples (insert/delete) or (before, after) pairs (update)
+    statement_end: bool
+
+
+def _unknown(raw: RawEvent, facts: FormatFacts) -> Any:
+    return ev.Ignored(raw.type_code)
+
+
+def decode_stream(
+    buf: memoryview | bytes,
+    state: StreamState,
+    start: int,
+    end: int,
+    verify: bool = True,
+) -> Iterator[DecodedEvent]:
+    """Decode events in buf[start:end], updating `state` as the server would; inner events of
+    TRANSACTION_PAYLOAD are yielded inline (their positions are the payload's)."""
+    buf = memoryview(buf) if not isinstance(buf, memoryview) else buf
+    for raw in iter_events(buf, state.facts, start, end, state.path, verify):
+        yield from _decode_one(raw, state, raw.pos, raw.end)
+
+
+def _decode_one(raw: RawEvent, state: StreamState, outer_pos: int, outer_end: int) -> Iterator[DecodedEvent]:
+    type_code = raw.type_code
+    decoder = DECODERS.get(type_code)
+    if decoder is None:
+        if type_code in PRE_GA_ROWS_TYPES:
+            raise UnsupportedEvent(state.path, raw.pos, f"pre-GA row event type {type_code} (MySQL 5.1 beta)")
+        if state.tx.open:
+            raise BinlogFormatError(
+                state.path,
+                raw.pos,
+                f"unknown event type {type_code} inside a transaction that may hold row changes",
+            )
+        yield DecodedEvent(raw, ev.Ignored(type_code), outer_pos, outer_end)
+        return
+    try:
+        event = decoder(raw, state.facts)
+    except BinlogFormatError as exc:
+        if exc.path is None:
+            raise type(exc)(
+                state.path, exc.offset if exc.offset is not None else raw.pos, exc.reason
+            ) from None
+        raise
+    _advance(state, raw, event)
+    if isinstance(event, TransactionPayload):
+        inner_facts = without_checksum(state.facts)
+        inner_state_facts, state.facts = state.facts, inner_facts
+        try:
+            for inner in iter_events(memoryview(event.events), inner_facts, 0, len(event.events), state.path):
+                yield from _decode_one(inner, state, outer_pos, outer_end)
+        except BinlogFormatError as exc:
+            raise BinlogFormatError(
+                state.path,
+                outer_pos,
+                f"inside TRANSACTION_PAYLOAD at inner offset {exc.offset}: {exc.reason}",
+            ) from None
+        finally:
+            state.facts = inner_state_facts
+        return
+    yield DecodedEvent(raw, event, outer_pos, outer_end)
+
+
+def _advance(state: StreamState, raw: RawEvent, event: Any) -> None:
+    """Apply an event to the stream state: table maps and transaction boundaries."""
+    tx = state.tx
+    if isinstance(event, TableMap):
+        state.table_maps[event.table_id] = event
+    elif isinstance(event, RowsEvent):
+        pass
+    elif isinstance(event, ev.Gtid | ev.MariaGtid):
+        # A MySQL GTID precedes the BEGIN that opens the row data; a MariaDB GTID replaces BEGIN.
+        state.tx = TxContext(
+            gtid=event.text,
+            begin_pos=raw.pos,
+            timestamp=raw.timestamp,
+            server_id=raw.server_id,
+            open=isinstance(event, ev.MariaGtid) and not event.standalone,
+        )
+    elif isinstance(event, ev.Query):
+        kind = event.kind
+        if kind == "BEGIN":
+            if not tx.gtid or tx.open:
+                state.tx = TxContext(gtid=tx.gtid if not tx.open else None, begin_pos=raw.pos, open=True)
+            state.tx.open = True
+            state.tx.timestamp = raw.timestamp
+            state.tx.server_id = raw.server_id
+            state.tx.thread_id = event.thread_id
+            state.tx.database = event.database
+        elif kind in ("COMMIT", "ROLLBACK") or (kind == "XA" and "XA PREPARE" not in event.sql.upper()):
+            _end_tx(state)
+        elif kind == "DDL":
+            state.tx.thread_id = event.thread_id
+            _end_tx(state)
+    elif isinstance(event, ev.Xid):
+        _end_tx(state)
+    elif isinstance(event, ev.RowsQuery):
+        tx.rows_query = event.sql
+    elif isinstance(event, ev.FormatDescription):
+        if raw.pos > 4 or state.facts != event.facts:
+            state.facts = event.facts
+        state.table_maps.clear()
+    elif isinstance(event, ev.Rotate):
+        state.file_name = event.next_file
+
+
+def _end_tx(state: StreamState) -> None:
+    state.tx.open = False
+    state.table_maps.clear()
+
+
+UnsignedFor = Callable[[TableMap], tuple[bool, ...] | None]
+
+
+def iter_row_batches(
+    buf: memoryview | bytes,
+    state: StreamState,
+    start: int,
+    end: int,
+    unsigned_for: UnsignedFor | None = None,
+    verify: bool = True,
+) -> Iterator[tuple[DecodedEvent, RowsBatch | None]]:
+    """Every decoded event, with its rows decoded when it is a rows event (None otherwise)."""
+    for decoded in decode_stream(buf, state, start, end, verify):
+        event = decoded.event
+        if not isinstance(event, RowsEvent):
+            yield decoded, None
+            continue
+        yield decoded, decode_rows(decoded, event, state, unsigned_for)
+
+
+def decode_rows(
+    decoded: DecodedEvent, event: RowsEvent, state: StreamState, unsigned_for: UnsignedFor | None = None
+) -> RowsBatch:
+    raw = decoded.raw
+    tmap = state.table_maps.get(event.table_id)
+    if tmap is None:
+        raise BinlogFormatError(
+            state.path, decoded.outer_pos, f"rows event for table id {event.table_id} without TABLE_MAP"
+        )
+    if tmap.column_count != event.column_count:
+        raise BinlogFormatError(
+            state.path,
+            decoded.outer_pos,
+            f"rows event has {event.column_count} columns but TABLE_MAP of {tmap.qualified_name} has {tmap.column_count}",
+        )
+    specs = tmap.specs(unsigned_for(tmap) if unsigned_for and tmap.unsigned is None else None)
+    try:
+        before = get_row_decoder(specs, event.present)
+        data = bytes(event.rows)
+        if event.kind == UPDATE:
+            rows = before.decode_pairs(data, 0, len(data), get_row_decoder(specs, event.present_after))
+        else:
+            rows = before.decode_rows(data, 0, len(data))
+    except BinlogFormatError as exc:
+        raise BinlogFormatError(
+            state.path, decoded.outer_pos, f"rows of {tmap.qualified_name}: {exc.reason}"
+        ) from None
+    return RowsBatch(
+        state.file_name,
+        decoded.outer_pos,
+        decoded.outer_end,
+        event.kind,
+        tmap,
+        state.tx,
+        raw.timestamp,
+        raw.server_id,
+        rows,
+        event.statement_end,
+    )
+
+
+def state_at(
+    buf: memoryview | bytes, facts: FormatFacts, position: int, path: str | None = None
+) -> StreamState:
+    """The stream state in force at `position` of a file, found by decoding events from the start
+    (rows are not decoded). Raises RangeError when `position` is not an event boundary."""
+    state = StreamState(facts, path=path, file_name=path.rsplit("/", 1)[-1] if path else None)
+    if position <= 4:
+        return state
+    boundary = 4
+    for pos, _type, length, _ts in scan_headers(memoryview(buf), facts, 4, len(buf), path):
+        if pos + length > position:
+            break
+        boundary = pos + length
+    if boundary != position:
+        raise RangeError(
+            f"{path or 'binlog'}: position {position} is not an event boundary (the event before ends at {boundary})"
+        )
+    for _ in decode_stream(buf, state, 4, position, verify=False):
+        pass
+    return state

@@ -1,0 +1,100 @@
+"""Decoded row changes as plain records (JSON lines, text): what `decode` prints and the change log holds."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+from rollback.binlog.columns import MISSING
+from rollback.binlog.constants import ColumnType
+from rollback.binlog.decode import RowsBatch
+from rollback.binlog.json_binary import decode_json
+from rollback.binlog.table_map import TableMap
+
+BINARY_COLLATION = 63
+
+
+def utc_text(timestamp: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
+
+
+def column_names(tmap: TableMap, names: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    names = names or tmap.column_names
+    if names and len(names) == tmap.column_count:
+        return names
+    return tuple(f"@{i + 1}" for i in range(tmap.column_count))
+
+
+def json_value(value: Any, tmap: TableMap, index: int) -> Any:
+    """A column value as JSON: exact (DECIMAL as a string), strings as text when they are text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        real = tmap.specs(None)[index].real_type
+        if real == ColumnType.JSON:
+            return {"json": decode_json(data)}
+        if real in (ColumnType.GEOMETRY, ColumnType.VECTOR):
+            return {"hex": data.hex()}
+        collation = tmap.charsets[index] if tmap.charsets else None
+        if collation != BINARY_COLLATION:
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+        return {"hex": data.hex()}
+    return repr(value)
+
+
+def image(row: tuple, tmap: TableMap, names: tuple[str, ...]) -> dict[str, Any]:
+    return {names[i]: json_value(v, tmap, i) for i, v in enumerate(row) if v is not MISSING}
+
+
+def batch_records(batch: RowsBatch, names: tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
+    tmap = batch.table
+    cols = column_names(tmap, names)
+    base: dict[str, Any] = {
+        "file": batch.file,
+        "pos": batch.pos,
+        "end_pos": batch.end_pos,
+        "gtid": batch.tx.gtid,
+        "timestamp": utc_text(batch.timestamp),
+        "server_id": batch.server_id,
+        "thread_id": batch.tx.thread_id,
+        "database": tmap.database,
+        "table": tmap.table,
+        "type": batch.kind,
+    }
+    for index, row in enumerate(batch.rows):
+        record = dict(base, row=index)
+        if batch.kind == "update":
+            record["before"] = image(row[0], tmap, cols)
+            record["after"] = image(row[1], tmap, cols)
+        elif batch.kind == "insert":
+            record["after"] = image(row, tmap, cols)
+        else:
+            record["before"] = image(row, tmap, cols)
+        yield record
+
+
+def record_json(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def record_text(record: dict[str, Any]) -> str:
+    head = (
+        f"{record['file']}:{record['pos']}-{record['end_pos']} {record['timestamp']} "
+        f"gtid={record['gtid'] or '-'} server={record['server_id']} "
+        f"{record['type'].upper()} `{record['database']}`.`{record['table']}` row {record['row']}"
+    )
+    parts = [head]
+    for key in ("before", "after"):
+        if key in record:
+            values = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in record[key].items())
+            parts.append(f"  {key}: {values}")
+    return "\n".join(parts)
