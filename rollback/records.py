@@ -12,6 +12,7 @@ from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType
 from rollback.binlog.decode import RowsBatch
 from rollback.binlog.json_binary import decode_json
+from rollback.binlog.rows import JsonPartial, JsonText
 from rollback.binlog.table_map import TableMap
 
 BINARY_COLLATION = 63
@@ -30,6 +31,10 @@ def column_names(tmap: TableMap, names: tuple[str, ...] | None = None) -> tuple[
 
 def json_value(value: Any, tmap: TableMap, index: int) -> Any:
     """A column value as JSON: exact (DECIMAL as a string), strings as text when they are text."""
+    if isinstance(value, JsonText):
+        return {"json": str(value)}
+    if isinstance(value, JsonPartial):
+        return {"json_diff": [{"op": d.op, "path": d.path, "value": d.value} for d in value.diffs]}
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, Decimal):

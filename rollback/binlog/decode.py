@@ -12,14 +12,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollback.binlog import events as ev
-from rollback.binlog.columns import MISSING
-from rollback.binlog.constants import EventType
+from rollback.binlog.columns import MISSING, ColumnSpec
+from rollback.binlog.constants import ColumnType, EventType
 from rollback.binlog.payload import TransactionPayload, decode_query_compressed, decode_transaction_payload
 from rollback.binlog.reader import FormatFacts, RawEvent, iter_events, scan_headers, without_checksum
 from rollback.binlog.rowdecoder import get_row_decoder
-from rollback.binlog.rows import PRE_GA_ROWS_TYPES, ROWS_EVENT_TYPES, UPDATE, RowsEvent, decode_rows_event
+from rollback.binlog.rows import (
+    PRE_GA_ROWS_TYPES,
+    ROWS_EVENT_TYPES,
+    UPDATE,
+    RowsEvent,
+    decode_partial_pairs,
+    decode_rows_event,
+)
 from rollback.binlog.table_map import TableMap, decode_table_map
-from rollback.errors import BinlogFormatError, RangeError, UnsupportedEvent
+from rollback.errors import BinlogFormatError, RangeError, SchemaMismatch, UnsupportedEvent
 
 DECODERS: dict[int, ev.Decoder] = {
     **ev.SMALL_EVENT_DECODERS,
@@ -217,6 +224,34 @@ def _end_tx(state: StreamState) -> None:
 
 
 UnsignedFor = Callable[[TableMap], tuple[bool, ...] | None]
+SpecsFor = Callable[[TableMap], tuple[ColumnSpec, ...] | None]
+
+# Old temporal types (pre-5.6 layout). MariaDB writes TIME(n)/DATETIME(n)/TIMESTAMP(n) with n > 0 in
+# its 'hires' layout under these same codes and *without* metadata (mysql56_temporal_format=OFF, the
+# default before 10.1): their width depends on n, which only the schema knows.
+_OLD_TEMPORAL: dict[int, str] = {
+    ColumnType.TIME: "TIME",
+    ColumnType.DATETIME: "DATETIME",
+    ColumnType.TIMESTAMP: "TIMESTAMP",
+}
+
+
+def _schema_hint(facts: FormatFacts, tmap: TableMap, specs: tuple[ColumnSpec, ...]) -> str | None:
+    """Why rows that do not decode may need the schema: MariaDB 'hires' temporal columns."""
+    if not facts.is_mariadb:
+        return None
+    suspects = [
+        f"column {i + 1} ({_OLD_TEMPORAL[spec.type]})"
+        for i, spec in enumerate(specs)
+        if spec.type in _OLD_TEMPORAL and not spec.meta
+    ]
+    if not suspects:
+        return None
+    return (
+        f"{', '.join(suspects)} uses MariaDB's old temporal type code, which is also written for the "
+        "fractional 'hires' TIME(n)/DATETIME(n)/TIMESTAMP(n) without recording n: "
+        "the table schema is needed to decode these rows"
+    )
 
 
 def iter_row_batches(
@@ -226,6 +261,7 @@ def iter_row_batches(
     end: int,
     unsigned_for: UnsignedFor | None = None,
     verify: bool = True,
+    specs_for: SpecsFor | None = None,
 ) -> Iterator[tuple[DecodedEvent, RowsBatch | None]]:
     """Every decoded event, with its rows decoded when it is a rows event (None otherwise)."""
     for decoded in decode_stream(buf, state, start, end, verify):
@@ -233,12 +269,22 @@ def iter_row_batches(
         if not isinstance(event, RowsEvent):
             yield decoded, None
             continue
-        yield decoded, decode_rows(decoded, event, state, unsigned_for)
+        yield decoded, decode_rows(decoded, event, state, unsigned_for, specs_for)
 
 
 def decode_rows(
-    decoded: DecodedEvent, event: RowsEvent, state: StreamState, unsigned_for: UnsignedFor | None = None
+    decoded: DecodedEvent,
+    event: RowsEvent,
+    state: StreamState,
+    unsigned_for: UnsignedFor | None = None,
+    specs_for: SpecsFor | None = None,
 ) -> RowsBatch:
+    """Decode the rows of a rows event with the table map in force.
+
+    ``unsigned_for`` supplies signedness from a schema when the binlog has none; ``specs_for`` supplies
+    whole column specs (a schema that knows what the binlog cannot say, such as the precision of a
+    MariaDB 'hires' TIMESTAMP(n)), or None to use the table map's.
+    """
     raw = decoded.raw
     tmap = state.table_maps.get(event.table_id)
     if tmap is None:
@@ -251,17 +297,29 @@ def decode_rows(
             decoded.outer_pos,
             f"rows event has {event.column_count} columns but TABLE_MAP of {tmap.qualified_name} has {tmap.column_count}",
         )
-    specs = tmap.specs(unsigned_for(tmap) if unsigned_for and tmap.unsigned is None else None)
+    specs = specs_for(tmap) if specs_for else None
+    if specs is None:
+        specs = tmap.specs(unsigned_for(tmap) if unsigned_for and tmap.unsigned is None else None)
+    elif len(specs) != tmap.column_count:
+        raise SchemaMismatch(
+            f"the schema of {tmap.qualified_name} has {len(specs)} columns, its TABLE_MAP has {tmap.column_count}"
+        )
     try:
         before = get_row_decoder(specs, event.present)
         data = bytes(event.rows)
-        if event.kind == UPDATE:
+        if event.partial:
+            rows: list = decode_partial_pairs(
+                specs, data, before, get_row_decoder(specs, event.present_after)
+            )
+        elif event.kind == UPDATE:
             rows = before.decode_pairs(data, 0, len(data), get_row_decoder(specs, event.present_after))
         else:
             rows = before.decode_rows(data, 0, len(data))
     except BinlogFormatError as exc:
+        reason = f"rows of {tmap.qualified_name}: {exc.reason}"
+        hint = _schema_hint(state.facts, tmap, specs) if specs_for is None else None
         raise BinlogFormatError(
-            state.path, decoded.outer_pos, f"rows of {tmap.qualified_name}: {exc.reason}"
+            state.path, decoded.outer_pos, f"{reason}; {hint}" if hint else reason
         ) from None
     return RowsBatch(
         state.file_name,
@@ -285,6 +343,16 @@ def state_at(
     state = StreamState(facts, path=path, file_name=path.rsplit("/", 1)[-1] if path else None)
     if position <= 4:
         return state
+    check_boundary(buf, facts, position, path)
+    for _ in decode_stream(buf, state, 4, position, verify=False):
+        pass
+    return state
+
+
+def check_boundary(
+    buf: memoryview | bytes, facts: FormatFacts, position: int, path: str | None = None
+) -> None:
+    """Raise RangeError unless `position` is where an event starts (or the file ends)."""
     boundary = 4
     for pos, _type, length, _ts in scan_headers(memoryview(buf), facts, 4, len(buf), path):
         if pos + length > position:
@@ -294,6 +362,3 @@ def state_at(
         raise RangeError(
             f"{path or 'binlog'}: position {position} is not an event boundary (the event before ends at {boundary})"
         )
-    for _ in decode_stream(buf, state, 4, position, verify=False):
-        pass
-    return state

@@ -204,8 +204,13 @@ class BinlogFile:
         self.facts, self.fde_end = read_file_facts(self.buf, self.path)
 
     def close(self) -> None:
-        self.buf.release()
-        self._mmap.close()
+        """Unmap the file. Events still referenced by the caller keep views into the map; then the
+        map is left for the garbage collector to close once the last view is gone."""
+        try:
+            self.buf.release()
+            self._mmap.close()
+        except BufferError:
+            pass
 
     def __enter__(self) -> BinlogFile:
         return self

@@ -5,6 +5,17 @@ extra row info (type:1 ... ; type 1 is partition info). Body: column_count:lenen
 columns-present bitmap of the before image (or the only image), for updates the bitmap
 of the after image, then the rows. Bitmaps are LSB-first. The rows are decoded lazily,
 with the table map in force, by a decoder prepared once per table signature.
+
+PARTIAL_UPDATE_ROWS (39, binlog_row_value_options=PARTIAL_JSON) differs only in its after
+images (sql/rpl_record.cc, pack_row / unpack_row):
+
+    value_options:lenenc  [partial_bits: ceil(J/8) bytes, only when value_options & PARTIAL_JSON]
+    null_bits  values...
+
+J counts every JSON column of the table map (not only those in the image); partial bit k
+(LSB-first) says the k-th JSON column is written as a diff: a 4-byte LE length and a
+Json_diff_vector (see json_binary.decode_json_diff) instead of its binary document. The
+server only accepts value_options 0 or 1. :func:`decode_partial_pairs` reads these images.
 """
 
 from __future__ import annotations
@@ -12,10 +23,14 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
-from rollback.binlog.constants import EventType
+from rollback.binlog.columns import MISSING, ColumnSpec, read_value
+from rollback.binlog.constants import ColumnType, EventType
+from rollback.binlog.json_binary import JsonDiff, apply_json_diffs, decode_json, decode_json_diff
 from rollback.binlog.packed import read_lenenc
 from rollback.binlog.reader import FormatFacts, RawEvent
+from rollback.binlog.rowdecoder import RowDecoder
 from rollback.errors import BinlogFormatError
 
 INSERT, UPDATE, DELETE = "insert", "update", "delete"
@@ -154,3 +169,131 @@ def decode_rows_event(raw: RawEvent, facts: FormatFacts) -> RowsEvent:
         partition_id,
         source_partition_id,
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# PARTIAL_UPDATE_ROWS after images
+
+PARTIAL_JSON_UPDATES = 1  # the only bit of binlog_row_value_options
+
+
+class JsonText(str):
+    """The full after value of a JSON column that the event logged as a PARTIAL_JSON diff: the
+    diffs applied to the before image's document, as JSON text in MySQL's print format (other
+    JSON values of a row stay binary JSON bytes)."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class JsonPartial:
+    """A JSON after value logged as a diff whose before document is not in the event (MINIMAL
+    before image): only the changes are known, not the whole document."""
+
+    diffs: tuple[JsonDiff, ...]
+
+
+Row = tuple[Any, ...]
+
+
+def decode_partial_pairs(
+    specs: tuple[ColumnSpec, ...],
+    data: bytes,
+    before_decoder: RowDecoder,
+    after_decoder: RowDecoder,
+) -> list[tuple[Row, Row]]:
+    """(before, after) pairs of a PARTIAL_UPDATE_ROWS body. Diff-logged JSON columns become
+    JsonText (before document known) or JsonPartial (it is not); everything else decodes as in
+    UPDATE_ROWS. Offsets in errors are relative to ``data``."""
+    json_columns = [i for i, spec in enumerate(specs) if spec.type == ColumnType.JSON]
+    partial_bytes = (len(json_columns) + 7) // 8
+    after_columns = after_decoder.columns
+    end = len(data)
+    pos = 0
+    pairs = []
+    while pos < end:
+        before, pos = before_decoder.decode(data, pos, end)
+        options_at = pos
+        options, pos = read_lenenc(data, pos)
+        if options > PARTIAL_JSON_UPDATES:
+            raise BinlogFormatError(
+                None, options_at, f"PARTIAL_UPDATE_ROWS value_options {options} is unknown"
+            )
+        partial: set[int] = set()
+        if options & PARTIAL_JSON_UPDATES:
+            if pos + partial_bytes > end:
+                raise BinlogFormatError(
+                    None, pos, "PARTIAL_UPDATE_ROWS partial-JSON bitmap runs past the event end"
+                )
+            bits = int.from_bytes(data[pos : pos + partial_bytes], "little")
+            pos += partial_bytes
+            partial = {col for k, col in enumerate(json_columns) if bits >> k & 1}
+        if partial.isdisjoint(after_columns):
+            after, pos = after_decoder.decode(data, pos, end)
+        else:
+            after, pos = _after_image_with_diffs(specs, after_columns, partial, data, pos, before)
+        pairs.append((before, after))
+    return pairs
+
+
+def _after_image_with_diffs(
+    specs: tuple[ColumnSpec, ...],
+    columns: tuple[int, ...],
+    partial: set[int],
+    data: bytes,
+    pos: int,
+    before: Row,
+) -> tuple[Row, int]:
+    """One after image in which the columns of ``partial`` hold JSON diffs; values are read one by
+    one (these images are rare, so no compiled decoder)."""
+    nbytes = (len(columns) + 7) // 8
+    if pos + nbytes > len(data):
+        raise BinlogFormatError(None, pos, "row image NULL bitmap runs past the event end")
+    nulls = int.from_bytes(data[pos : pos + nbytes], "little")
+    pos += nbytes
+    row: list[Any] = [MISSING] * len(specs)
+    for k, col in enumerate(columns):
+        if nulls >> k & 1:
+            row[col] = None
+            continue
+        start = pos
+        try:
+            if col in partial:
+                length = struct.unpack_from("<I", data, pos)[0]
+                pos += 4
+                if pos + length > len(data):
+                    raise IndexError
+                diffs = tuple(decode_json_diff(data[pos : pos + length]))
+                pos += length
+                row[col] = _apply_diffs(before[col] if col < len(before) else MISSING, diffs, col, start)
+            else:
+                row[col], pos = read_value(specs[col], data, pos)
+                if pos > len(data):
+                    raise IndexError
+        except (IndexError, struct.error):
+            raise BinlogFormatError(
+                None, start, f"row image of table column {col + 1} runs past the event end"
+            ) from None
+        except (ValueError, OverflowError) as exc:
+            raise BinlogFormatError(
+                None, start, f"row image of table column {col + 1} holds an invalid value: {exc}"
+            ) from None
+        except BinlogFormatError as exc:
+            raise BinlogFormatError(
+                None, start, f"JSON diff of table column {col + 1}: {exc.reason}"
+            ) from None
+    return tuple(row), pos
+
+
+def _apply_diffs(before_value: Any, diffs: tuple[JsonDiff, ...], col: int, at: int) -> JsonText | JsonPartial:
+    if before_value is MISSING:
+        return JsonPartial(diffs)
+    if before_value is None:
+        raise BinlogFormatError(
+            None, at, f"JSON diff of table column {col + 1} applies to a NULL before value"
+        )
+    if isinstance(before_value, JsonText):
+        before_text = str(before_value)
+    else:
+        before_text = decode_json(bytes(before_value))
+    return JsonText(apply_json_diffs(before_text, diffs))

@@ -52,6 +52,11 @@ _NUMERIC = frozenset(
         ColumnType.DECIMAL,
     }
 )
+# Columns that DEFAULT_CHARSET / COLUMN_CHARSET list, in column order. MySQL 9 counts VECTOR columns
+# among them (with the binary collation 63): vector.binlog's table `bar` (BIGINT, VECTOR(2), TEXT,
+# VECTOR(4)) carries "default 63, the 2nd listed column 255", which only fits if both VECTORs are
+# listed, and table `foo` (BIGINT, VECTOR(3)) carries a DEFAULT_CHARSET of 63 for its lone VECTOR.
+# JSON and GEOMETRY columns are not listed (json-opaque.binlog's JSON-only table has no charset field).
 _CHARACTER = frozenset(
     {
         ColumnType.STRING,
@@ -61,6 +66,7 @@ _CHARACTER = frozenset(
         ColumnType.TINY_BLOB,
         ColumnType.MEDIUM_BLOB,
         ColumnType.LONG_BLOB,
+        ColumnType.VECTOR,
     }
 )
 
