@@ -24,8 +24,114 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument("--no-verify", action="store_true", help="do not verify CRC32 checksums")
     decode.set_defaults(func=_decode)
 
+    for name, help_text in (
+        ("flashback", "reverse SQL for a binlog range, newest change first (optionally applied)"),
+        ("sql", "the changes of a binlog range as SQL, in the order they happened"),
+    ):
+        cmd = sub.add_parser(name, help=help_text)
+        _add_range_arguments(cmd)
+        cmd.set_defaults(func=_flashback, mode="flashback" if name == "flashback" else "forward")
+
     _add_plugin_commands(sub)
     return parser
+
+
+def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("files", nargs="*", metavar="BINLOG_FILE")
+    cmd.add_argument("--start-position", type=int, help="in the first file")
+    cmd.add_argument("--stop-position", type=int, help="in the last file")
+    cmd.add_argument("--gtid", help="MySQL GTID set, or MariaDB GTIDs/ranges (0-1-5,0-1-7..0-1-9)")
+    cmd.add_argument("--start-datetime", help="YYYY-MM-DD HH:MM:SS[+HH:MM]; UTC without an offset")
+    cmd.add_argument("--stop-datetime", help="exclusive; same format")
+    cmd.add_argument("-d", "--database", action="append", default=[], help="only this database (repeatable)")
+    cmd.add_argument("-t", "--table", action="append", default=[], help="only DB.TABLE (repeatable)")
+    cmd.add_argument("--type", help="comma-separated: insert,update,delete")
+    cmd.add_argument("--thread-id", type=int)
+    schema = cmd.add_mutually_exclusive_group()
+    schema.add_argument(
+        "--schema-dsn", help="read table schemas from this server (mysql://user:pw@host:port/)"
+    )
+    schema.add_argument("--schema-file", help="read table schemas from CREATE TABLE statements")
+    cmd.add_argument("--full-where", action="store_true", help="identify rows by every column, not the key")
+    cmd.add_argument("--allow-partial", action="store_true", help="emit what is restorable, list the rest")
+    cmd.add_argument("-o", "--output", help="script file (default: standard output)")
+    cmd.add_argument("--plan", help="also write the execution plan (JSON lines) here")
+    cmd.add_argument("--changes", help="also write the decoded changes (JSON lines) here")
+    cmd.add_argument(
+        "--execute", action="store_true", help="apply the script to --target (dry run unless --commit)"
+    )
+    cmd.add_argument("--target", help="server to apply to (mysql://user:pw@host:port/)")
+    cmd.add_argument("--commit", action="store_true", help="with --execute: commit instead of rolling back")
+    cmd.add_argument(
+        "--dry-run", action="store_true", help="with --execute: roll back at the end (the default)"
+    )
+    cmd.add_argument("--single-transaction", action="store_true", help="apply everything in one transaction")
+    cmd.add_argument("--on-conflict", choices=("abort", "skip"), default="abort")
+
+
+def _flashback(args: argparse.Namespace) -> int:
+    import json
+    import os
+    import tempfile
+
+    from rollback.execute import connect, execute_plan
+    from rollback.flashback import Filters, Options, RangeSpec, generate
+    from rollback.schema import ServerSchema, schema_from_file
+
+    if not args.files:
+        raise RangeError("give binlog files (or --server once the live source is configured)")
+    for path in args.files:
+        if not os.path.exists(path):
+            raise RangeError(f"{path}: no such binlog file")
+    if args.execute and not args.target:
+        raise RangeError("--execute needs --target")
+    types = {t.strip().lower() for t in (args.type or "").split(",") if t.strip()}
+    if types - {"insert", "update", "delete"}:
+        raise RangeError(f"--type takes insert, update, delete (got {args.type})")
+    schema = None
+    if args.schema_dsn:
+        schema = ServerSchema(lambda: connect(args.schema_dsn))
+    elif args.schema_file:
+        schema = schema_from_file(args.schema_file)
+    rng = RangeSpec(
+        list(args.files),
+        args.start_position,
+        args.stop_position,
+        args.gtid,
+        args.start_datetime,
+        args.stop_datetime,
+    )
+    filters = Filters(
+        {d.lower() for d in args.database}, {t.lower() for t in args.table}, types, args.thread_id
+    )
+    options = Options(
+        mode=args.mode, full_where=args.full_where, allow_partial=args.allow_partial, schema=schema
+    )
+    with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
+        script = args.output or os.path.join(tmp, "rollback.sql")
+        plan = args.plan or os.path.join(tmp, "plan.jsonl")
+        report = generate(rng, filters, options, script, plan, args.changes)
+        if not args.output:
+            with open(script, encoding="utf-8") as f:
+                for line in f:
+                    sys.stdout.write(line)
+            sys.stdout.flush()
+        if args.execute:
+            result = execute_plan(
+                plan,
+                args.target,
+                commit=args.commit and not args.dry_run,
+                single_transaction=args.single_transaction,
+                on_conflict=args.on_conflict,
+            )
+            print(json.dumps({"execution": result.to_dict()}), file=sys.stderr)
+    if report.irreversible:
+        print(
+            f"mysql-rollback: {len(report.irreversible)} row change(s) could not be restored (listed in the script header)",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
 
 
 def _decode(args: argparse.Namespace) -> int:

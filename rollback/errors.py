@@ -51,3 +51,7 @@ class ConflictError(RollbackError):
 
 class SourceError(RollbackError):
     """A server or file source that cannot deliver (privileges, connectivity, settings)."""
+
+
+class DDLInRange(RollbackError):
+    """DDL on a table with row changes inside the range: the schema changed mid-range."""

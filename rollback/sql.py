@@ -1,0 +1,267 @@
+"""SQL text: identifiers, literals for every MySQL type, row identification, statements.
+
+One `TableRenderer` is prepared per (table map, schema) and renders every row of that table
+without re-deciding anything per value: each column gets its literal function once.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from rollback.binlog.columns import MISSING
+from rollback.binlog.constants import ColumnType as T
+from rollback.binlog.json_binary import decode_json
+from rollback.binlog.table_map import TableMap
+from rollback.charsets import PYTHON_CODEC, charset_of_collation
+from rollback.schema import TableSchema
+
+Literal = Callable[[Any], str]
+_FLOAT32 = struct.Struct("<f")
+
+
+def quote_ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_text(text: str) -> str:
+    """A string literal that means the same under any sql_mode: quotes doubled, no backslash escapes used."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _has_unsafe_chars(text: str) -> bool:
+    # Backslash means escape unless NO_BACKSLASH_ESCAPES; control characters do not survive copy/paste.
+    return "\\" in text or any(ord(c) < 0x20 or c == "\x7f" for c in text)
+
+
+def hex_literal(data: bytes, charset: str = "binary") -> str:
+    if not data:
+        return f"_{charset}''" if charset != "binary" else "_binary''"
+    return f"_{charset} 0x{data.hex()}"
+
+
+def string_literal(data: bytes, charset: str | None) -> str:
+    """Readable when the bytes are valid text in the column's charset, else hex with a charset introducer."""
+    if charset is None or charset == "binary":
+        return hex_literal(data)
+    codec = PYTHON_CODEC.get(charset)
+    if codec is not None:
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and not _has_unsafe_chars(text) and text.encode(codec) == data:
+            return (f"_{charset}" if charset not in ("utf8mb4", "utf8mb3", "utf8") else "") + quote_text(text)
+    return hex_literal(data, charset)
+
+
+def float32_literal(value: float) -> str:
+    """The shortest decimal that stores the same FLOAT (float32) value."""
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError("FLOAT column holds a non-finite value")
+    target = _FLOAT32.pack(value)
+    for digits in range(6, 10):
+        text = f"{value:.{digits}g}"
+        if _FLOAT32.pack(float(text)) == target:
+            return _float_text(text)
+    return _float_text(repr(value))
+
+
+def double_literal(value: float) -> str:
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError("DOUBLE column holds a non-finite value")
+    return _float_text(repr(value))
+
+
+def _float_text(text: str) -> str:
+    # Written with an exponent, the literal is a DOUBLE (not an exact DECIMAL) in MySQL and MariaDB.
+    if "e" in text or "E" in text or "inf" in text or "nan" in text:
+        return text
+    return text + "e0"
+
+
+def float32_where_literal(value: float) -> str:
+    """For comparisons: the float32 widened to a double, exactly (the server compares FLOAT as DOUBLE)."""
+    return double_literal(value)
+
+
+def decimal_literal(value: Decimal) -> str:
+    return format(value, "f")
+
+
+def bit_literal(width: int) -> Literal:
+    return lambda v: "b'" + format(v, "b").zfill(max(width, 1)) + "'"
+
+
+@dataclass(slots=True)
+class ColumnRender:
+    name: str  # quoted
+    value: Literal  # for VALUES and SET
+    where: Literal  # for WHERE: exact comparison
+    writable: bool  # False for generated columns
+
+
+def _enum_literal(members: tuple[str, ...] | None) -> Literal:
+    if not members:
+        return str  # the index: inserting a number into an ENUM stores that member
+
+    def render(index: int) -> str:
+        if 1 <= index <= len(members):
+            return quote_text(members[index - 1])
+        return str(index)  # 0 = the '' error value; keep it exact
+
+    return render
+
+
+def _set_literal(members: tuple[str, ...] | None) -> Literal:
+    if not members:
+        return str
+
+    def render(mask: int) -> str:
+        if mask >> len(members):
+            return str(mask)
+        return quote_text(",".join(m for i, m in enumerate(members) if mask >> i & 1))
+
+    return render
+
+
+def column_literals(
+    real_type: int, meta_length: int, charset: str | None, schema_column: Any, flavour: str
+) -> tuple[Literal, Literal]:
+    """(value literal, where literal) for a column."""
+    if real_type in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR):
+        return str, str
+    if real_type in (T.NEWDECIMAL, T.DECIMAL):
+        return decimal_literal, decimal_literal
+    if real_type == T.FLOAT:
+        return float32_literal, float32_where_literal
+    if real_type == T.DOUBLE:
+        return double_literal, double_literal
+    if real_type == T.BIT:
+        lit = bit_literal(meta_length)
+        return lit, lit
+    if real_type in (T.DATE, T.NEWDATE, T.TIME, T.TIME2, T.DATETIME, T.DATETIME2, T.TIMESTAMP, T.TIMESTAMP2):
+        return quote_text, quote_text
+    if real_type == T.ENUM:
+        lit = _enum_literal(schema_column.enum_values if schema_column else None)
+        return lit, lit
+    if real_type == T.SET:
+        lit = _set_literal(schema_column.set_values if schema_column else None)
+        return lit, lit
+    if real_type == T.JSON:
+        if flavour == "mariadb":
+            lit = lambda v: quote_text(decode_json(v))  # noqa: E731
+        else:
+            lit = lambda v: f"CAST({string_literal(decode_json(v).encode(), 'utf8mb4')} AS JSON)"  # noqa: E731
+        return lit, lit
+    if real_type == T.GEOMETRY:
+
+        def geometry(v: bytes) -> str:
+            srid = int.from_bytes(v[:4], "little")
+            option = ", 'axis-order=long-lat'" if srid and flavour == "mysql" else ""
+            return f"ST_GeomFromWKB(0x{bytes(v[4:]).hex()}, {srid}{option})"
+
+        return geometry, geometry
+    if real_type == T.VECTOR:
+        return hex_literal, hex_literal
+    # Strings and blobs: readable in SET/VALUES; in WHERE, exact bytes (no collation, no pad-space).
+    return (lambda v: string_literal(bytes(v), charset)), (lambda v: hex_literal(bytes(v)))
+
+
+class TableRenderer:
+    """Renders the statements of one table (one table-map signature and schema)."""
+
+    def __init__(self, tmap: TableMap, schema: TableSchema | None, flavour: str, full_where: bool = False):
+        self.tmap = tmap
+        self.schema = schema
+        self.full_where = full_where
+        self.table = f"{quote_ident(tmap.database)}.{quote_ident(tmap.table)}"
+        specs = tmap.specs(schema.unsigned if schema else None)
+        names = (
+            schema.names if schema else (tmap.column_names or tuple(f"@{i + 1}" for i in range(len(specs))))
+        )
+        self.named = schema is not None or bool(tmap.column_names)
+        cols = []
+        for i, spec in enumerate(specs):
+            col = schema.columns[i] if schema else None
+            charset = col.charset if col and col.charset else None
+            if charset is None and tmap.charsets:
+                charset = charset_of_collation(tmap.charsets[i])
+            if charset is None and spec.real_type in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
+                charset = None
+            value, where = column_literals(spec.real_type, spec.length, charset, col, flavour)
+            cols.append(ColumnRender(quote_ident(names[i]), value, where, not (col and col.generated)))
+        self.columns = cols
+        self.key = () if full_where or schema is None else schema.row_key
+        self.keyed = bool(self.key)
+
+    def literal(self, index: int, value: Any) -> str:
+        return "NULL" if value is None else self.columns[index].value(value)
+
+    def where(self, image: Sequence[Any]) -> str:
+        """Identify the row an image describes: by key, else by every present column (NULL-safe)."""
+        indexes = (
+            self.key if self.key and all(image[i] is not MISSING for i in self.key) else range(len(image))
+        )
+        parts = []
+        for i in indexes:
+            v = image[i]
+            if v is MISSING:
+                continue
+            col = self.columns[i]
+            if self.key and i in self.key:
+                parts.append(f"{col.name}={col.value(v)}" if v is not None else f"{col.name} IS NULL")
+            else:
+                parts.append(f"{col.name}<=>{'NULL' if v is None else col.where(v)}")
+        return " AND ".join(parts)
+
+    def _limit(self) -> str:
+        return "" if self.keyed else " LIMIT 1"
+
+    def insert(self, image: Sequence[Any]) -> str:
+        idx = [i for i, v in enumerate(image) if v is not MISSING and self.columns[i].writable]
+        names = ", ".join(self.columns[i].name for i in idx)
+        values = ", ".join(self.literal(i, image[i]) for i in idx)
+        return f"INSERT INTO {self.table} ({names}) VALUES ({values});"
+
+    def delete(self, image: Sequence[Any]) -> str:
+        return f"DELETE FROM {self.table} WHERE {self.where(image)}{self._limit()};"
+
+    def update(self, set_image: Sequence[Any], where_image: Sequence[Any]) -> str | None:
+        """UPDATE setting the columns of set_image that differ from where_image; None when nothing differs."""
+        sets = [
+            f"{self.columns[i].name}={self.literal(i, v)}"
+            for i, v in enumerate(set_image)
+            if v is not MISSING
+            and self.columns[i].writable
+            and (where_image[i] is MISSING or where_image[i] != v)
+        ]
+        if not sets:
+            return None
+        return f"UPDATE {self.table} SET {', '.join(sets)} WHERE {self.where(where_image)}{self._limit()};"
+
+    def exists(self, image: Sequence[Any]) -> str:
+        """A query counting the rows that match the image exactly (every present column): the conflict check."""
+        parts = []
+        for i, v in enumerate(image):
+            if v is MISSING:
+                continue
+            col = self.columns[i]
+            parts.append(f"{col.name}<=>{'NULL' if v is None else col.where(v)}")
+        return f"SELECT COUNT(*) FROM {self.table} WHERE {' AND '.join(parts)}"
+
+    def key_exists(self, image: Sequence[Any]) -> str | None:
+        """A query counting rows with the image's key (for a reverse INSERT: the key must be free)."""
+        if not self.key or any(image[i] is MISSING for i in self.key):
+            return None
+        parts = [
+            f"{self.columns[i].name}={self.columns[i].value(image[i])}"
+            if image[i] is not None
+            else f"{self.columns[i].name} IS NULL"
+            for i in self.key
+        ]
+        return f"SELECT COUNT(*) FROM {self.table} WHERE {' AND '.join(parts)}"
