@@ -156,9 +156,13 @@ def test_execution_dry_run_changes_nothing_and_commit_restores(scratch_server, d
 
 
 def test_conflicting_row_is_detected_before_anything_is_applied(scratch_server, db, tmp_path):
-    rng = scratch_server.run_sql([f"UPDATE {db}.uniq SET v = 7 WHERE code IN ('k1', 'k2', 'k3', 'k4', 'k5')"])
-    scratch_server.run_sql([f"UPDATE {db}.uniq SET v = 8 WHERE code = 'k3'"])  # changed after the incident
-    after = checksums(scratch_server, db)
+    scratch_server.run_sql(
+        [f"CREATE TABLE {db}.conf (code CHAR(4) NOT NULL, v INT, UNIQUE KEY (code))"]
+        + [f"INSERT INTO {db}.conf VALUES ('c{i}', {i})" for i in range(5)]
+    )
+    rng = scratch_server.run_sql([f"UPDATE {db}.conf SET v = 70"])
+    scratch_server.run_sql([f"UPDATE {db}.conf SET v = 80 WHERE code = 'c3'"])  # changed after the incident
+    after = scratch_server.query(f"CHECKSUM TABLE {db}.conf EXTENDED")
     plan = tmp_path / "plan.jsonl"
     generate(
         RangeSpec([str(f) for f in rng.files], rng.start_position, rng.stop_position),
@@ -171,7 +175,16 @@ def test_conflicting_row_is_detected_before_anything_is_applied(scratch_server, 
 
     with pytest.raises(ConflictError, match="changed since the incident"):
         execute_plan(plan, scratch_server.dsn, commit=True)
-    assert checksums(scratch_server, db) == after
+    assert scratch_server.query(f"CHECKSUM TABLE {db}.conf EXTENDED") == after
+    skipped = execute_plan(plan, scratch_server.dsn, commit=True, on_conflict="skip")
+    assert skipped.committed and skipped.skipped == 1 and skipped.statements == 4
+    assert scratch_server.query(f"SELECT code, v FROM {db}.conf ORDER BY code") == [
+        ("c0", 0),
+        ("c1", 1),
+        ("c2", 2),
+        ("c3", 80),
+        ("c4", 4),
+    ]
 
 
 def test_cli_flashback_prints_script_and_refuses_bad_input(scratch_server, db, tmp_path):
