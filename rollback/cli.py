@@ -76,7 +76,7 @@ def _flashback(args: argparse.Namespace) -> int:
 
     from rollback.execute import connect, execute_plan
     from rollback.flashback import Filters, Options, RangeSpec, generate
-    from rollback.schema import ServerSchema, schema_from_file
+    from rollback.schema import SchemaSource, ServerSchema, schema_from_file
 
     if not args.files:
         raise RangeError("give binlog files (or --server once the live source is configured)")
@@ -88,7 +88,7 @@ def _flashback(args: argparse.Namespace) -> int:
     types = {t.strip().lower() for t in (args.type or "").split(",") if t.strip()}
     if types - {"insert", "update", "delete"}:
         raise RangeError(f"--type takes insert, update, delete (got {args.type})")
-    schema = None
+    schema: SchemaSource | None = None
     if args.schema_dsn:
         schema = ServerSchema(lambda: connect(args.schema_dsn))
     elif args.schema_file:

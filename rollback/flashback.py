@@ -15,7 +15,7 @@ import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -224,6 +224,10 @@ class BlockSpool:
 # ---- the job ---------------------------------------------------------------------------------------------
 
 
+def _fixed_unsigned(unsigned: tuple[bool, ...] | None) -> Callable[[TableMap], tuple[bool, ...] | None]:
+    return lambda _tmap: unsigned
+
+
 def _comment(text: str) -> str:
     return " ".join(text.split()).replace("*/", "* /")
 
@@ -363,7 +367,7 @@ class Flashback:
                     continue
                 renderer = self._renderer(tmap, decoded.outer_pos, flavour)
                 unsigned = renderer.schema.unsigned if renderer.schema else None
-                batch = decode_rows(decoded, event, state, lambda _t, u=unsigned: u)
+                batch = decode_rows(decoded, event, state, _fixed_unsigned(unsigned))
                 self._take(current, batch, renderer, changes_out)
             elif isinstance(event, ev.Xid) or (
                 isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK")
