@@ -194,7 +194,7 @@ _DATETIME_HIRES_BYTES: Final = (5, 6, 6, 7, 7, 7, 8)  # Type_handler_datetime::m
 _TEMPORAL_FSP: Final = frozenset({T.TIMESTAMP2, T.DATETIME2, T.TIME2})
 _HIRES_CAPABLE: Final = frozenset({T.TIME, T.DATETIME, T.TIMESTAMP})
 _BLOBS: Final = frozenset({T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.GEOMETRY, T.JSON, T.VECTOR})
-_FIXED_WIDTH: Final = {
+_FIXED_WIDTH: Final[dict[int, int]] = {
     T.TINY: 1,
     T.SHORT: 2,
     T.INT24: 3,
@@ -736,7 +736,7 @@ def read_null_type(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[None, int]:
     return None, pos
 
 
-_UNSUPPORTED: Final = {
+_UNSUPPORTED: Final[dict[int, str]] = {
     T.DECIMAL: "pre-5.0 DECIMAL (type 0) columns are not supported; ALTER the table to convert them",
     BLOB_COMPRESSED: "MariaDB compressed BLOB/TEXT columns are not supported",
     VARCHAR_COMPRESSED: "MariaDB compressed VARCHAR columns are not supported",
@@ -750,7 +750,7 @@ def unsupported_reason(spec: ColumnSpec) -> str | None:
     return _UNSUPPORTED.get(spec.type, f"column type code {spec.type} is not supported")
 
 
-_READERS: Final = {
+_READERS: Final[dict[int, Callable[[bytes, int, ColumnSpec], tuple[Any, int]]]] = {
     T.TINY: read_int,
     T.SHORT: read_int,
     T.INT24: read_int,
@@ -791,10 +791,10 @@ def read_value(spec: ColumnSpec, buf: bytes, pos: int) -> tuple[object, int]:
     are not a valid value and BinlogFormatError for unsupported types.
     """
     if spec.type == T.STRING:
-        reader = read_enum_set if spec.real_type in (T.ENUM, T.SET) else read_string
-    else:
-        found = _READERS.get(spec.type)
-        if found is None:
-            raise BinlogFormatError(None, pos, unsupported_reason(spec) or "unsupported column")
-        reader = found
+        if spec.real_type in (T.ENUM, T.SET):
+            return read_enum_set(buf, pos, spec)
+        return read_string(buf, pos, spec)
+    reader = _READERS.get(spec.type)
+    if reader is None:
+        raise BinlogFormatError(None, pos, unsupported_reason(spec) or "unsupported column")
     return reader(buf, pos, spec)

@@ -437,8 +437,15 @@ def _locate(
     for k, col in enumerate(cols):
         if nulls >> k & 1:
             continue
+        spec = specs[col]
+        reason = C.unsupported_reason(spec)
+        if reason is not None:
+            return BinlogFormatError(None, pos, f"row image of table column {col + 1}: {reason}")
+        # Fixed bytes (or the length prefix) must be inside the event before they are read.
+        if pos + (spec.width if spec.width is not None else C.string_prefix_size(spec)) > end:
+            return _overrun(col, pos)
         try:
-            _, after = C.read_value(specs[col], buf, pos)
+            _, after = C.read_value(spec, buf, pos)
         except (IndexError, struct.error):
             return _overrun(col, pos)
         except (ValueError, OverflowError) as exc:
