@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
+
+from pydantic import ValidationError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -11,10 +14,54 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=int, default=8080)
     serve.set_defaults(func=_serve)
 
+    db = sub.add_parser("db", help="the job database: apply or undo migrations")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    up = db_sub.add_parser("upgrade", help="apply the migrations (the service also does it at start-up)")
+    up.add_argument("revision", nargs="?", default="head")
+    down = db_sub.add_parser("downgrade", help="undo migrations (down to `base`: drops every table)")
+    down.add_argument("revision", nargs="?", default="-1")
+    db_sub.add_parser("current", help="print the database's revision")
+    db.set_defaults(func=_db)
+
+
+def _settings():  # type: ignore[no-untyped-def]
+    from app.core.config import ConfigError, Settings
+
+    try:
+        settings = Settings()
+        settings.server_configs()
+        settings.tokens()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "MYSQL_ROLLBACK_" + str(first["loc"][0]).upper() if first.get("loc") else "settings"
+        raise SystemExit(f"mysql-rollback: error: {name}: {first['msg']}") from None
+    except ConfigError as exc:
+        raise SystemExit(f"mysql-rollback: error: {exc}") from None
+    return settings
+
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    _settings()
     print(f"mysql-rollback: serving on http://{args.host}:{args.port}/ (health: /health)", flush=True)
-    uvicorn.run("app.main:app", host=args.host, port=args.port, log_level="info")
+    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def _db(args: argparse.Namespace) -> int:
+    from app import db
+
+    settings = _settings()
+    url = settings.database_url
+    if url.startswith("sqlite"):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if args.db_command == "upgrade":
+        db.upgrade(url, args.revision)
+    elif args.db_command == "downgrade":
+        db.downgrade(url, args.revision)
+    print(
+        f"mysql-rollback: job database at revision {db.current_revision(url) or 'base (empty)'}",
+        file=sys.stdout,
+    )
     return 0

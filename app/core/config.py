@@ -1,10 +1,125 @@
-"""Settings of the service, from the environment (MYSQL_ROLLBACK_*) or a config file."""
+"""Settings of the service, from the environment (MYSQL_ROLLBACK_*) or a TOML config file.
+
+Precedence: environment, then the file named by MYSQL_ROLLBACK_CONFIG, then the defaults.
+Servers are configured by name; a password comes from the DSN or from
+MYSQL_ROLLBACK_PASSWORD_<NAME> and lives only in memory (never in the job database, a log line
+or a response).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+ROLES = ("viewer", "operator", "admin")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names the setting and never holds a password."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One configured server. The password is kept out of repr() and out of every dict it renders."""
+
+    name: str
+    host: str
+    port: int = 3306
+    user: str = ""
+    password: str = field(default="", repr=False)
+    binlog_dir: Path | None = None  # binlog files readable on this machine (else the live source)
+
+    @property
+    def dsn(self) -> str:
+        """The DSN with the password: for the engine only, never for output."""
+        auth = quote(self.user, safe="")
+        if self.password:
+            auth += ":" + quote(self.password, safe="")
+        return f"mysql://{auth}@{self.host}:{self.port}/"
+
+    @property
+    def public_dsn(self) -> str:
+        return f"mysql://{quote(self.user, safe='')}@{self.host}:{self.port}/"
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "binlog_dir": str(self.binlog_dir) if self.binlog_dir else None,
+        }
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    name: str
+    role: str
+    token: str = field(repr=False)
+
+
+def password_env_name(server: str) -> str:
+    return "MYSQL_ROLLBACK_PASSWORD_" + re.sub(r"[^A-Za-z0-9]", "_", server).upper()
+
+
+def parse_server(name: str, value: Any, environ: dict[str, str] | None = None) -> ServerConfig:
+    environ = os.environ if environ is None else environ  # type: ignore[assignment]
+    if not _NAME.match(name):
+        raise ConfigError(f"server name {name!r} must be letters, digits, '_', '.', '-' (at most 64)")
+    binlog_dir = None
+    if isinstance(value, dict):
+        unknown = set(value) - {"dsn", "binlog_dir"}
+        if unknown or "dsn" not in value:
+            raise ConfigError(
+                f"server {name}: give {{'dsn': ..., 'binlog_dir': ...}} (got keys {sorted(value)})"
+            )
+        binlog_dir = Path(value["binlog_dir"]) if value.get("binlog_dir") else None
+        value = value["dsn"]
+    if not isinstance(value, str):
+        raise ConfigError(f"server {name}: the DSN must be a string like mysql://user@host:3306/")
+    try:
+        parts = urlsplit(value)
+        port = parts.port or 3306
+    except ValueError:
+        raise ConfigError(
+            f"server {name}: malformed DSN (expected mysql://user:password@host:3306/)"
+        ) from None
+    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname:
+        raise ConfigError(f"server {name}: the DSN must look like mysql://user:password@host:3306/")
+    password = unquote(parts.password) if parts.password is not None else ""
+    password = environ.get(password_env_name(name), password)  # type: ignore[union-attr]
+    return ServerConfig(name, parts.hostname, port, unquote(parts.username or ""), password, binlog_dir)
+
+
+def parse_tokens(text: str) -> list[ApiToken]:
+    tokens = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        name, sep, rest = item.partition(":")
+        role, sep2, token = rest.partition(":")
+        if not (sep and sep2 and name and token):
+            raise ConfigError("MYSQL_ROLLBACK_API_TOKENS takes comma-separated name:role:token")
+        if role not in ROLES:
+            raise ConfigError(f"API token {name}: role must be one of {', '.join(ROLES)} (got {role!r})")
+        if len(token) < 16:
+            raise ConfigError(f"API token {name}: the token must have at least 16 characters")
+        tokens.append(ApiToken(name, role, token))
+    return tokens
 
 
 class Settings(BaseSettings):
@@ -12,11 +127,72 @@ class Settings(BaseSettings):
 
     data_dir: Path = Path("./data")
     db_url: str | None = None
+    servers: str | dict[str, Any] = "{}"  # JSON object: name -> DSN, or name -> {dsn, binlog_dir}
+    api_tokens: str = ""  # name:role:token,...
     spark_master: str = "local[*]"
+    engine: str = "local"  # local | spark
+    workers: int = 2  # jobs running at once
+    max_upload_bytes: int = 1 << 30
+    execution_timeout: float = 3600.0
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, value: int) -> int:
+        if not 1 <= value <= 64:
+            raise ValueError("MYSQL_ROLLBACK_WORKERS must be between 1 and 64")
+        return value
+
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, value: str) -> str:
+        if value not in ("local", "spark"):
+            raise ValueError("MYSQL_ROLLBACK_ENGINE must be local or spark")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get("MYSQL_ROLLBACK_CONFIG")
+        if config_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_file))
+        return tuple(sources)
 
     @property
     def database_url(self) -> str:
         return self.db_url or f"sqlite:///{(self.data_dir / 'jobs.sqlite3').resolve()}"
+
+    def server_configs(self) -> dict[str, ServerConfig]:
+        raw = self.servers
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw or "{}")
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"MYSQL_ROLLBACK_SERVERS is not valid JSON ({exc.msg})") from None
+        if not isinstance(raw, dict):
+            raise ConfigError("MYSQL_ROLLBACK_SERVERS must be a JSON object: name -> DSN")
+        return {name: parse_server(name, value) for name, value in raw.items()}
+
+    def tokens(self) -> list[ApiToken]:
+        return parse_tokens(self.api_tokens)
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.data_dir / "jobs"
+
+    @property
+    def uploads_dir(self) -> Path:
+        return self.data_dir / "uploads"
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.data_dir / "spool"
 
 
 def get_settings() -> Settings:

@@ -1,0 +1,260 @@
+"""/api/jobs: create (validated up front), list, read, cancel, and the job's script, changes and summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, StreamingResponse
+from sqlalchemy import func, select
+
+from app.api.deps import Operator, Services, ServicesDep, Viewer
+from app.models import Job, Upload
+from app.schemas import (
+    ERRORS,
+    ErrorOut,
+    JobCreate,
+    JobList,
+    JobOut,
+    ProgressOut,
+    SummaryOut,
+    check_job_request,
+)
+from app.services import artifacts
+from app.services.jobs import create_job
+
+router = APIRouter(prefix="/api/jobs", tags=["jobs"])
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "no such job"}}
+NOT_READY: dict[int | str, dict[str, Any]] = {
+    409: {"model": ErrorOut, "description": "the job has no output"}
+}
+MAX_PAGE = 100_000
+
+
+def job_out(job: Job) -> JobOut:
+    total = job.progress_total or 0
+    done = job.progress_bytes or 0
+    percent = 100.0 if job.state == "succeeded" else (round(100.0 * done / total, 1) if total else 0.0)
+    links = {"self": f"/api/jobs/{job.id}", "web": f"/jobs/{job.id}"}
+    if job.state == "succeeded":
+        links.update(
+            script=f"/api/jobs/{job.id}/script",
+            changes=f"/api/jobs/{job.id}/changes",
+            summary=f"/api/jobs/{job.id}/summary",
+            executions=f"/api/jobs/{job.id}/executions",
+        )
+    return JobOut(
+        id=job.id,
+        state=job.state,  # type: ignore[arg-type]
+        created_by=job.created_by,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        mode=job.mode,
+        source=job.source,  # type: ignore[arg-type]
+        server=job.server,
+        upload=job.upload_id,
+        range=job.range_requested or {},
+        range_resolved=job.range_resolved,
+        filters=job.filters or {},
+        options=job.options or {},
+        progress=ProgressOut(
+            bytes=done, total=total, events=job.progress_events or 0, percent=min(percent, 100.0)
+        ),
+        rows=job.rows_emitted or 0,
+        transactions=job.transactions or 0,
+        statements=job.statements or 0,
+        counts=job.counts or [],
+        warnings=job.warnings or [],
+        irreversible=job.irreversible or [],
+        error=job.error,
+        cancel_requested=bool(job.cancel_requested),
+        script_bytes=job.script_bytes or 0,
+        links=links,
+    )
+
+
+def get_job(services: Services, job_id: str) -> Job:
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    return job
+
+
+def finished_job(services: Services, job_id: str) -> Job:
+    job = get_job(services, job_id)
+    if job.state != "succeeded" or not job.script_path or not Path(job.script_path).exists():
+        raise HTTPException(409, f"job {job_id} has no output (state: {job.state})")
+    return job
+
+
+def submit_job(services: Services, req: JobCreate, who: str) -> Job:
+    """Validate (422 with field errors), record, queue."""
+    upload_files = None
+    if req.upload is not None:
+        with services.db.session() as session:
+            upload = session.get(Upload, req.upload)
+            upload_files = [f["name"] for f in upload.files] if upload else None
+    errors = check_job_request(req, services.servers, upload_files)
+    if errors:
+        raise RequestValidationError(errors)
+    job = create_job(services.db, req, who)
+    services.runner.submit(job.id)
+    return job
+
+
+@router.post(
+    "", status_code=202, response_model=JobOut, responses={**ERRORS, 422: {"description": "invalid request"}}
+)
+def create(req: JobCreate, services: ServicesDep, who: Operator) -> JobOut:
+    """Start a job: a server (or an upload), a range, filters, a mode. Runs in the background."""
+    return job_out(submit_job(services, req, who.name))
+
+
+@router.get("", response_model=JobList, responses=ERRORS)
+def list_jobs(
+    services: ServicesDep,
+    _: Viewer,
+    state: Annotated[Literal["queued", "running", "succeeded", "failed", "cancelled"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=2**31)] = 0,
+) -> JobList:
+    """Newest first."""
+    query = select(Job)
+    count = select(func.count()).select_from(Job)
+    if state is not None:
+        query = query.where(Job.state == state)
+        count = count.where(Job.state == state)
+    with services.db.session() as session:
+        total = session.scalar(count) or 0
+        jobs = session.scalars(
+            query.order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)
+        ).all()
+    return JobList(items=[job_out(j) for j in jobs], total=total, limit=limit, offset=offset)
+
+
+@router.get("/{job_id}", response_model=JobOut, responses={**ERRORS, **NOT_FOUND})
+def read(job_id: str, services: ServicesDep, _: Viewer) -> JobOut:
+    return job_out(get_job(services, job_id))
+
+
+@router.post(
+    "/{job_id}/cancel", status_code=202, response_model=JobOut, responses={**ERRORS, **NOT_FOUND, **NOT_READY}
+)
+def cancel(job_id: str, services: ServicesDep, _: Operator) -> JobOut:
+    """Queued: cancelled at once. Running: stops at its next rows event or commit (state stays
+    running with cancel_requested until then). Finished: 409."""
+    job, changed = services.runner.cancel(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    if not changed:
+        raise HTTPException(409, f"job {job_id} already finished ({job.state})")
+    return job_out(job)
+
+
+def _paged(path: Path, offset: int | None, limit: int | None, media_type: str, request: Request) -> Any:
+    if offset is None and limit is None:
+        return FileResponse(
+            path, media_type=media_type, filename=path.name, content_disposition_type="inline"
+        )
+    start = offset or 0
+    count = limit or 1000
+    total = artifacts.line_count(path)
+    headers = {"X-Total-Lines": str(total), "X-Offset": str(start), "X-Limit": str(count)}
+    if start + count < total:
+        headers["X-Next-Offset"] = str(start + count)
+        headers["Link"] = f'<{request.url.path}?offset={start + count}&limit={count}>; rel="next"'
+    return StreamingResponse(
+        artifacts.page_chunks(path, start, count), media_type=media_type, headers=headers
+    )
+
+
+PAGE_DOC = (
+    "Without offset/limit: the whole file, streamed (HTTP Range requests give byte ranges). "
+    "With them: lines [offset, offset+limit); X-Total-Lines and X-Next-Offset tell the rest."
+)
+
+
+@router.get(
+    "/{job_id}/script",
+    description="The reverse SQL. " + PAGE_DOC,
+    responses={
+        **ERRORS,
+        **NOT_FOUND,
+        **NOT_READY,
+        200: {"content": {"application/sql": {}, "text/plain": {}}, "description": "the reverse SQL"},
+        206: {"content": {"application/sql": {}}, "description": "a byte range of the script"},
+    },
+    response_class=FileResponse,
+)
+def script(
+    job_id: str,
+    request: Request,
+    services: ServicesDep,
+    _: Viewer,
+    offset: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
+    download: bool = False,
+) -> Any:
+    job = finished_job(services, job_id)
+    path = Path(job.script_path or "")
+    if download and offset is None and limit is None:
+        return FileResponse(path, media_type="application/sql", filename=f"rollback-{job_id}.sql")
+    return _paged(
+        path, offset, limit, "text/plain; charset=utf-8" if offset or limit else "application/sql", request
+    )
+
+
+@router.get(
+    "/{job_id}/changes",
+    description="The decoded row changes as JSON lines. " + PAGE_DOC,
+    responses={
+        **ERRORS,
+        **NOT_FOUND,
+        **NOT_READY,
+        200: {"content": {"application/x-ndjson": {}}, "description": "the decoded changes, one JSON a line"},
+        206: {"content": {"application/x-ndjson": {}}, "description": "a byte range"},
+    },
+    response_class=FileResponse,
+)
+def changes(
+    job_id: str,
+    request: Request,
+    services: ServicesDep,
+    _: Viewer,
+    offset: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
+) -> Any:
+    job = finished_job(services, job_id)
+    return _paged(Path(job.changes_path or ""), offset, limit, "application/x-ndjson", request)
+
+
+@router.get("/{job_id}/summary", response_model=SummaryOut, responses={**ERRORS, **NOT_FOUND, **NOT_READY})
+def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
+    """Rows per table and type, the largest transactions, warnings."""
+    job = finished_job(services, job_id)
+    extra = job.summary or {}
+    tables: dict[str, dict[str, Any]] = {}
+    for item in job.counts or []:
+        entry = tables.setdefault(item["table"], {"table": item["table"], "rows": 0})
+        entry[item["type"]] = item["rows"]
+        entry["rows"] += item["rows"]
+    return SummaryOut(
+        id=job.id,
+        state=job.state,
+        counts=job.counts or [],
+        tables=sorted(tables.values(), key=lambda t: (-t["rows"], t["table"])),
+        transactions=job.transactions,
+        statements=job.statements,
+        rows=job.rows_emitted,
+        largest_transactions=extra.get("largest_transactions", []),
+        warnings=job.warnings or [],
+        irreversible=job.irreversible or [],
+        ddl=extra.get("ddl", []),
+        server_version=extra.get("server_version"),
+        row_images=extra.get("row_images", []),
+    )

@@ -1,0 +1,84 @@
+"""API tokens: bearer tokens with a role (viewer < operator < admin). Only hashes are compared or stored.
+
+Tokens come from MYSQL_ROLLBACK_API_TOKENS (name:role:token). When none is configured and the
+job database holds no generated token, the service generates an admin token on first start,
+stores its SHA-256 and prints the token once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import sys
+from dataclasses import dataclass
+from typing import TextIO
+
+from sqlalchemy import select
+
+from app.core.config import ROLES, ApiToken
+from app.db import Database
+from app.models import ApiTokenRecord, utcnow
+
+LEVEL = {role: i for i, role in enumerate(ROLES)}
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    role: str
+
+    def has(self, role: str) -> bool:
+        return LEVEL[self.role] >= LEVEL[role]
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def csrf_token(token: str) -> str:
+    """The web form's per-session anti-forgery value, derived from the session's API token."""
+    return hmac.new(token.encode("utf-8"), b"mysql-rollback web form", hashlib.sha256).hexdigest()[:32]
+
+
+class TokenStore:
+    def __init__(self, configured: list[ApiToken], db: Database):
+        self._by_hash: dict[str, Principal] = {
+            hash_token(t.token): Principal(t.name, t.role) for t in configured
+        }
+        self._db = db
+        self._configured = bool(configured)
+
+    def load_generated(self) -> None:
+        with self._db.session() as session:
+            for record in session.scalars(select(ApiTokenRecord)):
+                self._by_hash.setdefault(record.token_hash, Principal(record.name, record.role))
+
+    def ensure_default_admin(self, out: TextIO | None = None) -> str | None:
+        """Generate the embedded default's admin token if there is no token at all; print it once."""
+        self.load_generated()
+        if self._by_hash:
+            return None
+        token = secrets.token_urlsafe(32)
+        digest = hash_token(token)
+        with self._db.session() as session:
+            session.add(ApiTokenRecord(name="admin", role="admin", token_hash=digest, created_at=utcnow()))
+            session.commit()
+        self._by_hash[digest] = Principal("admin", "admin")
+        stream = out or sys.stderr
+        print(
+            "mysql-rollback: no API token was configured, so an admin token was generated.\n"
+            f"mysql-rollback: admin token (shown once; only its hash is stored): {token}",
+            file=stream,
+            flush=True,
+        )
+        return token
+
+    def lookup(self, token: str | None) -> Principal | None:
+        if not token:
+            return None
+        digest = hash_token(token)
+        for known, principal in self._by_hash.items():
+            if hmac.compare_digest(known, digest):
+                return principal
+        return None

@@ -1,0 +1,98 @@
+"""The job database: engine, sessions, and the Alembic migrations applied at start-up."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+import app
+
+MIGRATIONS_ENV = "MYSQL_ROLLBACK_MIGRATIONS"
+
+
+def make_engine(url: str) -> Engine:
+    kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    if url.startswith("sqlite"):
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    engine = create_engine(url, **kwargs)
+    if url.startswith("sqlite"):
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+    return engine
+
+
+class Database:
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = make_engine(url)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with self.sessions() as session:
+            yield session
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def migrations_dir() -> Path:
+    """migrations/ beside the package (a checkout), or where MYSQL_ROLLBACK_MIGRATIONS points (an image)."""
+    if os.environ.get(MIGRATIONS_ENV):
+        return Path(os.environ[MIGRATIONS_ENV])
+    beside = Path(app.__file__).resolve().parent.parent / "migrations"
+    if (beside / "env.py").exists():
+        return beside
+    return Path.cwd() / "migrations"
+
+
+def alembic_config(url: str) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    from alembic import command
+
+    _ensure_sqlite_dir(url)
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str = "base") -> None:
+    from alembic import command
+
+    command.downgrade(alembic_config(url), revision)
+
+
+def current_revision(url: str) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def _ensure_sqlite_dir(url: str) -> None:
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and ":memory:" not in url:
+        Path(url[len(prefix) :]).parent.mkdir(parents=True, exist_ok=True)

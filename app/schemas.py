@@ -1,0 +1,291 @@
+"""Request and response bodies of the REST API, and the checks that go beyond types.
+
+`check_job_request` returns field errors in FastAPI's shape (loc, msg, type) so that the API
+answers 422 and the web form puts each message next to its field, from the same rules.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.core.config import ServerConfig
+from rollback.errors import RollbackError
+from rollback.flashback import GtidFilter, parse_datetime
+
+FILE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$"
+IDENT = r"^[^\s`.][^`.]{0,63}$"
+TABLE = r"^[^\s`.][^`.]{0,63}\.[^`.]{1,64}$"
+MAX_POS = 2**63 - 1
+
+
+class RangeIn(BaseModel):
+    """One of: start_file + start_position [+ stop_file + stop_position], gtid_set, or a time window."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start_file: str | None = Field(None, pattern=FILE_NAME, examples=["mysql-bin.000042"])
+    start_position: int | None = Field(None, ge=4, le=MAX_POS, examples=[4])
+    stop_file: str | None = Field(None, pattern=FILE_NAME, examples=["mysql-bin.000042"])
+    stop_position: int | None = Field(None, ge=4, le=MAX_POS, examples=[918273])
+    gtid_set: str | None = Field(
+        None,
+        min_length=1,
+        max_length=65535,
+        description="MySQL GTID set, or MariaDB GTIDs and ranges (0-1-5,0-1-7..0-1-9)",
+    )
+    start_datetime: str | None = Field(
+        None,
+        max_length=40,
+        description="YYYY-MM-DD HH:MM:SS[+HH:MM]; without an offset: the server's time zone (UTC for uploads)",
+    )
+    stop_datetime: str | None = Field(None, max_length=40, description="exclusive; same format")
+
+
+class FiltersIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    databases: list[str] = Field(default_factory=list, max_length=1000)
+    tables: list[str] = Field(default_factory=list, max_length=1000, description="db.table")
+    types: list[Literal["insert", "update", "delete"]] = Field(default_factory=list, max_length=3)
+    thread_id: int | None = Field(None, ge=0, le=2**64 - 1)
+
+
+class OptionsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    full_where: bool = False
+    allow_partial: bool = False
+    schema_server: str | None = Field(
+        None, max_length=64, description="a configured server to read table schemas from (upload jobs)"
+    )
+
+
+class JobCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    server: str | None = Field(
+        None, max_length=64, description="a configured server name", examples=["prod1"]
+    )
+    upload: str | None = Field(None, max_length=32, description="an upload id (POST /api/uploads)")
+    range: RangeIn
+    filters: FiltersIn = Field(default_factory=FiltersIn)
+    mode: Literal["flashback", "forward"] = "flashback"
+    options: OptionsIn = Field(default_factory=OptionsIn)
+
+
+def _err(loc: tuple[str | int, ...], msg: str) -> dict[str, Any]:
+    return {"loc": ("body", *loc), "msg": msg, "type": "value_error"}
+
+
+def check_job_request(
+    req: JobCreate, servers: dict[str, ServerConfig], upload_files: list[str] | None
+) -> list[dict[str, Any]]:
+    """Everything that can be checked before the job runs. `upload_files` is None if the upload is unknown."""
+    errors: list[dict[str, Any]] = []
+    if (req.server is None) == (req.upload is None):
+        errors.append(_err(("server",), "give either a configured server or an upload, not both or neither"))
+    if req.server is not None and req.server not in servers:
+        known = ", ".join(sorted(servers)) or "none configured"
+        errors.append(_err(("server",), f"unknown server {req.server!r} (configured: {known})"))
+    if req.upload is not None and upload_files is None:
+        errors.append(_err(("upload",), f"unknown upload {req.upload!r}"))
+    schema_server = req.options.schema_server
+    if schema_server is not None and schema_server not in servers:
+        errors.append(_err(("options", "schema_server"), f"unknown server {schema_server!r}"))
+
+    r = req.range
+    kinds = [
+        name
+        for name, given in (
+            ("position", r.start_file is not None),
+            ("gtid", r.gtid_set is not None),
+            ("time", r.start_datetime is not None or r.stop_datetime is not None),
+        )
+        if given
+    ]
+    if not kinds:
+        errors.append(_err(("range",), "give start_file (+ positions), gtid_set, or start/stop_datetime"))
+    elif len(kinds) > 1:
+        errors.append(_err(("range",), f"give one kind of range, not {' and '.join(kinds)}"))
+    if r.start_file is None:
+        for name in ("start_position", "stop_file", "stop_position"):
+            if getattr(r, name) is not None:
+                errors.append(_err(("range", name), f"{name} needs start_file"))
+    elif r.start_position is None:
+        errors.append(_err(("range", "start_position"), "start_position is required with start_file"))
+    if (
+        r.start_file is not None
+        and r.stop_position is not None
+        and r.start_position is not None
+        and r.stop_file in (None, r.start_file)
+        and r.stop_position < r.start_position
+    ):
+        errors.append(_err(("range", "stop_position"), "stop_position is before start_position"))
+    if (
+        r.stop_file is not None
+        and r.start_file is not None
+        and _log_number(r.stop_file) < _log_number(r.start_file)
+    ):
+        errors.append(_err(("range", "stop_file"), "stop_file comes before start_file"))
+    if r.gtid_set is not None:
+        try:
+            GtidFilter(r.gtid_set)
+        except (RollbackError, ValueError) as exc:
+            errors.append(_err(("range", "gtid_set"), _one_line(exc)))
+    stamps: dict[str, float] = {}
+    for name in ("start_datetime", "stop_datetime"):
+        value = getattr(r, name)
+        if value is None:
+            continue
+        try:
+            stamps[name] = parse_datetime(value)
+        except RollbackError as exc:
+            errors.append(_err(("range", name), exc.one_line()))
+    if len(stamps) == 2 and stamps["stop_datetime"] <= stamps["start_datetime"]:
+        errors.append(_err(("range", "stop_datetime"), "stop_datetime is not after start_datetime"))
+    if upload_files is not None:
+        for name in ("start_file", "stop_file"):
+            value = getattr(r, name)
+            if value is not None and value not in upload_files:
+                errors.append(_err(("range", name), f"{value} is not among the uploaded files"))
+    if req.server in servers and servers[req.server].binlog_dir is not None:
+        directory = servers[req.server].binlog_dir
+        assert directory is not None
+        for name in ("start_file", "stop_file"):
+            value = getattr(r, name)
+            if value is not None and not (directory / value).is_file():
+                errors.append(_err(("range", name), f"{value} is not a binlog file of server {req.server}"))
+
+    f = req.filters
+    for i, db in enumerate(f.databases):
+        if not re.match(IDENT, db):
+            errors.append(_err(("filters", "databases", i), f"{db!r} is not a database name"))
+    for i, table in enumerate(f.tables):
+        if not re.match(TABLE, table):
+            errors.append(_err(("filters", "tables", i), f"{table!r} is not db.table"))
+    return errors
+
+
+def _log_number(name: str) -> int:
+    suffix = name.rsplit(".", 1)[-1]
+    return int(suffix) if suffix.isdigit() else -1
+
+
+def _one_line(exc: Exception) -> str:
+    return exc.one_line() if isinstance(exc, RollbackError) else " ".join(str(exc).split())
+
+
+# ---- responses ---------------------------------------------------------------------------------------
+
+
+class ProgressOut(BaseModel):
+    bytes: int
+    total: int
+    events: int
+    percent: float
+
+
+class JobOut(BaseModel):
+    id: str
+    state: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    created_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    mode: str
+    source: Literal["server", "upload"]
+    server: str | None
+    upload: str | None
+    range: dict[str, Any]
+    range_resolved: dict[str, Any] | None
+    filters: dict[str, Any]
+    options: dict[str, Any]
+    progress: ProgressOut
+    rows: int
+    transactions: int
+    statements: int
+    counts: list[dict[str, Any]]
+    warnings: list[str]
+    irreversible: list[dict[str, Any]]
+    error: str | None
+    cancel_requested: bool
+    script_bytes: int
+    links: dict[str, str]
+
+
+class JobList(BaseModel):
+    items: list[JobOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class SummaryOut(BaseModel):
+    id: str
+    state: str
+    counts: list[dict[str, Any]]
+    tables: list[dict[str, Any]]
+    transactions: int
+    statements: int
+    rows: int
+    largest_transactions: list[dict[str, Any]]
+    warnings: list[str]
+    irreversible: list[dict[str, Any]]
+    ddl: list[dict[str, Any]]
+    server_version: str | None
+    row_images: list[str]
+
+
+class ExecutionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    target: str = Field(..., max_length=64, description="a configured server name")
+    dry_run: bool = True
+    on_conflict: Literal["abort", "skip"] = "abort"
+
+
+class ExecutionOut(BaseModel):
+    id: int
+    job_id: str
+    target: str
+    dry_run: bool
+    on_conflict: str
+    requested_by: str
+    created_at: datetime
+    finished_at: datetime | None
+    state: Literal["running", "succeeded", "conflict", "failed"]
+    committed: bool
+    statements: int
+    rows_affected: int
+    skipped: int
+    conflicts: list[dict[str, Any]]
+    error: str | None
+
+
+class UploadOut(BaseModel):
+    id: str
+    files: list[dict[str, Any]]
+    total_bytes: int
+    created_at: datetime
+
+
+class ServerOut(BaseModel):
+    name: str
+    host: str
+    port: int
+    user: str
+    binlog_dir: str | None
+
+
+class ErrorOut(BaseModel):
+    detail: Any
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "no valid API token"},
+    403: {"model": ErrorOut, "description": "the token's role is too weak"},
+}

@@ -1,0 +1,104 @@
+"""Verified execution of a job's plan on a configured target, recorded as an Execution.
+
+The engine does the work (conflict checks in the transaction, one row per statement, all or
+nothing; a dry run rolls back). When it stops on a conflict, a dry run with on_conflict=skip
+lists every conflicting row so that the record (and the web form) can show them all.
+One execution per target at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from app.core.config import ServerConfig
+from app.db import Database
+from app.metrics import Metrics
+from app.models import Execution, Job, utcnow
+from app.services.jobs import Scrubber
+from rollback.errors import ConflictError, RollbackError
+from rollback.execute import execute_plan
+
+log = logging.getLogger("mysql_rollback.executions")
+
+_target_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock_for(target: str) -> threading.Lock:
+    with _locks_guard:
+        return _target_locks.setdefault(target, threading.Lock())
+
+
+def conflict_check(job: Job, target: ServerConfig) -> dict[str, Any]:
+    """A dry run that skips conflicting rows, so that every conflict is listed; changes nothing."""
+    result = execute_plan(job.plan_path or "", target.dsn, commit=False, on_conflict="skip")
+    return result.to_dict()
+
+
+def run_execution(
+    db: Database,
+    metrics: Metrics,
+    scrub: Scrubber,
+    job: Job,
+    target: ServerConfig,
+    dry_run: bool,
+    on_conflict: str,
+    who: str,
+) -> Execution:
+    record = Execution(
+        job_id=job.id,
+        target=target.name,
+        dry_run=dry_run,
+        on_conflict=on_conflict,
+        requested_by=who,
+        created_at=utcnow(),
+        state="running",
+        committed=False,
+        statements=0,
+        rows_affected=0,
+        skipped=0,
+        conflicts=[],
+    )
+    with db.session() as session:
+        session.add(record)
+        session.commit()
+        record_id = record.id
+    values: dict[str, Any] = {}
+    log.info(
+        "execution %s of job %s on %s: %s", record_id, job.id, target.name, "dry run" if dry_run else "commit"
+    )
+    with _lock_for(target.name):
+        try:
+            result = execute_plan(
+                job.plan_path or "", target.dsn, commit=not dry_run, on_conflict=on_conflict
+            )
+            values = {
+                "state": "succeeded",
+                "committed": result.committed,
+                "statements": result.statements,
+                "rows_affected": result.rows_affected,
+                "skipped": result.skipped,
+                "conflicts": result.conflicts,
+            }
+        except ConflictError as exc:
+            values = {"state": "conflict", "error": scrub(exc.one_line())}
+            try:
+                values["conflicts"] = conflict_check(job, target)["conflicts"]
+            except RollbackError as again:
+                values["error"] += scrub(f" (listing the conflicts failed: {again.one_line()})")
+        except RollbackError as exc:
+            values = {"state": "failed", "error": scrub(exc.one_line())}
+        except Exception as exc:  # noqa: BLE001 - recorded, never a traceback to the user
+            log.error("execution %s failed: %s", record_id, scrub(f"{type(exc).__name__}: {exc}"))
+            values = {"state": "failed", "error": scrub(f"internal error ({type(exc).__name__}): {exc}")}
+    metrics.executions.labels("dry_run" if dry_run else "commit", values["state"]).inc()
+    with db.session() as session:
+        stored = session.get(Execution, record_id)
+        assert stored is not None
+        for key, value in values.items():
+            setattr(stored, key, value)
+        stored.finished_at = utcnow()
+        session.commit()
+        return stored

@@ -1,0 +1,317 @@
+"""Jobs: creation, the bounded worker pool that runs them through the engine, cancellation, recovery.
+
+A job is queued in the database first; one of `workers` threads takes it, resolves its source,
+runs the engine, and records progress as it goes. At start-up, jobs left `running` by a previous
+process are marked failed with the reason, and queued jobs are queued again.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import shutil
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select, update
+
+from app.core.config import ServerConfig, Settings
+from app.db import Database
+from app.metrics import Metrics
+from app.models import FINAL_STATES, Job, Upload, utcnow
+from app.schemas import JobCreate
+from app.services import artifacts, engine, sources
+from rollback.errors import RollbackError
+from rollback.flashback import Filters, Options
+
+log = logging.getLogger("mysql_rollback.jobs")
+
+RESTART_REASON = (
+    "the service restarted while this job was running; its partial output was discarded; start the job again"
+)
+STOP_REASON = "the service stopped while this job was running; start the job again"
+
+
+class Scrubber:
+    """Replaces every configured password in a text (error messages, log lines) by ***."""
+
+    def __init__(self, servers: dict[str, ServerConfig]):
+        self._secrets = sorted({s.password for s in servers.values() if s.password}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def create_job(db: Database, req: JobCreate, who: str) -> Job:
+    job = Job(
+        id=new_id(),
+        created_by=who,
+        created_at=utcnow(),
+        state="queued",
+        mode=req.mode,
+        source="server" if req.server else "upload",
+        server=req.server,
+        upload_id=req.upload,
+        range_requested=req.range.model_dump(exclude_none=True),
+        filters=req.filters.model_dump(exclude_none=True),
+        options=req.options.model_dump(exclude_none=True),
+        progress_bytes=0,
+        progress_total=0,
+        progress_events=0,
+        rows_emitted=0,
+        transactions=0,
+        statements=0,
+        script_bytes=0,
+        cancel_requested=False,
+    )
+    with db.session() as session:
+        session.add(job)
+        session.commit()
+    return job
+
+
+class JobRunner:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        servers: dict[str, ServerConfig],
+        metrics: Metrics,
+        scrub: Scrubber,
+    ):
+        self.db = db
+        self.settings = settings
+        self.servers = servers
+        self.metrics = metrics
+        self.scrub = scrub
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self._cancel: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    # ---- life cycle
+
+    def start(self) -> None:
+        self.recover()
+        for i in range(self.settings.workers):
+            thread = threading.Thread(target=self._loop, name=f"mysql-rollback-job-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def recover(self) -> None:
+        with self.db.session() as session:
+            stale = session.scalars(select(Job).where(Job.state == "running")).all()
+            for job in stale:
+                job.state = "failed"
+                job.error = RESTART_REASON
+                job.finished_at = utcnow()
+                shutil.rmtree(self.job_dir(job.id), ignore_errors=True)
+            session.commit()
+            if stale:
+                log.warning("marked %d job(s) left running by the previous process as failed", len(stale))
+            queued = session.scalars(
+                select(Job.id).where(Job.state == "queued").order_by(Job.created_at)
+            ).all()
+        for job_id in queued:
+            self._queue.put(job_id)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
+        for _ in self._threads:
+            self._queue.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.clear()
+
+    def submit(self, job_id: str) -> None:
+        self._queue.put(job_id)
+
+    def job_dir(self, job_id: str) -> Path:
+        return self.settings.jobs_dir / job_id
+
+    # ---- cancellation
+
+    def cancel(self, job_id: str) -> tuple[Job | None, bool]:
+        """Cancel a queued job at once, a running one at its next rows event or commit.
+
+        Returns the job and whether this call changed it (False: unknown or already finished)."""
+        with self._lock, self.db.session() as session:
+            job = session.get(Job, job_id)
+            if job is None or job.state in FINAL_STATES:
+                return job, False
+            job.cancel_requested = True
+            if job.state == "queued":
+                job.state = "cancelled"
+                job.finished_at = utcnow()
+                job.error = "cancelled before it started"
+            else:
+                self._cancel.setdefault(job_id, threading.Event()).set()
+            session.commit()
+            return job, True
+
+    # ---- the work
+
+    def _loop(self) -> None:
+        while True:
+            job_id = self._queue.get()
+            if job_id is None:
+                return
+            try:
+                self._run(job_id)
+            except Exception:  # noqa: BLE001 - a worker thread must survive anything one job does
+                log.error(
+                    "job %s: unexpected failure in the worker:\n%s",
+                    job_id,
+                    self.scrub(traceback.format_exc()),
+                )
+
+    def _claim(self, job_id: str) -> Job | None:
+        with self._lock, self.db.session() as session:
+            job = session.get(Job, job_id)
+            if job is None or job.state != "queued":
+                return None
+            job.state = "running"
+            job.started_at = utcnow()
+            session.commit()
+            self._cancel[job_id] = threading.Event()
+            return job
+
+    def _set(self, job_id: str, **values: Any) -> None:
+        with self.db.session() as session:
+            session.execute(update(Job).where(Job.id == job_id).values(**values))
+            session.commit()
+
+    def _run(self, job_id: str) -> None:
+        job = self._claim(job_id)
+        if job is None:
+            return
+        cancel = self._cancel[job_id]
+        started = time.monotonic()
+        log.info("job %s: started (%s %s)", job_id, job.source, job.server or job.upload_id)
+        out_dir = self.job_dir(job_id)
+        outcome = "failed"
+        values: dict[str, Any] = {}
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            values = self._execute(job, out_dir, cancel.is_set)
+            outcome = "succeeded"
+        except engine.Cancelled:
+            outcome = "failed" if self._stopping.is_set() else "cancelled"
+            values = {"error": STOP_REASON if self._stopping.is_set() else "cancelled while running"}
+        except RollbackError as exc:
+            values = {"error": self.scrub(exc.one_line())}
+        except OSError as exc:
+            values = {
+                "error": self.scrub(f"cannot read or write a file: {exc.strerror or exc}: {exc.filename}")
+            }
+        except Exception as exc:  # noqa: BLE001 - recorded on the job, never a traceback to the user
+            log.error("job %s: internal error:\n%s", job_id, self.scrub(traceback.format_exc()))
+            values = {
+                "error": self.scrub(f"internal error ({type(exc).__name__}): {' '.join(str(exc).split())}")
+            }
+        finally:
+            self._cancel.pop(job_id, None)
+        if outcome != "succeeded":
+            shutil.rmtree(out_dir, ignore_errors=True)
+        self._set(job_id, state=outcome, finished_at=utcnow(), **values)
+        elapsed = time.monotonic() - started
+        self.metrics.job_duration.labels(outcome).observe(elapsed)
+        log.info("job %s: %s after %.2fs", job_id, outcome, elapsed)
+
+    def _source(self, job: Job) -> sources.Resolved:
+        requested = dict(job.range_requested)
+        if job.source == "upload":
+            with self.db.session() as session:
+                upload = session.get(Upload, job.upload_id)
+                if upload is None:
+                    raise RollbackError(f"upload {job.upload_id} no longer exists")
+                names = [f["name"] for f in upload.files]
+            resolved = sources.resolve_upload(self.settings.uploads_dir / upload.id, names, requested)
+            schema_server = (job.options or {}).get("schema_server")
+            if schema_server:
+                resolved.schema = sources.server_schema(self._server(schema_server))
+            return resolved
+        return sources.resolve_server(self._server(job.server or ""), requested, self.settings)
+
+    def _server(self, name: str) -> ServerConfig:
+        server = self.servers.get(name)
+        if server is None:
+            raise RollbackError(f"server {name!r} is no longer configured")
+        return server
+
+    def _execute(self, job: Job, out_dir: Path, cancelled: Callable[[], bool]) -> dict[str, Any]:
+        resolved = self._source(job)
+        if cancelled():
+            raise engine.Cancelled()
+        total = sum(max(0, b - a) for a, b in engine.range_sizes(resolved.rng))
+        self._set(job.id, range_resolved=resolved.describe(), progress_total=total)
+        f = job.filters or {}
+        filters = Filters(
+            {d.lower() for d in f.get("databases", [])},
+            {t.lower() for t in f.get("tables", [])},
+            set(f.get("types", [])),
+            f.get("thread_id"),
+        )
+        o = job.options or {}
+        options = engine.engine_options(
+            Options(
+                mode=job.mode,
+                full_where=bool(o.get("full_where")),
+                allow_partial=bool(o.get("allow_partial")),
+                schema=resolved.schema,
+            ),
+            self.settings.engine,
+        )
+        out = engine.Artifacts(out_dir / "rollback.sql", out_dir / "plan.jsonl", out_dir / "changes.jsonl")
+
+        def progress(p: engine.Progress) -> None:
+            self._set(job.id, progress_bytes=p.bytes_done, progress_events=p.events, rows_emitted=p.rows)
+
+        report, done = engine.run(
+            resolved.rng,
+            filters,
+            options,
+            out,
+            progress,
+            lambda: cancelled() or self._stopping.is_set(),
+        )
+        for path in (out.script, out.changes):
+            artifacts.build_line_index(path)
+        summary = report.to_dict()
+        rows = sum(item["rows"] for item in summary["counts"])
+        summary["largest_transactions"] = artifacts.largest_transactions(out.plan)
+        summary["bytes"] = done.bytes_total
+        self.metrics.bytes_decoded.inc(done.bytes_total)
+        self.metrics.rows_emitted.inc(rows)
+        return {
+            "progress_bytes": done.bytes_total,
+            "progress_total": done.bytes_total,
+            "progress_events": done.events,
+            "rows_emitted": rows,
+            "transactions": report.transactions,
+            "statements": report.statements,
+            "counts": summary["counts"],
+            "warnings": [self.scrub(w) for w in resolved.warnings + list(report.warnings)],
+            "irreversible": report.irreversible,
+            "summary": {
+                k: summary[k]
+                for k in ("largest_transactions", "ddl", "server_version", "row_images", "bytes")
+            },
+            "script_path": str(out.script),
+            "plan_path": str(out.plan),
+            "changes_path": str(out.changes),
+            "script_bytes": out.script.stat().st_size,
+        }

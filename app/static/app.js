@@ -1,0 +1,87 @@
+// mysql-rollback web form: live job states, the range tabs, the server's time zone, confirmations.
+// No framework, no build step.
+"use strict";
+
+const FINAL = ["succeeded", "failed", "cancelled"];
+
+async function getJSON(url) {
+  const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  if (!response.ok) throw new Error(url + ": " + response.status);
+  return response.json();
+}
+
+function setState(el, state) {
+  el.textContent = state;
+  el.className = "state state-" + state;
+}
+
+function liveJobList(table) {
+  const known = new Set(Array.from(table.querySelectorAll("tbody tr")).map((tr) => tr.dataset.id));
+  async function tick() {
+    try {
+      const list = await getJSON(table.dataset.live);
+      for (const job of list.items) {
+        if (!known.has(job.id)) { window.location.reload(); return; }
+        const row = table.querySelector(`tr[data-id="${job.id}"]`);
+        setState(row.querySelector('[data-field="state"]'), job.state);
+        row.querySelector('[data-field="progress"]').value = job.progress.percent;
+        row.querySelector('[data-field="percent"]').textContent = job.progress.percent + "%";
+        row.querySelector('[data-field="rows"]').textContent = job.rows;
+      }
+    } catch (e) { /* the next tick tries again */ }
+    setTimeout(tick, 1500);
+  }
+  setTimeout(tick, 1500);
+}
+
+function liveJob(badge) {
+  if (badge.dataset.final === "yes") return;
+  async function tick() {
+    try {
+      const job = await getJSON(badge.dataset.live);
+      setState(badge, job.state);
+      document.getElementById("job-progress").value = job.progress.percent;
+      document.getElementById("job-percent").textContent = job.progress.percent + "%";
+      if (FINAL.includes(job.state)) { window.location.reload(); return; }
+    } catch (e) { /* try again */ }
+    setTimeout(tick, 1000);
+  }
+  setTimeout(tick, 1000);
+}
+
+function rangeTabs(form) {
+  const show = () => {
+    const kind = form.querySelector('input[name="range_kind"]:checked')?.value || "position";
+    form.querySelectorAll(".range-kind").forEach((el) => { el.hidden = el.dataset.kind !== kind; });
+  };
+  form.querySelectorAll('input[name="range_kind"]').forEach((r) => r.addEventListener("change", show));
+  show();
+}
+
+function serverTimeZone(select) {
+  const out = document.getElementById(select.dataset.timezoneTarget);
+  if (!out) return;
+  const ask = async () => {
+    if (!select.value) { out.textContent = "–"; return; }
+    out.textContent = out.dataset.loading;
+    try {
+      const tz = await getJSON(`/api/servers/${encodeURIComponent(select.value)}/time-zone`);
+      out.textContent = tz.error ? "unknown (" + tz.error + ")" : `${tz.time_zone} (UTC${tz.utc_offset})`;
+    } catch (e) { out.textContent = "unknown"; }
+  };
+  select.addEventListener("change", ask);
+  ask();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const table = document.getElementById("jobs");
+  if (table && table.dataset.live) liveJobList(table);
+  const badge = document.getElementById("job-state");
+  if (badge) liveJob(badge);
+  const form = document.getElementById("job-form");
+  if (form) rangeTabs(form);
+  const server = document.querySelector("select[data-timezone-target]");
+  if (server) serverTimeZone(server);
+  document.querySelectorAll("form[data-confirm]").forEach((f) =>
+    f.addEventListener("submit", (event) => { if (!window.confirm(f.dataset.confirm)) event.preventDefault(); }));
+});

@@ -1,0 +1,411 @@
+"""The DBA web form: server-rendered pages over the same services as the API.
+
+Sign-in stores the API token in an HttpOnly, SameSite=Strict cookie. Every form that changes
+something carries an anti-forgery value derived from that token, and the API accepts the cookie
+for reads only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from pydantic import ValidationError
+from sqlalchemy import select
+
+from app.api.deps import SESSION_COOKIE, Services, token_of
+from app.api.routes.executions import execution_out
+from app.api.routes.jobs import job_out
+from app.core.security import Principal, csrf_token
+from app.models import Execution, Job
+from app.schemas import JobCreate, check_job_request
+from app.services import artifacts
+from app.services.executions import conflict_check, run_execution
+from app.services.jobs import create_job
+from rollback.errors import RollbackError
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
+PREVIEW_LINES = 200
+
+
+class _Stop(Exception):
+    def __init__(self, response: Response):
+        self.response = response
+
+
+def _services(request: Request) -> Services:
+    return request.app.state.services
+
+
+def _principal(request: Request, role: str) -> tuple[Principal, str]:
+    token = token_of(request, allow_cookie=True) or ""
+    principal = _services(request).tokens.lookup(token)
+    if principal is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise _Stop(RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303))
+    if not principal.has(role):
+        raise _Stop(
+            _render(
+                request,
+                "error.html",
+                {
+                    "message": f"This needs the {role} role; you are signed in as {principal.name} ({principal.role})."
+                },
+                403,
+                principal,
+                token,
+            )
+        )
+    return principal, token
+
+
+async def _form(request: Request, token: str) -> dict[str, Any]:
+    form = await request.form()
+    data: dict[str, Any] = {}
+    for key in form:
+        values = form.getlist(key)
+        data[key] = values if len(values) > 1 or key == "types" else values[0]
+    if data.get("csrf") != csrf_token(token):
+        raise _Stop(HTMLResponse("<p>The form expired; reload the page and try again.</p>", status_code=403))
+    return data
+
+
+def _render(
+    request: Request,
+    template: str,
+    context: dict[str, Any],
+    status: int = 200,
+    principal: Principal | None = None,
+    token: str = "",
+) -> HTMLResponse:
+    services = _services(request)
+    base = {
+        "user": principal,
+        "csrf": csrf_token(token) if token else "",
+        "servers": sorted(services.servers.values(), key=lambda s: s.name),
+    }
+    return templates.TemplateResponse(request, template, {**base, **context}, status_code=status)
+
+
+def _page(handler: Any) -> Any:
+    """Turn a _Stop raised inside a page handler into its response."""
+    import functools
+
+    @functools.wraps(handler)
+    async def wrapper(*args: Any, **kwargs: Any) -> Response:
+        try:
+            return await handler(*args, **kwargs)
+        except _Stop as stop:
+            return stop.response
+
+    return wrapper
+
+
+# ---- sign in -------------------------------------------------------------------------------------------
+
+
+@router.get("/")
+async def index() -> Response:
+    return RedirectResponse("/jobs", status_code=303)
+
+
+@router.get("/login")
+async def login_form(request: Request, next: str = "/jobs") -> Response:
+    return _render(request, "login.html", {"next": next, "error": None})
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    form = await request.form()
+    token = str(form.get("token") or "").strip()
+    target = str(form.get("next") or "/jobs")
+    if not target.startswith("/") or target.startswith("//"):
+        target = "/jobs"
+    principal = _services(request).tokens.lookup(token)
+    if principal is None:
+        return _render(request, "login.html", {"next": target, "error": "This token is not valid."}, 401)
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        max_age=12 * 3600,
+    )
+    return response
+
+
+@router.post("/logout")
+async def logout() -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE)
+    return response
+
+
+# ---- jobs ----------------------------------------------------------------------------------------------
+
+
+@router.get("/jobs")
+@_page
+async def jobs_page(request: Request) -> Response:
+    principal, token = _principal(request, "viewer")
+    services = _services(request)
+
+    def load() -> list[Any]:
+        with services.db.session() as session:
+            rows = session.scalars(select(Job).order_by(Job.created_at.desc()).limit(100)).all()
+        return [job_out(j) for j in rows]
+
+    jobs = await run_in_threadpool(load)
+    return _render(request, "jobs.html", {"jobs": jobs}, 200, principal, token)
+
+
+FIELD_NAMES = {
+    ("server",): "server",
+    ("upload",): "server",
+    ("range",): "range_kind",
+    ("mode",): "mode",
+}
+
+
+def _field_of(loc: tuple[Any, ...]) -> str:
+    parts = tuple(p for p in loc if p != "body")
+    if parts in FIELD_NAMES:
+        return FIELD_NAMES[parts]
+    if len(parts) >= 2 and parts[0] in ("range", "filters", "options"):
+        return str(parts[1])
+    return str(parts[0]) if parts else "form"
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in text.replace("\n", ",").split(",") if t.strip()]
+
+
+def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The API body the form describes, and errors of fields that are not even numbers."""
+    errors: dict[str, str] = {}
+    kind = data.get("range_kind") or "position"
+    rng: dict[str, Any] = {}
+    if kind == "position":
+        for name in ("start_file", "stop_file"):
+            if data.get(name, "").strip():
+                rng[name] = data[name].strip()
+        for name in ("start_position", "stop_position"):
+            value = data.get(name, "").strip()
+            if value:
+                if not value.isdigit():
+                    errors[name] = "a byte position: digits only"
+                else:
+                    rng[name] = int(value)
+        if "start_file" not in rng:
+            errors["start_file"] = "the first binlog file, e.g. mysql-bin.000042"
+    elif kind == "gtid":
+        rng["gtid_set"] = data.get("gtid_set", "").strip()
+        if not rng["gtid_set"]:
+            errors["gtid_set"] = "give a GTID set (MySQL) or GTIDs/ranges (MariaDB 0-1-5..0-1-9)"
+    else:
+        zone = "+00:00" if data.get("time_zone") == "utc" else ""
+        for name in ("start_datetime", "stop_datetime"):
+            value = data.get(name, "").strip().replace("T", " ")
+            if value:
+                if len(value) == 16:
+                    value += ":00"
+                rng[name] = value + zone
+        if not rng:
+            errors["start_datetime"] = "give a start or a stop time (or both)"
+    filters: dict[str, Any] = {
+        "databases": _split(data.get("databases", "")),
+        "tables": _split(data.get("tables", "")),
+        "types": [t for t in data.get("types", []) if t],
+    }
+    thread = data.get("thread_id", "").strip()
+    if thread:
+        if not thread.isdigit():
+            errors["thread_id"] = "a connection id: digits only"
+        else:
+            filters["thread_id"] = int(thread)
+    body = {
+        "server": data.get("server") or None,
+        "range": rng,
+        "filters": filters,
+        "mode": data.get("mode") or "flashback",
+        "options": {
+            "full_where": data.get("full_where") == "on",
+            "allow_partial": data.get("allow_partial") == "on",
+        },
+    }
+    return body, errors
+
+
+@router.get("/jobs/new")
+@_page
+async def new_job_form(request: Request) -> Response:
+    principal, token = _principal(request, "operator")
+    return _render(
+        request, "job_new.html", {"form": {"range_kind": "position"}, "errors": {}}, 200, principal, token
+    )
+
+
+@router.post("/jobs/new")
+@_page
+async def new_job(request: Request) -> Response:
+    principal, token = _principal(request, "operator")
+    services = _services(request)
+    data = await _form(request, token)
+    body, errors = job_request_from_form(data)
+    if not errors:
+        try:
+            req = JobCreate.model_validate(body)
+        except ValidationError as exc:
+            for item in exc.errors():
+                errors.setdefault(_field_of(tuple(item["loc"])), item["msg"])
+        else:
+            for item in check_job_request(req, services.servers, None):
+                errors.setdefault(_field_of(tuple(item["loc"])), item["msg"])
+            if not errors:
+                job = create_job(services.db, req, principal.name)
+                services.runner.submit(job.id)
+                return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+    return _render(request, "job_new.html", {"form": data, "errors": errors}, 422, principal, token)
+
+
+def _job_context(services: Services, job_id: str, page: int) -> dict[str, Any] | None:
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            return None
+        records = session.scalars(
+            select(Execution).where(Execution.job_id == job_id).order_by(Execution.id)
+        ).all()
+    context: dict[str, Any] = {
+        "job": job_out(job),
+        "summary": job.summary or {},
+        "executions": [execution_out(r) for r in records],
+        "preview": [],
+        "page": page,
+        "pages": 0,
+    }
+    if job.state == "succeeded" and job.script_path and Path(job.script_path).exists():
+        path = Path(job.script_path)
+        total = artifacts.line_count(path)
+        context["pages"] = max(1, -(-total // PREVIEW_LINES))
+        page = min(max(page, 1), context["pages"])
+        context["page"] = page
+        start = (page - 1) * PREVIEW_LINES
+        context["first_line"] = start + 1
+        context["preview"] = [
+            artifacts.highlight_sql(line.decode("utf-8", "replace").rstrip("\n"))
+            for line in artifacts.iter_lines(path, start, PREVIEW_LINES)
+        ]
+    return context
+
+
+@router.get("/jobs/{job_id}")
+@_page
+async def job_page(request: Request, job_id: str, page: int = 1) -> Response:
+    principal, token = _principal(request, "viewer")
+    context = await run_in_threadpool(_job_context, _services(request), job_id, page)
+    if context is None:
+        return _render(
+            request, "error.html", {"message": f"There is no job {job_id}."}, 404, principal, token
+        )
+    return _render(request, "job.html", context, 200, principal, token)
+
+
+@router.post("/jobs/{job_id}/cancel")
+@_page
+async def cancel_job(request: Request, job_id: str) -> Response:
+    principal, token = _principal(request, "operator")
+    await _form(request, token)
+    _services(request).runner.cancel(job_id)
+    return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+
+
+def _executable(
+    request: Request, job_id: str, target_name: str, principal: Principal, token: str
+) -> tuple[Job, Any]:
+    services = _services(request)
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+    if job is None or job.state != "succeeded" or job.mode != "flashback" or not job.plan_path:
+        raise _Stop(
+            _render(
+                request, "error.html", {"message": "This job has no plan to execute."}, 409, principal, token
+            )
+        )
+    target = services.servers.get(target_name)
+    if target is None:
+        raise _Stop(
+            _render(
+                request, "error.html", {"message": "Pick a configured target server."}, 422, principal, token
+            )
+        )
+    return job, target
+
+
+@router.post("/jobs/{job_id}/dry-run")
+@_page
+async def dry_run(request: Request, job_id: str) -> Response:
+    principal, token = _principal(request, "operator")
+    data = await _form(request, token)
+    job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
+    services = _services(request)
+    await run_in_threadpool(
+        run_execution,
+        services.db,
+        services.metrics,
+        services.scrub,
+        job,
+        target,
+        True,
+        "abort",
+        principal.name,
+    )
+    return RedirectResponse(f"/jobs/{job_id}#executions", status_code=303)
+
+
+@router.post("/jobs/{job_id}/execute/check")
+@_page
+async def execute_check(request: Request, job_id: str) -> Response:
+    """The conflict check a commit needs first: a dry run listing every conflicting row."""
+    principal, token = _principal(request, "admin")
+    data = await _form(request, token)
+    job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
+    try:
+        check = await run_in_threadpool(conflict_check, job, target)
+        error = None
+    except RollbackError as exc:
+        check, error = None, _services(request).scrub(exc.one_line())
+    context = {"job": job_out(job), "target": target.name, "check": check, "error": error}
+    return _render(request, "execute_confirm.html", context, 200, principal, token)
+
+
+@router.post("/jobs/{job_id}/execute")
+@_page
+async def execute(request: Request, job_id: str) -> Response:
+    principal, token = _principal(request, "admin")
+    data = await _form(request, token)
+    job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
+    if data.get("confirm") != "yes":
+        return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+    services = _services(request)
+    on_conflict = "skip" if data.get("on_conflict") == "skip" else "abort"
+    await run_in_threadpool(
+        run_execution,
+        services.db,
+        services.metrics,
+        services.scrub,
+        job,
+        target,
+        False,
+        on_conflict,
+        principal.name,
+    )
+    return RedirectResponse(f"/jobs/{job_id}#executions", status_code=303)
