@@ -8,6 +8,7 @@ checksums) that decode as if they stood inline.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import zstandard
@@ -67,10 +68,20 @@ def decode_transaction_payload(raw: RawEvent, facts: FormatFacts) -> Transaction
                 raise BinlogFormatError(
                     None, raw.pos, f"TRANSACTION_PAYLOAD claims {limit} uncompressed bytes"
                 )
-            # MySQL's frames do not always record their content size: inflate as a stream, bounded.
-            inflater = zstandard.ZstdDecompressor().decompressobj()
-            events = inflater.decompress(bytes(data))
-            if len(events) > (limit or MAX_PAYLOAD):
+            # MySQL's frames do not always record their content size: inflate as a stream, and never
+            # more than the declared size (plus one byte, to notice a payload that holds more).
+            bound = limit or MAX_PAYLOAD
+            chunks = []
+            total = 0
+            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data))) as reader:
+                while total <= bound:
+                    chunk = reader.read(min(bound + 1 - total, 1 << 20))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    total += len(chunk)
+            events = b"".join(chunks)
+            if len(events) > bound:
                 raise BinlogFormatError(None, raw.pos, "TRANSACTION_PAYLOAD inflates past its declared size")
         except zstandard.ZstdError as exc:
             raise BinlogFormatError(

@@ -29,7 +29,7 @@ from rollback.binlog.columns import MISSING, ColumnSpec, read_value
 from rollback.binlog.constants import ColumnType, EventType
 from rollback.binlog.json_binary import JsonDiff, apply_json_diffs, decode_json, decode_json_diff
 from rollback.binlog.packed import read_lenenc
-from rollback.binlog.reader import FormatFacts, RawEvent
+from rollback.binlog.reader import MAX_EVENT_LENGTH, FormatFacts, RawEvent
 from rollback.binlog.rowdecoder import RowDecoder
 from rollback.errors import BinlogFormatError
 
@@ -103,10 +103,22 @@ def mariadb_uncompress(data: bytes | memoryview, where: int) -> bytes:
     if lenlen < 1 or lenlen > 4 or len(data) < 1 + lenlen:
         raise BinlogFormatError(None, where, "compressed event has a bad length header")
     expected = int.from_bytes(data[1 : 1 + lenlen], "big")
+    if expected > MAX_EVENT_LENGTH:
+        raise BinlogFormatError(None, where, f"compressed event claims {expected} bytes uncompressed")
+    inflater = zlib.decompressobj()
     try:
-        out = zlib.decompress(bytes(data[1 + lenlen :]))
+        # never inflate more than the header promises (a few bytes can claim gigabytes)
+        out = inflater.decompress(bytes(data[1 + lenlen :]), expected + 1)
     except zlib.error as exc:
         raise BinlogFormatError(None, where, f"compressed event does not inflate: {exc}") from None
+    if len(out) > expected:
+        raise BinlogFormatError(
+            None, where, f"compressed event inflates to more than the {expected} bytes its header says"
+        )
+    if not inflater.eof:  # with room for one byte more than expected, only a cut stream stops short
+        raise BinlogFormatError(
+            None, where, "compressed event does not inflate: the zlib stream is truncated"
+        )
     if len(out) != expected:
         raise BinlogFormatError(
             None, where, f"compressed event inflates to {len(out)} bytes, header says {expected}"

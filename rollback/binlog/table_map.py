@@ -157,6 +157,10 @@ def decode_table_map(raw: RawEvent, facts: FormatFacts) -> TableMap:
         raise BinlogFormatError(None, raw.pos, f"TABLE_MAP of {database}.{table}: {exc.reason}") from None
     nullable = tuple(bool(null_bits[i >> 3] & (1 << (i & 7))) for i in range(count))
     tmap = TableMap(table_id, flags, database, table, types, metas, nullable, raw=bytes(raw.data))
+    try:
+        tmap.specs(None)  # metadata that no column can have (DECIMAL(15,16), BIT(0)...) is an error here
+    except BinlogFormatError as exc:
+        raise BinlogFormatError(None, raw.pos, f"TABLE_MAP of {database}.{table}: {exc.reason}") from None
     if pos < len(body):
         try:
             _read_optional_metadata(tmap, body[pos:])
