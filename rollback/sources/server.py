@@ -670,9 +670,9 @@ class BinlogServer:
                 yield event
         except _WireError as wire:
             if start is not None and not started and _is_not_a_boundary(wire.exc):
+                first_clause = _message(wire.exc).split(";")[0]
                 raise RangeError(
-                    f"position {start[1]} in {start[0]} is not the start of an event (the server says: "
-                    f"{_message(wire.exc)})"
+                    f"position {start[1]} in {start[0]} is not the start of an event (the server: {first_clause})"
                 ) from None
             raise self._error(wire.exc, action, start) from None
         finally:
@@ -736,13 +736,13 @@ class BinlogServer:
         message = _message(exc)
         where = str(self.address)
         user = self.address.user or "(anonymous)"
-        if code == 1045:
+        if code == 1045 and action == "connect":
             return SourceError(
                 f"cannot log in to {where} as '{user}': access denied (check user and password)"
             )
         if code in (2002, 2003, 2005, 2006, 2013, 2055) and action == "connect":
             return SourceError(f"cannot connect to {where}: {message}")
-        if code in (1227, 1142, 1044):
+        if code in (1227, 1142, 1044, 1045):  # MariaDB answers COM_REGISTER_SLAVE with 1045
             return SourceError(self._privilege_message(action, message))
         if code == 1236:
             return _fatal_read_error(message, start)
@@ -755,10 +755,10 @@ class BinlogServer:
         mariadb_10_5 = info is None or (info.flavor == "mariadb" and info.version_tuple >= (10, 5, 2))
         monitor = "BINLOG MONITOR" if mariadb_10_5 else "REPLICATION CLIENT"
         named = _PRIVILEGE_IN_MESSAGE.search(message)
-        if "replication" in action:
-            missing = named.group(1) if named else "REPLICATION SLAVE"
+        if named:
+            missing = " or ".join(part.strip() for part in named.group(1).split(","))
         else:
-            missing = named.group(1) if named else monitor
+            missing = "REPLICATION SLAVE" if "replication" in action else monitor
         user = self.address.user or "(anonymous)"
         return (
             f"user '{user}' on {self.address} lacks the {missing} privilege needed to {action}; "
