@@ -1,0 +1,312 @@
+"""The REST API through TestClient: auth, validation, uploads, artifacts with paging, cancel, recovery."""
+
+from __future__ import annotations
+
+import io
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from app.models import Job, utcnow
+from app.services.jobs import RESTART_REASON
+from tests.app.conftest import OPERATOR, VIEWER, auth, servers_json, wait_for_job
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture(scope="module")
+def workload_file(scratch_server):
+    """A whole binlog file holding a small workload on api.t, and the table's checksum before it."""
+    scratch_server.run_sql(
+        [
+            "CREATE DATABASE IF NOT EXISTS api",
+            "CREATE TABLE IF NOT EXISTS api.t (id INT PRIMARY KEY, v VARCHAR(30), n DECIMAL(8,2))",
+            "INSERT INTO api.t VALUES (1, 'one', 1.5), (2, 'two', 2.5)",
+        ]
+    )
+    before = scratch_server.query("CHECKSUM TABLE api.t EXTENDED")
+    statements = [f"INSERT INTO api.t VALUES ({i}, 'row {i}', {i}.25)" for i in range(10, 40)]
+    statements += ["UPDATE api.t SET v = CONCAT(v, '!') WHERE id < 20", "DELETE FROM api.t WHERE id >= 35"]
+    rng = scratch_server.run_sql(statements, own_file=True)
+    return rng, before
+
+
+def _upload(client, path: Path, token: str = OPERATOR):
+    return client.post(
+        "/api/uploads",
+        files=[("files", (path.name, path.read_bytes(), "application/octet-stream"))],
+        headers=auth(token),
+    )
+
+
+def test_requests_without_a_valid_token_get_401_with_a_json_body(make_client):
+    client = make_client()
+    for method, url in [
+        ("GET", "/api/jobs"),
+        ("POST", "/api/jobs"),
+        ("GET", "/api/jobs/x"),
+        ("POST", "/api/jobs/x/cancel"),
+        ("GET", "/api/jobs/x/script"),
+        ("GET", "/api/jobs/x/changes"),
+        ("GET", "/api/jobs/x/summary"),
+        ("GET", "/api/jobs/x/executions"),
+        ("POST", "/api/jobs/x/executions"),
+        ("POST", "/api/uploads"),
+        ("GET", "/api/servers"),
+        ("GET", "/metrics"),
+    ]:
+        for headers in ({}, auth("not-a-token-at-all"), {"Authorization": "Basic abc"}):
+            response = client.request(method, url, headers=headers, json={})
+            assert response.status_code == 401, (method, url, response.text)
+            assert "token" in response.json()["detail"]
+            assert response.headers["www-authenticate"] == "Bearer"
+    assert client.get("/health").status_code == 200
+
+
+def test_a_role_too_weak_gets_403_and_only_admin_commits(make_client, scratch_server, workload_file):
+    client = make_client(servers=servers_json(scratch_server))
+    body = {"server": "scratch", "range": {"start_file": "mysql-bin.000001", "start_position": 4}}
+    denied = client.post("/api/jobs", json=body, headers=auth(VIEWER))
+    assert denied.status_code == 403 and "operator" in denied.json()["detail"]
+    rng, _ = workload_file
+    body["range"] = {
+        "start_file": rng.start_file,
+        "start_position": rng.start_position,
+        "stop_file": rng.stop_file,
+        "stop_position": rng.stop_position,
+    }
+    job = wait_for_job(client, client.post("/api/jobs", json=body, headers=auth(OPERATOR)).json()["id"])
+    assert job["state"] == "succeeded", job
+    url = f"/api/jobs/{job['id']}/executions"
+    before = scratch_server.query("CHECKSUM TABLE api.t EXTENDED")
+    commit = client.post(url, json={"target": "scratch", "dry_run": False}, headers=auth(OPERATOR))
+    assert commit.status_code == 403 and "admin" in commit.json()["detail"]
+    assert client.post(url, json={"target": "scratch"}, headers=auth(VIEWER)).status_code == 403
+    dry = client.post(url, json={"target": "scratch"}, headers=auth(OPERATOR))
+    assert dry.status_code == 201, dry.text
+    assert dry.json()["dry_run"] and dry.json()["state"] == "succeeded" and not dry.json()["committed"]
+    assert dry.json()["statements"] == job["statements"] > 0
+    assert scratch_server.query("CHECKSUM TABLE api.t EXTENDED") == before
+    listed = client.get(url, headers=auth(VIEWER)).json()
+    assert [e["requested_by"] for e in listed] == ["otto"]
+
+
+def test_job_requests_are_validated_up_front_with_field_errors(make_client, scratch_server):
+    client = make_client(servers=servers_json(scratch_server))
+
+    def errors(body):
+        response = client.post("/api/jobs", json=body, headers=auth(OPERATOR))
+        assert response.status_code == 422, response.text
+        return {tuple(e["loc"]): e["msg"] for e in response.json()["detail"]}
+
+    assert ("body", "server") in errors({"server": "nope", "range": {"gtid_set": "0-1-1"}})
+    assert ("body", "range") in errors({"server": "scratch", "range": {}})
+    assert ("body", "range") in errors(
+        {"server": "scratch", "range": {"gtid_set": "0-1-1", "start_datetime": "2024-01-01 00:00:00"}}
+    )
+    found = errors({"server": "scratch", "range": {"gtid_set": "0-1-9..0-1-2"}})
+    assert "ends before it starts" in found[("body", "range", "gtid_set")]
+    found = errors(
+        {
+            "server": "scratch",
+            "range": {"start_datetime": "yesterday", "stop_datetime": "2024-01-01 00:00:00"},
+        }
+    )
+    assert "YYYY-MM-DD" in found[("body", "range", "start_datetime")]
+    found = errors(
+        {
+            "server": "scratch",
+            "range": {"start_file": "mysql-bin.000001", "start_position": 900, "stop_position": 100},
+        }
+    )
+    assert ("body", "range", "stop_position") in found
+    found = errors({"server": "scratch", "range": {"start_file": "mysql-bin.999999", "start_position": 4}})
+    assert "not a binlog file" in found[("body", "range", "start_file")]
+    found = errors({"server": "scratch", "range": {"start_file": "../etc/passwd", "start_position": 4}})
+    assert ("body", "range", "start_file") in found
+    found = errors({"server": "scratch", "range": {"gtid_set": "0-1-1"}, "filters": {"types": ["truncate"]}})
+    assert ("body", "filters", "types", 0) in found
+    found = errors({"server": "scratch", "range": {"gtid_set": "0-1-1"}, "filters": {"tables": ["nodot"]}})
+    assert ("body", "filters", "tables", 0) in found
+    assert ("body", "upload") in errors({"upload": "missing", "range": {"gtid_set": "0-1-1"}})
+    assert ("body", "surprise") in errors(
+        {"server": "scratch", "range": {"gtid_set": "0-1-1"}, "surprise": 1}
+    )
+    bad_json = client.post(
+        "/api/jobs", content=b"{not json", headers={**auth(OPERATOR), "Content-Type": "application/json"}
+    )
+    assert bad_json.status_code == 422 and bad_json.json()["detail"]
+
+
+def test_uploaded_binlog_job_serves_script_changes_and_summary_with_paging(
+    make_client, scratch_server, workload_file
+):
+    rng, _ = workload_file
+    client = make_client(servers=servers_json(scratch_server))
+    upload = _upload(client, rng.files[0])
+    assert upload.status_code == 201, upload.text
+    assert upload.json()["files"] == [{"name": rng.files[0].name, "size": rng.files[0].stat().st_size}]
+    body = {
+        "upload": upload.json()["id"],
+        "range": {"start_file": rng.files[0].name, "start_position": 4},
+        "filters": {"databases": ["api"]},
+        "options": {"schema_server": "scratch"},
+    }
+    created = client.post("/api/jobs", json=body, headers=auth(OPERATOR))
+    assert created.status_code == 202 and created.json()["state"] in ("queued", "running", "succeeded")
+    job = wait_for_job(client, created.json()["id"])
+    assert job["state"] == "succeeded", job
+    assert job["progress"]["percent"] == 100.0 and job["progress"]["bytes"] == job["progress"]["total"] > 0
+    assert {(c["type"], c["rows"]) for c in job["counts"]} == {("insert", 30), ("update", 12), ("delete", 5)}
+
+    whole = client.get(f"/api/jobs/{job['id']}/script", headers=auth(VIEWER))
+    assert whole.status_code == 200 and whole.headers["content-type"].startswith("application/sql")
+    text = whole.text
+    assert "INSERT INTO `api`.`t`" in text and "DELETE FROM `api`.`t`" in text
+    lines = text.splitlines(keepends=True)
+    page = client.get(f"/api/jobs/{job['id']}/script?offset=5&limit=7", headers=auth(VIEWER))
+    assert page.text == "".join(lines[5:12])
+    assert page.headers["x-total-lines"] == str(len(lines)) and page.headers["x-next-offset"] == "12"
+    last = client.get(f"/api/jobs/{job['id']}/script?offset={len(lines) - 2}&limit=50", headers=auth(VIEWER))
+    assert last.text == "".join(lines[-2:]) and "x-next-offset" not in last.headers
+    ranged = client.get(f"/api/jobs/{job['id']}/script", headers={**auth(VIEWER), "Range": "bytes=10-29"})
+    assert ranged.status_code == 206 and ranged.content == whole.content[10:30]
+    download = client.get(f"/api/jobs/{job['id']}/script?download=true", headers=auth(VIEWER))
+    assert "attachment" in download.headers["content-disposition"]
+
+    changes = client.get(f"/api/jobs/{job['id']}/changes?offset=0&limit=3", headers=auth(VIEWER))
+    assert changes.headers["content-type"].startswith("application/x-ndjson")
+    assert len(changes.text.splitlines()) == 3 and changes.headers["x-total-lines"] == "47"
+    summary = client.get(f"/api/jobs/{job['id']}/summary", headers=auth(VIEWER)).json()
+    assert summary["tables"] == [{"table": "api.t", "rows": 47, "insert": 30, "update": 12, "delete": 5}]
+    assert summary["largest_transactions"][0]["statements"] == 12
+    assert summary["server_version"].startswith("10.")
+
+
+def test_uploads_refuse_files_that_are_not_binlogs_and_files_over_the_limit(
+    make_client, workload_file, tmp_path
+):
+    rng, _ = workload_file
+    client = make_client(max_upload_bytes=1000)
+    fake = tmp_path / "mysql-bin.000001"
+    fake.write_bytes(b"not a binlog")
+    response = _upload(client, fake)
+    assert response.status_code == 422 and "not a binlog" in response.json()["detail"][0]["msg"]
+    response = _upload(client, rng.files[0])
+    assert response.status_code == 413 and "limit" in response.json()["detail"]
+    bad_name = client.post(
+        "/api/uploads",
+        files=[("files", ("../x.000001", io.BytesIO(b"\xfebin"), "x"))],
+        headers=auth(OPERATOR),
+    )
+    assert bad_name.status_code == 422
+    assert not list((tmp_path / "data" / "uploads").glob("*/*"))
+
+
+def test_cancel_a_queued_job_at_once_and_a_finished_one_is_409(make_client, scratch_server, workload_file):
+    client = make_client(servers=servers_json(scratch_server), workers=1)
+    client.app.state.services.runner.stop()  # nobody takes queued jobs now
+    body = {"server": "scratch", "range": {"gtid_set": "0-1-1"}}
+    job = client.post("/api/jobs", json=body, headers=auth(OPERATOR)).json()
+    assert job["state"] == "queued"
+    cancelled = client.post(f"/api/jobs/{job['id']}/cancel", headers=auth(OPERATOR))
+    assert cancelled.status_code == 202 and cancelled.json()["state"] == "cancelled"
+    again = client.post(f"/api/jobs/{job['id']}/cancel", headers=auth(OPERATOR))
+    assert again.status_code == 409 and "already finished" in again.json()["detail"]
+    assert client.post("/api/jobs/nope/cancel", headers=auth(OPERATOR)).status_code == 404
+    assert client.get(f"/api/jobs/{job['id']}/script", headers=auth(VIEWER)).status_code == 409
+    listed = client.get("/api/jobs?state=cancelled", headers=auth(VIEWER)).json()
+    assert [j["id"] for j in listed["items"]] == [job["id"]] and listed["total"] == 1
+
+
+def test_first_start_without_tokens_generates_an_admin_token_stores_its_hash_and_prints_it_once(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from tests.app.conftest import make_settings
+
+    out = io.StringIO()
+    settings = make_settings(tmp_path / "data", api_tokens="")
+    with TestClient(create_app(settings, token_out=out)) as client:
+        token = re.search(
+            r"admin token \(shown once; only its hash is stored\): (\S+)", out.getvalue()
+        ).group(1)
+        assert client.get("/api/jobs", headers=auth(token)).status_code == 200
+    database = (tmp_path / "data" / "jobs.sqlite3").read_bytes()
+    assert token.encode() not in database
+    rows = sqlite3.connect(tmp_path / "data" / "jobs.sqlite3").execute(
+        "SELECT name, role, token_hash FROM api_tokens"
+    )
+    assert [(name, role) for name, role, _ in rows] == [("admin", "admin")]
+    again = io.StringIO()
+    with TestClient(create_app(settings, token_out=again)) as client:
+        assert again.getvalue() == ""
+        assert client.get("/api/jobs", headers=auth(token)).status_code == 200
+
+
+def test_a_job_left_running_by_a_dead_process_is_failed_with_the_reason_at_start(make_client, tmp_path):
+    client = make_client()
+    services = client.app.state.services
+    with services.db.session() as session:
+        session.add(
+            Job(
+                id="f" * 32,
+                created_by="otto",
+                created_at=utcnow(),
+                started_at=utcnow(),
+                state="running",
+                mode="flashback",
+                source="server",
+                server="gone",
+                range_requested={"gtid_set": "0-1-1"},
+                filters={},
+                options={},
+                progress_bytes=10,
+                progress_total=100,
+                progress_events=1,
+                rows_emitted=0,
+                transactions=0,
+                statements=0,
+                script_bytes=0,
+                cancel_requested=False,
+            )
+        )
+        session.commit()
+    restarted = make_client()
+    job = restarted.get(f"/api/jobs/{'f' * 32}", headers=auth(VIEWER)).json()
+    assert job["state"] == "failed" and job["error"] == RESTART_REASON and job["finished_at"]
+
+
+def test_metrics_expose_jobs_by_state_in_prometheus_format(make_client):
+    client = make_client()
+    text = client.get("/metrics", headers=auth(VIEWER)).text
+    for state in ("queued", "running", "succeeded", "failed", "cancelled"):
+        assert f'mysql_rollback_jobs{{state="{state}"}}' in text
+    assert "mysql_rollback_bytes_decoded_total" in text and "mysql_rollback_rows_emitted_total" in text
+    assert "mysql_rollback_job_duration_seconds" in text
+
+
+def test_servers_are_listed_without_passwords_and_their_time_zone_is_known(make_client, scratch_server):
+    client = make_client(servers=servers_json(scratch_server))
+    listed = client.get("/api/servers", headers=auth(VIEWER))
+    assert [s["name"] for s in listed.json()] == ["scratch", "scratch_live"]
+    assert scratch_server.password not in listed.text
+    tz = client.get("/api/servers/scratch/time-zone", headers=auth(VIEWER)).json()
+    assert tz["error"] is None and re.fullmatch(r"[+-]\d\d:\d\d", tz["utc_offset"])
+    assert client.get("/api/servers/nope/time-zone", headers=auth(VIEWER)).status_code == 404
+
+
+def test_openapi_documents_every_api_route(make_client):
+    client = make_client()
+    spec = client.get("/openapi.json").json()
+    for path in (
+        "/api/jobs",
+        "/api/jobs/{job_id}/script",
+        "/api/jobs/{job_id}/executions",
+        "/api/uploads",
+        "/metrics",
+    ):
+        assert path in spec["paths"]
+    assert client.get("/docs").status_code == 200
