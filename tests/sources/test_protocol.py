@@ -20,7 +20,10 @@ from rollback.binlog.reader import BinlogFile
 from rollback.errors import RangeError, SourceError
 from rollback.sources.ranges import BinlogPosition
 from rollback.sources.server import (
+    SERVER_ID_RANGE,
+    BinlogServer,
     ServerAddress,
+    ServerInfo,
     binlog_dump_gtid_packet,
     binlog_dump_packet,
     events_from_packets,
@@ -32,7 +35,7 @@ from rollback.sources.server import (
     session_statements,
     version_tuple,
 )
-from rollback.sources.spool import FILLER_FLAGS, _Fetch
+from rollback.sources.spool import FILLER_FLAGS, _Fetch, spool_mysql_gtids
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 UUID_BYTES = "3e11fa4771ca11e19e33c80aa9429562"
@@ -312,3 +315,108 @@ def test_a_stream_that_ends_early_is_a_range_error(tagged_binlog, tmp_path: Path
     fetch = _Fetch(tmp_path, BinlogPosition(name, len(disk) + 100), BinlogPosition(name, 4), files=[name])
     with pytest.raises(RangeError, match="ends at"):
         fetch.run(events_from_packets(_mysql_stream(disk, name, 4, fde_end), name))
+
+
+def test_a_gap_right_after_the_fde_is_filled_in_a_position_dump(tagged_binlog, tmp_path: Path):
+    disk, fde_end, positions = tagged_binlog
+    name = "binlog.000001"
+    # MariaDB does not send an encrypted binlog's START_ENCRYPTION event: here, PREVIOUS_GTIDS is missing.
+    packets = _mysql_stream(disk, name, 4, fde_end)
+    del packets[2:4]  # the event after the FDE and the heartbeat after it
+    fetch = _Fetch(tmp_path, BinlogPosition(name, len(disk)), BinlogPosition(name, 4), files=[name])
+    fetch.run(events_from_packets(packets, name))
+    spooled = (tmp_path / name).read_bytes()
+    assert spooled[positions[2] :] == disk[positions[2] :]
+    with BinlogFile(tmp_path / name) as binlog:
+        assert [e.type_code for e in binlog.events()][:2] == [
+            EventType.FORMAT_DESCRIPTION,
+            EventType.IGNORABLE,
+        ]
+
+
+def test_event_positions_past_4_gib_are_lifted_above_the_previous_event():
+    base = (1 << 32) - 100
+    rotate = _event(0, EventType.ROTATE, struct.pack("<Q", base) + b"big.000001", 0, 0x20)
+    first = _event(1, EventType.QUERY, bytes(50), (base + 73) & 0xFFFFFFFF, 0)
+    second = _event(1, EventType.XID, bytes(8), (base + 73 + 31) & 0xFFFFFFFF, 0)
+    events = list(events_from_packets([b"\x00" + rotate, b"\x00" + first, b"\x00" + second, EOF_PACKET]))
+    assert [e.pos for e in events] == [None, base, base + 73]
+
+
+# --------------------------------------------------------------------------- replica server ids
+
+
+def _server_with(own_id: int, requested: int | None = None) -> BinlogServer:
+    server = BinlogServer("mysql://u:p@db1/", server_id=requested)
+    server._info = ServerInfo("8.0.40", {"server_id": str(own_id)})
+    return server
+
+
+def test_the_replica_id_is_random_high_and_never_the_server_s_own():
+    ids = {_server_with(own_id=7).server_id for _ in range(20)}
+    assert len(ids) > 1 and all(SERVER_ID_RANGE[0] <= i <= SERVER_ID_RANGE[1] for i in ids)
+    assert _server_with(own_id=7, requested=12).server_id == 12
+    with pytest.raises(SourceError, match="the server's own"):
+        _ = _server_with(own_id=7, requested=7).server_id
+
+
+# --------------------------------------------------------------------------- a MySQL GTID dump
+
+CORPUS_GTIDS = "apecloud__mysql-binlog-connector-rust/tests/parse_file_tests/mysql-bin.000080"
+SID = "58cf6502-63db-11ed-8079-0242ac110002"
+
+
+class RecordedMySQL:
+    """A MySQL 8 source replaying one corpus file as its COM_BINLOG_DUMP_GTID stream would."""
+
+    def __init__(self, path: Path):
+        self.disk = path.read_bytes()
+        self.name = path.name
+        self.events: list[tuple[int, int, int | None]] = []  # position, length, gno of its transaction
+        gno = None
+        with BinlogFile(path) as binlog:
+            for event in binlog.events():
+                if event.type_code == EventType.GTID:
+                    gno = int.from_bytes(event.body[17:25], "little")
+                self.events.append((event.pos, event.length, gno))
+        self.gtids = [(pos, gno) for pos, _, gno in self.events if self.disk[pos + 4] == EventType.GTID]
+        self.address = ServerAddress("db1")
+        self.info = ServerInfo("8.0.40", {"server_id": "1", "server_uuid": SID})
+        self.excluded: GtidSet | None = None
+
+    def check(self) -> ServerInfo:
+        return self.info
+
+    def end_position(self) -> tuple[str, int]:
+        return self.name, len(self.disk)
+
+    def gtid_state(self) -> GtidSet:
+        return GtidSet.parse(f"{SID}:1-62")
+
+    def dump_mysql_gtid(self, exclude: GtidSet):
+        """The artificial ROTATE, the FDE as sent, then every event but those of excluded transactions."""
+        self.excluded = exclude
+        rotate = _event(0, EventType.ROTATE, struct.pack("<Q", 4) + self.name.encode(), 0, 0x20)
+        packets = [b"\x00" + rotate]
+        for pos, length, gno in self.events:
+            event = self.disk[pos : pos + length]
+            if pos == 4:
+                event = _as_sent(event, zero_created=False)
+            if gno is None or not exclude.contains(SID, "", gno):
+                packets.append(b"\x00" + event)
+        return events_from_packets([*packets, EOF_PACKET])
+
+
+def test_a_mysql_gtid_dump_spools_the_chosen_transactions_and_fills_the_rest(corpus_dir, tmp_path: Path):
+    source = RecordedMySQL(corpus_dir / CORPUS_GTIDS)
+    spool = spool_mysql_gtids(source, GtidSet.parse(f"{SID}:55-56"), tmp_path)  # type: ignore[arg-type]
+    assert source.excluded == GtidSet.parse(f"{SID}:1-54:57-62")
+    (spooled,) = spool.files
+    first, after = source.gtids[2][0], source.gtids[4][0]  # GTIDs 55 and 57
+    assert (spooled.start, spooled.stop) == (first, len(source.disk))
+    assert spooled.segments == ((4, source.gtids[0][0]), (first, after))
+    data = spooled.path.read_bytes()
+    assert len(data) == len(source.disk) and data[first:after] == source.disk[first:after]
+    with BinlogFile(spooled.path) as binlog:
+        kinds = [(e.pos, e.type_code) for e in binlog.events(verify=True)]
+    assert (source.gtids[0][0], EventType.IGNORABLE) in kinds and (after, EventType.IGNORABLE) in kinds
