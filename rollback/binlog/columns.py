@@ -112,6 +112,8 @@ _META_1: Final = frozenset(
         BLOB_COMPRESSED,
     }
 )
+# VAR_STRING (pre-5.0.3 VARCHAR) is never a binlog type of current servers; MySQL's table_def
+# reads no metadata for it; third-party readers treat it as VARCHAR with 2 bytes, as we do.
 _META_2_LE: Final = frozenset({T.VARCHAR, T.VAR_STRING, VARCHAR_COMPRESSED})  # int2store(length)
 _META_2_BE: Final = frozenset({T.NEWDECIMAL, T.STRING, T.ENUM, T.SET})  # byte0 << 8 | byte1
 _META_0: Final = frozenset(
