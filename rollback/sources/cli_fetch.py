@@ -47,7 +47,8 @@ def add_fetch_command(subparsers: argparse._SubParsersAction) -> argparse.Argume
         "--stop-position",
         type=int,
         metavar="N",
-        help="where the range ends, exclusive (default: the end of the stop file or of the log when the fetch starts)",
+        help="where the range ends, exclusive, in the stop file (or the start file when no stop file is given); "
+        "default: the end of the stop file, or of the log when the fetch starts",
     )
     parser.add_argument(
         "--spool",

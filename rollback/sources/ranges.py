@@ -121,7 +121,7 @@ class _Log:
         return self.end.position if index == len(self.names) - 1 else self.logs[index].size
 
     def range(
-        self, first: int, last: int, start: int = 4, stop: int | None = None, warnings=()
+        self, first: int, last: int, start: int = 4, stop: int | None = None, warnings: Sequence[str] = ()
     ) -> ServerRange:
         return ServerRange(
             BinlogPosition(self.names[first], start),

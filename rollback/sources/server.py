@@ -512,7 +512,7 @@ class BinlogServer:
         self, sql: str, args: Sequence[Any] | None = None, action: str = "query the server"
     ) -> list[tuple]:
         if self._conn is None:
-            self._conn = self._connect()
+            self._conn = self._connect(read_timeout=self.read_timeout)
         try:
             with self._conn.cursor() as cur:
                 cur.execute(sql, args)

@@ -213,6 +213,8 @@ class _Fetch:
                     break
             else:
                 self._end_of_log()
+            if not self.writers:
+                raise SourceError("the server ended the dump without sending a FORMAT_DESCRIPTION event")
             self.writers[-1].fill_to(self.stop.position, self.timestamp)
         finally:
             close = getattr(events, "close", None)

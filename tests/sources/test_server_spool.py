@@ -115,3 +115,17 @@ def test_gtid_start_by_mariadb_connect_state(scratch_server, table, tmp_path: Pa
     skipped = [(pos, code) for pos, code in event_positions(spooled.path) if pos < spooled.start]
     assert EventType.IGNORABLE in [code for _, code in skipped]
     assert EventType.MARIA_GTID not in [code for _, code in skipped]
+
+
+def test_an_empty_range_at_the_end_of_the_log_spools_a_file_without_events(
+    scratch_server, table, tmp_path: Path
+):
+    scratch_server.run_sql(f"INSERT INTO {table} VALUES (1, 'x')")
+    with BinlogServer(scratch_server.dsn) as server:
+        end = BinlogPosition(*server.end_position())
+        spool = spool_range(server, position_range(server, end.file, end.position), tmp_path)
+    (spooled,) = spool.files
+    assert (spooled.start, spooled.stop) == (end.position, end.position)
+    kinds = [code for _, code in event_positions(spooled.path)]
+    assert kinds == [EventType.FORMAT_DESCRIPTION, EventType.IGNORABLE]
+    assert spooled.path.stat().st_size == end.position
