@@ -135,7 +135,9 @@ def _flashback(args: argparse.Namespace) -> int:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from rollback.binlog.decode import decode_rows, decode_stream, state_at
+    import os
+
+    from rollback.binlog.decode import check_boundary, decode_rows, decode_stream, state_at
     from rollback.binlog.reader import BinlogFile
     from rollback.binlog.rows import RowsEvent
     from rollback.records import batch_records, record_json, record_text
@@ -143,22 +145,42 @@ def _decode(args: argparse.Namespace) -> int:
     render = record_json if args.format == "jsonl" else record_text
     out = sys.stdout
     last = len(args.files) - 1
-    for index, path in enumerate(args.files):
-        with BinlogFile(path) as binlog:
-            start = args.start_position if index == 0 and args.start_position else 4
-            stop = args.stop_position if index == last and args.stop_position else binlog.size
+    binlogs: list[BinlogFile] = []
+    try:
+        # Open every file and check both positions first: bad input fails before any output.
+        ranges = []
+        for index, path in enumerate(args.files):
+            binlog = BinlogFile(path)
+            binlogs.append(binlog)
+            first = index == 0 and args.start_position is not None
+            start = args.start_position if first else 4
+            stop = args.stop_position if index == last and args.stop_position is not None else binlog.size
+            if start < 4:
+                raise RangeError(
+                    f"{path}: start position {start} is inside the file header (events start at 4)"
+                )
             if stop > binlog.size:
                 raise RangeError(f"{path}: stop position {stop} is past the end of the file ({binlog.size})")
             if stop < start:
                 raise RangeError(f"{path}: stop position {stop} is before start position {start}")
-            state = state_at(binlog.buf, binlog.facts, start, binlog.path)
-            for decoded in decode_stream(binlog.buf, state, start, stop, verify=not args.no_verify):
-                if isinstance(decoded.event, RowsEvent):
-                    batch = decode_rows(decoded, decoded.event, state)
-                    for record in batch_records(batch):
-                        out.write(render(record))
-                        out.write("\n")
-    out.flush()
+            if stop != binlog.size:
+                check_boundary(binlog.buf, binlog.facts, stop, binlog.path)
+            ranges.append((binlog, state_at(binlog.buf, binlog.facts, start, binlog.path), start, stop))
+        try:
+            for binlog, state, start, stop in ranges:
+                for decoded in decode_stream(binlog.buf, state, start, stop, verify=not args.no_verify):
+                    if isinstance(decoded.event, RowsEvent):
+                        batch = decode_rows(decoded, decoded.event, state)
+                        for record in batch_records(batch):
+                            out.write(render(record))
+                            out.write("\n")
+            out.flush()
+        except BrokenPipeError:
+            # whoever read our output went away (`| head`): stop quietly, as cat does
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    finally:
+        for binlog in binlogs:
+            binlog.close()
     return 0
 
 

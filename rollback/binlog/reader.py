@@ -266,6 +266,10 @@ def iter_events(
     pos = start
     while pos < limit:
         if pos + header_len > limit:
+            if limit < len(buf):
+                raise BinlogFormatError(
+                    path, pos, f"the range end {end} falls inside the event header at {pos}"
+                )
             raise BinlogFormatError(
                 path, pos, f"truncated event header ({limit - pos} of {header_len} bytes)"
             )
