@@ -125,9 +125,9 @@ def _flashback(args: argparse.Namespace) -> int:
                 on_conflict=args.on_conflict,
             )
             print(json.dumps({"execution": result.to_dict()}), file=sys.stderr)
-    if report.irreversible:
+    if report.irreversible_count:
         print(
-            f"mysql-rollback: {len(report.irreversible)} row change(s) could not be restored (listed in the script header)",
+            f"mysql-rollback: {report.irreversible_count} row change(s) could not be restored (listed in the script header)",
             file=sys.stderr,
         )
         return 3

@@ -1,51 +1,62 @@
-"""The flashback job on the local engine: a range of binlog files -> reverse (or forward) SQL script.
+"""The flashback job: a range of binlog files -> reverse (or forward) SQL script, plan and change log.
 
-Events are read forward; each original transaction becomes one block (its reverse statements,
-newest row first, between BEGIN and COMMIT, under a comment naming the transaction). Blocks
-are spooled to disk as they complete and written out newest first, so memory holds one
-transaction, not the range. Beside the script: an execution plan (JSON lines: each statement
-with the check that proves its row is still as the binlog left it) and the change log.
+    plan (pipeline/plan.py)           the range as ordered partitions that decode on their own
+    run (pipeline/local.py | spark.py) the one partition function (pipeline/partition.py) per partition:
+                                      decode, invert, render, write its part files, return a summary
+    merge (here)                      the script's header from the summaries, then the parts:
+                                      newest partition first (flashback) or in order (`sql`)
+
+Each original transaction becomes one block of the script (its reverse statements, newest row
+first, between BEGIN and COMMIT, under a comment naming the transaction). A block that crosses
+partitions is written by its partitions as bare statements; the merge adds its comment, BEGIN and
+COMMIT around them. Beside the script: an execution plan (JSON lines: each statement with the
+check that proves its row is still as the binlog left it) and the change log (JSON lines, or
+Parquet through Spark). Neither the driver nor any worker holds the range's rows: workers hold a
+partition's rendered text (spilling to disk), the merge copies files.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
+import shutil
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import rollback
-from rollback.binlog import events as ev
-from rollback.binlog.columns import MISSING
-from rollback.binlog.decode import (
-    RowsBatch,
-    StreamState,
-    TxContext,
-    check_boundary,
-    decode_rows,
-    decode_stream,
-    state_at,
-)
 from rollback.binlog.gtid import GtidSet
-from rollback.binlog.reader import BinlogFile
-from rollback.binlog.rows import RowsEvent
-from rollback.binlog.table_map import TableMap
 from rollback.errors import DDLInRange, IrreversibleChange, RangeError, SchemaMismatch
-from rollback.invert import Irreversible, Reverse, forward_row, invert_rows
-from rollback.records import batch_records, record_json
-from rollback.schema import SchemaResolver, SchemaSource
-from rollback.sql import TableRenderer
+from rollback.pipeline.local import run_local
+from rollback.pipeline.partition import (
+    BLOCK_END,
+    JobSpec,
+    Piece,
+    Summary,
+    block_header,
+    comment,
+    decode_error,
+    part_path,
+)
+from rollback.pipeline.plan import TARGET_BYTES, Plan, SchemaKey, plan_range
+from rollback.schema import SchemaResolver, SchemaSource, TableSchema
 
 SCRIPT_PRELUDE = (
     "SET NAMES utf8mb4;\nSET time_zone = '+00:00';\nSET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO';\n"
 )
+ENGINES = ("local", "spark")
+CHANGES_FORMATS = ("jsonl", "parquet")
+IRREVERSIBLE_KEPT = 1000  # irreversible changes listed in Report.irreversible (the script lists all)
+# Spark partitions: at most TARGET_BYTES, at least this, two per core when the range allows.
+MIN_SPARK_PARTITION = 4 << 20
+
+_comment = comment
 
 
 # ---- what the user asks for --------------------------------------------------------------------------
@@ -92,7 +103,7 @@ class Filters:
             parts.append(f"thread {self.thread_id}")
         return "; ".join(parts) or "none"
 
-    def table_selected(self, tmap: TableMap) -> bool:
+    def table_selected(self, tmap: Any) -> bool:
         if self.databases and tmap.database.lower() not in self.databases:
             return False
         return not (self.tables and f"{tmap.database}.{tmap.table}".lower() not in self.tables)
@@ -105,6 +116,35 @@ class Options:
     allow_partial: bool = False
     schema: SchemaSource | None = None
     verify_checksums: bool = True
+    # local: partitions run in this process, in order. spark: as Spark tasks on the process's
+    # SparkSession (a range that fits in one partition runs in-process: nothing to distribute).
+    engine: str = "local"
+    # Target partition size; None: TARGET_BYTES (64 MB), and on Spark smaller partitions (two per
+    # core, not under 4 MB) so that a range of a few hundred MB keeps every core busy.
+    partition_bytes: int | None = None
+    changes_format: str = "jsonl"  # jsonl | parquet (a directory written through Spark)
+    # Where partitions write their parts: shared storage when Spark runs on a cluster. Default:
+    # a temporary directory beside the script.
+    work_dir: str | None = None
+
+
+@dataclass
+class Progress:
+    """How far a job is: bytes and events of the range read, over the totals the plan found."""
+
+    bytes_done: int
+    bytes_total: int
+    events_done: int
+    events_total: int
+    partitions: int
+    engine: str
+
+    @property
+    def fraction(self) -> float:
+        return self.bytes_done / self.bytes_total if self.bytes_total else 1.0
+
+
+ProgressCallback = Callable[[Progress], None]
 
 
 @dataclass
@@ -112,12 +152,16 @@ class Report:
     counts: Counter = field(default_factory=Counter)  # (db.table, type) -> rows
     transactions: int = 0
     statements: int = 0
-    irreversible: list[dict[str, Any]] = field(default_factory=list)
+    irreversible: list[dict[str, Any]] = field(default_factory=list)  # the first IRREVERSIBLE_KEPT
+    irreversible_count: int = 0
     warnings: list[str] = field(default_factory=list)
     server_version: str = ""
     row_images: set[str] = field(default_factory=set)
     ddl: list[dict[str, Any]] = field(default_factory=list)
     bytes_total: int = 0
+    events_total: int = 0
+    partitions: int = 0
+    engine: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,10 +169,15 @@ class Report:
             "transactions": self.transactions,
             "statements": self.statements,
             "irreversible": self.irreversible,
+            "irreversible_count": self.irreversible_count,
             "warnings": self.warnings,
             "server_version": self.server_version,
             "row_images": sorted(self.row_images),
             "ddl": self.ddl,
+            "bytes_total": self.bytes_total,
+            "events_total": self.events_total,
+            "partitions": self.partitions,
+            "engine": self.engine,
         }
 
 
@@ -188,320 +237,413 @@ class GtidFilter:
         return any(d == domain and s == server and a <= seq <= b for d, s, a, b in self.maria)
 
 
-# ---- output spool --------------------------------------------------------------------------------------
+# ---- transactions that cross partitions ------------------------------------------------------------------
 
 
-class BlockSpool:
-    """Transaction blocks (script text + plan lines) on disk, replayed in either order."""
+@dataclass
+class _Span:
+    """A transaction block whose pieces lie in consecutive partitions (oldest first)."""
 
-    def __init__(self, directory: str | None = None):
-        self._script = tempfile.TemporaryFile(dir=directory)
-        self._plan = tempfile.TemporaryFile(dir=directory)
-        self._blocks: list[tuple[int, int, int, int]] = []
+    pieces: list[tuple[int, Piece]] = field(default_factory=list)  # (partition index, piece)
 
-    def add(self, script: str, plan: str) -> None:
-        s, p = script.encode("utf-8"), plan.encode("utf-8")
-        self._blocks.append((self._script.tell(), len(s), self._plan.tell(), len(p)))
-        self._script.write(s)
-        self._plan.write(p)
+    @property
+    def statements(self) -> int:
+        return sum(p.statements for _, p in self.pieces)
 
-    def __len__(self) -> int:
-        return len(self._blocks)
+    def header(self, out_dir: str) -> str:
+        first = self.pieces[0][1]
+        last = self.pieces[-1][1]
+        end_pos = next(
+            (p.end_pos for _, p in reversed(self.pieces) if p.end_pos is not None), first.first_pos
+        )
+        partial = sum(p.selected for _, p in self.pieces) < sum(p.events for _, p in self.pieces)
+        return block_header(last.tx, first.file, first.first_pos, end_pos, partial, self._queries(out_dir))
 
-    def replay(self, newest_first: bool) -> Iterator[tuple[bytes, bytes]]:
-        order = reversed(self._blocks) if newest_first else iter(self._blocks)
-        for s_off, s_len, p_off, p_len in order:
-            self._script.seek(s_off)
-            script = self._script.read(s_len)
-            self._plan.seek(p_off)
-            yield script, self._plan.read(p_len)
+    def _queries(self, out_dir: str) -> Iterator[str]:
+        last: str | None = None
+        for position, (index, piece) in enumerate(self.pieces):
+            if not piece.queries:
+                continue
+            with open(part_path(out_dir, index, "queries.json"), encoding="utf-8") as f:
+                queries = json.load(f)["tail" if position == 0 else "head"]
+            for query in queries:
+                if query != last:
+                    yield query
+                last = query
 
-    def close(self) -> None:
-        self._script.close()
-        self._plan.close()
+
+def _spans(summaries: list[Summary]) -> tuple[dict[int, _Span], dict[int, _Span]]:
+    """The crossing blocks, by the partition of their head pieces and of their tail pieces."""
+    heads: dict[int, _Span] = {}
+    tails: dict[int, _Span] = {}
+    open_span: _Span | None = None
+    for summary in summaries:
+        if summary.head is not None:
+            if open_span is None:
+                raise RuntimeError(f"partition {summary.index} continues a transaction no partition opened")
+            open_span.pieces.append((summary.index, summary.head))
+            heads[summary.index] = open_span
+            if summary.head.closed:
+                open_span = None
+        if summary.tail is not None:
+            open_span = _Span([(summary.index, summary.tail)])
+            tails[summary.index] = open_span
+    if open_span is not None:
+        raise RuntimeError("a transaction crossing partitions was never closed")
+    return heads, tails
+
+
+def _copy(src: IO[bytes], dst: _Sink, start: int, length: int) -> None:
+    src.seek(start)
+    while length > 0:
+        data = src.read(min(length, 8 << 20))
+        if not data:
+            raise RuntimeError("a part file is shorter than its summary says")
+        dst.write(data)
+        length -= len(data)
 
 
 # ---- the job ---------------------------------------------------------------------------------------------
 
 
-def _fixed_unsigned(unsigned: tuple[bool, ...] | None) -> Callable[[TableMap], tuple[bool, ...] | None]:
-    return lambda _tmap: unsigned
+_DDL_CHANGES_SCHEMA = re.compile(r"(?is)^\s*(ALTER|DROP|RENAME|TRUNCATE|CREATE\s+OR\s+REPLACE)\b")
 
 
-def _comment(text: str) -> str:
-    return " ".join(text.split()).replace("*/", "* /")
+def _ddl_names(sql: str) -> set[str]:
+    return {n.lower() for n in re.findall(r"`((?:[^`]|``)+)`|\b(\w+)\b", sql) for n in n if n}
 
 
-class _Transaction:
-    def __init__(self, tx: TxContext, file: str | None, first_pos: int):
-        self.tx = tx
-        self.file = file
-        self.first_pos = first_pos
-        self.end_pos = first_pos
-        self.statements: list[tuple[str, dict[str, Any]]] = []  # in execution order
-        self.queries: list[str] = []
-        self.rows_total = 0
-        self.rows_selected = 0
+def _ddl_hits(ddl: list[dict[str, Any]], changed: Any) -> list[tuple[dict[str, Any], set[str]]]:
+    """Each DDL with the changed tables whose schema it changes."""
+    hits = []
+    for item in ddl:
+        tables: set[str] = set()
+        sql = item["sql"]
+        if _DDL_CHANGES_SCHEMA.match(sql):
+            names = _ddl_names(sql)
+            for table in changed:
+                db, _, name = table.partition(".")
+                if name in names and (db in names or (item["db"] or "").lower() == db):
+                    tables.add(table)
+        hits.append((item, tables))
+    return hits
+
+
+def _raise_ddl(hits: list[tuple[dict[str, Any], set[str]]], changed: set[str]) -> None:
+    """DDLInRange for the first DDL that changes the schema of one of `changed`, if any."""
+    for item, tables in hits:
+        for table in sorted(tables & changed):
+            raise DDLInRange(
+                f"DDL on {table} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} — "
+                "the table's schema changes mid-range; split the range at this position"
+            )
 
 
 class Flashback:
     def __init__(self, rng: RangeSpec, filters: Filters, options: Options):
+        if options.engine not in ENGINES:
+            raise RangeError(f"engine {options.engine!r} is not one of {', '.join(ENGINES)}")
+        if options.changes_format not in CHANGES_FORMATS:
+            raise RangeError(f"change log format {options.changes_format!r} is not one of jsonl, parquet")
         self.rng = rng
         self.filters = filters
         self.options = options
         self.report = Report()
-        self.resolver = SchemaResolver(options.schema)
-        self._renderers: dict[tuple[Any, ...], TableRenderer] = {}
         self._gtid = GtidFilter(rng.gtid) if rng.gtid else None
         self._since = parse_datetime(rng.start_datetime) if rng.start_datetime else None
         self._until = parse_datetime(rng.stop_datetime) if rng.stop_datetime else None
         if self._since is not None and self._until is not None and self._until <= self._since:
             raise RangeError("stop datetime is not after start datetime")
-        self._changed_tables: set[str] = set()
-        self.progress_bytes = 0
 
-    # -- selection
-    def _tx_selected(self, tx: TxContext) -> bool:
-        if self._gtid is not None and not self._gtid.selects(tx.gtid):
-            return False
-        if self._since is not None and tx.timestamp < self._since:
-            return False
-        if self._until is not None and tx.timestamp >= self._until:
-            return False
-        return not (self.filters.thread_id is not None and tx.thread_id != self.filters.thread_id)
+    # -- planning
+    def plan(self) -> Plan:
+        return plan_range(self.rng, self._partition_bytes())
 
-    def _renderer(self, tmap: TableMap, pos: int, flavour: str) -> TableRenderer:
-        key = (tmap.database, tmap.table, tmap.column_types, tmap.column_meta, tmap.column_names, flavour)
-        renderer = self._renderers.get(key)
-        if renderer is None:
-            schema = self.resolver.resolve(tmap, pos)
-            if schema is None:
-                raise SchemaMismatch(
-                    f"table {tmap.qualified_name} at position {pos}: the binlog carries no column names "
-                    "(binlog_row_metadata is not FULL); give the schema with --schema-dsn or --schema-file"
-                )
-            renderer = TableRenderer(tmap, schema, flavour, self.options.full_where)
-            self._renderers[key] = renderer
-        return renderer
+    def _partition_bytes(self) -> int:
+        if self.options.partition_bytes:
+            return self.options.partition_bytes
+        if self.options.engine != "spark":
+            return TARGET_BYTES
+        total = 0
+        for path in self.rng.files:
+            try:
+                total += os.path.getsize(path)
+            except OSError:
+                return TARGET_BYTES  # a URL: the planner sizes it
+        slots = 2 * (os.cpu_count() or 1)
+        return max(MIN_SPARK_PARTITION, min(TARGET_BYTES, -(-total // slots)))
+
+    def _schemas(self, plan: Plan) -> dict[SchemaKey, TableSchema | str | None]:
+        """Every selected table's schema, resolved once here (workers never talk to a server)."""
+        resolver = SchemaResolver(self.options.schema)
+        schemas: dict[SchemaKey, TableSchema | str | None] = {}
+        for key, (tmap, pos) in plan.table_maps.items():
+            if not self.filters.table_selected(tmap):
+                continue
+            try:
+                schemas[key] = resolver.resolve(tmap, pos)
+            except SchemaMismatch as exc:
+                schemas[key] = str(exc)
+        return schemas
 
     # -- the run
-    def run(
-        self, script_out: IO[str], plan_out: IO[str] | None = None, changes_out: IO[str] | None = None
+    def generate(
+        self,
+        script_path: str | Path,
+        plan_path: str | Path | None = None,
+        changes_path: str | Path | None = None,
+        progress: ProgressCallback | None = None,
     ) -> Report:
-        spool = BlockSpool()
+        """Write the script (and plan, change log); the files appear only when the job succeeds."""
+        script_path = Path(script_path)
+        work_dir = self.options.work_dir or str(script_path.resolve().parent)
+        out_dir = tempfile.mkdtemp(prefix=".mysql-rollback-", dir=work_dir)
+        outputs: list[tuple[Path, Path]] = [(script_path.with_name(script_path.name + ".part"), script_path)]
+        if plan_path:
+            outputs.append((Path(str(plan_path) + ".part"), Path(plan_path)))
         try:
-            self._read_range(spool, changes_out)
-            self._check_ddl()
-            if self.report.irreversible and not self.options.allow_partial:
-                first = self.report.irreversible[0]
-                raise IrreversibleChange(
-                    f"{len(self.report.irreversible)} row change(s) cannot be restored from the binlog's images; "
-                    f"first: {first['type']} on {first['table']} at {first['file']}:{first['pos']} "
-                    f"(missing {', '.join(first['missing'])}: {first['reason']}); "
-                    "--allow-partial emits the restorable changes and lists the rest"
-                )
-            self._write(spool, script_out, plan_out)
+            summaries = self._run(out_dir, bool(changes_path), progress)
+            with open(outputs[0][0], "wb") as script_out:
+                plan_out = open(outputs[1][0], "wb") if plan_path else None
+                try:
+                    self._merge(out_dir, summaries, script_out, plan_out)
+                finally:
+                    if plan_out is not None:
+                        plan_out.close()
+            if changes_path:
+                tmp = Path(str(changes_path) + ".part")
+                outputs.append((tmp, Path(changes_path)))
+                self._write_changes(out_dir, summaries, tmp)
+            for tmp, final in outputs:
+                _replace(tmp, final)
         finally:
-            spool.close()
+            for tmp, _final in outputs:
+                if tmp.is_dir():
+                    shutil.rmtree(tmp, ignore_errors=True)
+                elif tmp.exists():
+                    tmp.unlink()
+            shutil.rmtree(out_dir, ignore_errors=True)
         return self.report
 
-    def _files(self) -> Iterator[tuple[int, str]]:
-        yield from enumerate(self.rng.files)
-
-    def _read_range(self, spool: BlockSpool, changes_out: IO[str] | None) -> None:
-        last = len(self.rng.files) - 1
-        for index, path in self._files():
-            with BinlogFile(path) as binlog:
-                self.report.server_version = self.report.server_version or binlog.facts.server_version
-                flavour = "mariadb" if binlog.facts.is_mariadb else "mysql"
-                start = self.rng.start_position if index == 0 and self.rng.start_position else 4
-                stop = self.rng.stop_position if index == last and self.rng.stop_position else binlog.size
-                if stop > binlog.size:
-                    raise RangeError(
-                        f"{path}: stop position {stop} is past the end of the file ({binlog.size})"
-                    )
-                if stop < start:
-                    raise RangeError(f"{path}: stop position {stop} is before start position {start}")
-                self.report.bytes_total += stop - start
-                state = state_at(binlog.buf, binlog.facts, start, binlog.path)
-                if stop != binlog.size:
-                    check_boundary(binlog.buf, binlog.facts, stop, binlog.path)
-                state.file_name = os.path.basename(path)
-                if state.tx.open:
-                    self.report.warnings.append(
-                        f"{state.file_name}:{start} is inside a transaction (opened at {state.tx.begin_pos}); "
-                        "its earlier changes are not in the range"
-                    )
-                self._read_file(binlog, state, start, stop, flavour, spool, changes_out)
-
-    def _read_file(
+    def run(
         self,
-        binlog: BinlogFile,
-        state: StreamState,
-        start: int,
-        stop: int,
-        flavour: str,
-        spool: BlockSpool,
-        changes_out: IO[str] | None,
-    ) -> None:
-        current: _Transaction | None = None
-        file_name = state.file_name
-        for decoded in decode_stream(binlog.buf, state, start, stop, self.options.verify_checksums):
-            event = decoded.event
-            self.progress_bytes = decoded.outer_end
-            if isinstance(event, RowsEvent):
-                if current is None or current.tx is not state.tx:
-                    self._finish(current, spool)
-                    current = _Transaction(state.tx, file_name, state.tx.begin_pos or decoded.outer_pos)
-                current.end_pos = decoded.outer_end
-                tmap = state.table_maps.get(event.table_id)
-                if tmap is None:
-                    decode_rows(decoded, event, state)  # raises the precise error
-                    continue
-                current.rows_total += 1
-                if not self.filters.table_selected(tmap) or (
-                    self.filters.types and event.kind not in self.filters.types
-                ):
-                    continue
-                if not self._tx_selected(state.tx):
-                    continue
-                renderer = self._renderer(tmap, decoded.outer_pos, flavour)
-                unsigned = renderer.schema.unsigned if renderer.schema else None
-                batch = decode_rows(decoded, event, state, _fixed_unsigned(unsigned))
-                self._take(current, batch, renderer, changes_out)
-            elif isinstance(event, ev.Xid) or (
-                isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK")
-            ):
-                if current is not None:
-                    current.end_pos = decoded.outer_end
-                self._finish(current, spool)
-                current = None
-            elif isinstance(event, ev.Query) and event.kind == "DDL":
-                self.report.ddl.append(
-                    {
-                        "file": file_name,
-                        "pos": decoded.outer_pos,
-                        "sql": _comment(event.sql)[:300],
-                        "db": event.database,
-                    }
-                )
-        if current is not None:
-            self.report.warnings.append(
-                f"{file_name}:{stop} ends inside the transaction opened at {current.first_pos}; "
-                "its later changes are not in the range"
-            )
-        self._finish(current, spool)
+        script_out: IO[str],
+        plan_out: IO[str] | None = None,
+        changes_out: IO[str] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Report:
+        """The job written to open text streams (the change log as JSON lines)."""
+        out_dir = tempfile.mkdtemp(prefix="mysql-rollback-", dir=self.options.work_dir)
+        try:
+            summaries = self._run(out_dir, changes_out is not None, progress)
+            script_bin = _BinaryTo(script_out)
+            self._merge(out_dir, summaries, script_bin, _BinaryTo(plan_out) if plan_out else None)
+            if changes_out is not None:
+                for summary in summaries:
+                    with open(part_path(out_dir, summary.index, "changes.jsonl"), encoding="utf-8") as f:
+                        shutil.copyfileobj(f, changes_out)
+        finally:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        return self.report
 
-    def _take(
-        self, current: _Transaction, batch: RowsBatch, renderer: TableRenderer, changes_out: IO[str] | None
-    ) -> None:
-        table = batch.table.qualified_name
-        self._changed_tables.add(table.lower())
-        self.report.counts[(table, batch.kind)] += len(batch.rows)
-        current.rows_selected += len(batch.rows)
-        if batch.tx.rows_query and (not current.queries or current.queries[-1] != batch.tx.rows_query):
-            current.queries.append(batch.tx.rows_query)
-        image_kind = "FULL"
-        for row in batch.rows:
-            for image in row if batch.kind == "update" else (row,):
-                if any(v is MISSING for v in image):
-                    image_kind = "partial (MINIMAL or NOBLOB)"
-        self.report.row_images.add(image_kind)
-        if changes_out is not None:
-            for record in batch_records(batch, renderer.schema.names if renderer.schema else None):
-                changes_out.write(record_json(record))
-                changes_out.write("\n")
-        base = {"file": batch.file, "pos": batch.pos, "table": table}
-        if self.options.mode == "forward":
-            for row in batch.rows:
-                sql = forward_row(renderer, batch.kind, row)
-                if sql is not None:
-                    current.statements.append((sql, dict(base, type=batch.kind, check=None, expect=None)))
-            return
-        # Newest first: within the transaction the reversed list is built back to front at the end.
-        for index, result in reversed(list(invert_rows(renderer, batch.kind, batch.rows))):
-            if isinstance(result, Irreversible):
-                self.report.irreversible.append(
-                    dict(
-                        base, row=index, type=result.kind, missing=list(result.missing), reason=result.reason
-                    )
-                )
-                continue
-            assert isinstance(result, Reverse)
-            current.statements.append(
-                (
-                    result.sql,
-                    dict(base, row=index, type=result.kind, check=result.check, expect=result.expect),
-                )
-            )
-
-    def _finish(self, current: _Transaction | None, spool: BlockSpool) -> None:
-        if current is None or not current.statements:
-            return
-        tx = current.tx
-        statements = current.statements if self.options.mode == "forward" else current.statements[::-1]
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(tx.timestamp)) if tx.timestamp else "-"
-        header = [
-            f"-- transaction gtid={tx.gtid or '-'} file={current.file} pos={current.first_pos}-{current.end_pos} "
-            f"time={stamp} UTC server_id={tx.server_id} thread={tx.thread_id if tx.thread_id is not None else '-'}"
-        ]
-        if current.rows_selected < current.rows_total:
-            header.append("-- note: filters selected only part of this transaction's changes")
-        for query in current.queries:
-            header.append(f"-- original: {_comment(query)[:1000]}")
-        lines = header + ["BEGIN;"] + [sql for sql, _ in statements] + ["COMMIT;", ""]
-        tx_id = self.report.transactions
-        plan = "".join(
-            json.dumps(dict(meta, tx=tx_id, gtid=tx.gtid, sql=sql), ensure_ascii=False) + "\n"
-            for sql, meta in statements
+    def _run(self, out_dir: str, changes: bool, progress: ProgressCallback | None) -> list[Summary]:
+        plan = self.plan()
+        report = self.report
+        report.bytes_total = plan.bytes_total
+        report.events_total = plan.events_total
+        report.server_version = plan.server_version
+        report.partitions = len(plan.partitions)
+        spec = JobSpec(
+            out_dir=out_dir,
+            filters=self.filters,
+            mode=self.options.mode,
+            full_where=self.options.full_where,
+            verify_checksums=self.options.verify_checksums,
+            gtid=self._gtid,
+            since=self._since,
+            until=self._until,
+            schemas=self._schemas(plan),
+            changes=changes,
         )
-        spool.add("\n".join(lines) + "\n", plan)
-        self.report.transactions += 1
-        self.report.statements += len(statements)
+        spark = self.options.engine == "spark" and len(plan.partitions) > 1
+        report.engine = "spark" if spark else "local"
+        note = None
+        if progress is not None:
+            parts = len(plan.partitions)
+            engine = report.engine
+            note = lambda done, events: progress(  # noqa: E731
+                Progress(done, plan.bytes_total, events, plan.events_total, parts, engine)
+            )
+        if spark:
+            from rollback.pipeline.spark import run_spark
 
-    def _check_ddl(self) -> None:
-        for ddl in self.report.ddl:
-            sql = ddl["sql"]
-            if not re.match(r"(?is)^\s*(ALTER|DROP|RENAME|TRUNCATE|CREATE\s+OR\s+REPLACE)\b", sql):
+            summaries = run_spark(spec, plan.partitions, note)
+        else:
+            summaries = run_local(spec, plan.partitions, note)
+        self._collect(out_dir, summaries)
+        return summaries
+
+    def _collect(self, out_dir: str, summaries: list[Summary]) -> None:
+        """The report from the summaries; raises the error the job stops with, if any."""
+        report = self.report
+        changed: dict[str, tuple[int, int]] = {}  # table -> (partition, position) of its first change
+        ddl_at: list[tuple[int, int]] = []
+        failed = next((s for s in summaries if s.error is not None), None)
+        for summary in summaries:
+            for table, pos in summary.first_change.items():
+                changed.setdefault(table, (summary.index, pos))
+            for item in summary.ddl:
+                report.ddl.append(item)
+                ddl_at.append((summary.index, item["pos"]))
+            if summary is failed:
+                break
+            report.counts.update(summary.counts)
+            report.row_images.update(summary.row_images)
+            report.warnings.extend(summary.warnings)
+            report.statements += summary.statements
+            report.transactions += summary.transactions
+            report.irreversible_count += summary.irreversible
+        # A DDL on a table the range changed before it stops the job where it stands.
+        hits = _ddl_hits(report.ddl, changed)
+        stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
+        earliest: tuple[int, int] | None = None  # of the first changes the DDL seen so far undo
+        for k, at in enumerate(ddl_at):
+            if stop_at is not None and at >= stop_at:
+                break
+            if hits[k][1]:
+                first = min(changed[t] for t in hits[k][1])
+                earliest = first if earliest is None else min(earliest, first)
+            if earliest is not None and earliest < at:
+                _raise_ddl(hits[: k + 1], {t for t, first in changed.items() if first < at})
+        if failed is not None:
+            assert failed.error is not None
+            raise decode_error(failed.error)
+        heads, _tails = _spans(summaries)
+        report.transactions += sum(
+            1 for index, span in heads.items() if span.pieces[-1][0] == index and span.statements
+        )
+        _raise_ddl(hits, set(changed))
+        mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
+        if mismatch is not None:
+            raise decode_error(mismatch)
+        for item in self._irreversible(out_dir, summaries):
+            if len(report.irreversible) >= IRREVERSIBLE_KEPT:
+                break
+            report.irreversible.append(item)
+        if report.irreversible_count and not self.options.allow_partial:
+            item = report.irreversible[0]
+            raise IrreversibleChange(
+                f"{report.irreversible_count} row change(s) cannot be restored from the binlog's images; "
+                f"first: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
+                f"(missing {', '.join(item['missing'])}: {item['reason']}); "
+                "--allow-partial emits the restorable changes and lists the rest"
+            )
+
+    @staticmethod
+    def _irreversible(out_dir: str, summaries: list[Summary]) -> Iterator[dict[str, Any]]:
+        for summary in summaries:
+            if not summary.irreversible:
                 continue
-            names = {n.lower() for n in re.findall(r"`((?:[^`]|``)+)`|\b(\w+)\b", sql) for n in n if n}
-            for table in self._changed_tables:
-                db, _, name = table.partition(".")
-                if name in names and (db in names or (ddl["db"] or "").lower() == db):
-                    raise DDLInRange(
-                        f"DDL on {table} inside the range at {ddl['file']}:{ddl['pos']}: {sql[:200]} — "
-                        "the table's schema changes mid-range; split the range at this position"
-                    )
+            with open(part_path(out_dir, summary.index, "irreversible.jsonl"), encoding="utf-8") as f:
+                for line in f:
+                    yield json.loads(line)
 
-    def _write(self, spool: BlockSpool, script_out: IO[str], plan_out: IO[str] | None) -> None:
+    # -- the merge
+    def _merge(
+        self, out_dir: str, summaries: list[Summary], script_out: _Sink, plan_out: _Sink | None
+    ) -> None:
+        script_out.write(self._header(out_dir, summaries).encode("utf-8"))
+        heads, tails = _spans(summaries)
+        flashback = self.options.mode == "flashback"
+        for summary in reversed(summaries) if flashback else summaries:
+            index = summary.index
+            head = summary.head.script_bytes if summary.head else 0
+            tail = summary.tail.script_bytes if summary.tail else 0
+            size = summary.script_bytes
+            head_span, tail_span = heads.get(index), tails.get(index)
+            closes = head_span is not None and head_span.pieces[-1][0] == index and head_span.statements
+            with open(part_path(out_dir, index, "sql"), "rb") as part:
+                if flashback:  # tail piece, blocks, head piece
+                    _copy(part, script_out, 0, tail)
+                    if tail_span is not None and tail_span.statements:
+                        script_out.write(BLOCK_END.encode())
+                    _copy(part, script_out, tail, size - tail - head)
+                    if closes:
+                        assert head_span is not None
+                        script_out.write(head_span.header(out_dir).encode("utf-8"))
+                    _copy(part, script_out, size - head, head)
+                else:  # head piece, blocks, tail piece
+                    _copy(part, script_out, 0, head)
+                    if closes:
+                        script_out.write(BLOCK_END.encode())
+                    _copy(part, script_out, head, size - head - tail)
+                    if tail_span is not None and tail_span.statements:
+                        script_out.write(tail_span.header(out_dir).encode("utf-8"))
+                    _copy(part, script_out, size - tail, tail)
+            if plan_out is not None:
+                with open(part_path(out_dir, index, "plan.jsonl"), "rb") as part:
+                    _copy(part, plan_out, 0, os.fstat(part.fileno()).st_size)
+
+    def _header(self, out_dir: str, summaries: list[Summary]) -> str:
         report = self.report
         mode = (
             "flashback (reverse SQL, newest change first)"
             if self.options.mode == "flashback"
             else "forward SQL"
         )
-        script_out.write(f"-- mysql-rollback {rollback.__version__}: {mode}\n")
-        script_out.write(f"-- range: {self.rng.describe()}\n")
+        lines = [
+            f"-- mysql-rollback {rollback.__version__}: {mode}",
+            f"-- range: {self.rng.describe()}",
+        ]
         if self.rng.start_datetime or self.rng.stop_datetime:
-            script_out.write("-- datetimes without an explicit offset are read as UTC\n")
-        script_out.write(f"-- filters: {self.filters.describe()}\n")
-        script_out.write(f"-- server version: {report.server_version or '-'}\n")
-        script_out.write(f"-- row images seen: {', '.join(sorted(report.row_images)) or '-'}\n")
-        script_out.write(f"-- transactions: {report.transactions}, statements: {report.statements}\n")
+            lines.append("-- datetimes without an explicit offset are read as UTC")
+        lines.append(f"-- filters: {self.filters.describe()}")
+        lines.append(f"-- server version: {report.server_version or '-'}")
+        lines.append(f"-- row images seen: {', '.join(sorted(report.row_images)) or '-'}")
+        lines.append(f"-- transactions: {report.transactions}, statements: {report.statements}")
         for (table, kind), rows in sorted(report.counts.items()):
-            script_out.write(f"-- rows: {table} {kind} {rows}\n")
+            lines.append(f"-- rows: {table} {kind} {rows}")
         for warning in report.warnings:
-            script_out.write(f"-- warning: {_comment(warning)}\n")
-        for item in report.irreversible:
-            script_out.write(
-                f"-- irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} row {item['row']} "
-                f"(missing {', '.join(item['missing'])})\n"
+            lines.append(f"-- warning: {_comment(warning)}")
+        for item in self._irreversible(out_dir, summaries):
+            lines.append(
+                f"-- irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
+                f"row {item['row']} (missing {', '.join(item['missing'])})"
             )
-        script_out.write(SCRIPT_PRELUDE)
-        for script, plan in spool.replay(newest_first=self.options.mode == "flashback"):
-            script_out.write(script.decode("utf-8"))
-            if plan_out is not None:
-                plan_out.write(plan.decode("utf-8"))
+        return "\n".join(lines) + "\n" + SCRIPT_PRELUDE
+
+    def _write_changes(self, out_dir: str, summaries: list[Summary], path: Path) -> None:
+        parts = [part_path(out_dir, s.index, "changes.jsonl") for s in summaries]
+        if self.options.changes_format == "parquet":
+            from rollback.pipeline.changes import write_parquet
+
+            write_parquet(parts, str(path))
+            return
+        with open(path, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out)
+
+
+class _Sink(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
+class _BinaryTo:
+    """Bytes written to a text stream (the merge writes bytes; `run` callers pass text streams)."""
+
+    def __init__(self, out: IO[str]):
+        self.out = out
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+
+    def write(self, data: bytes) -> int:
+        return self.out.write(self.decoder.decode(data))
+
+
+def _replace(tmp: Path, final: Path) -> None:
+    if tmp.is_dir() and final.is_dir():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
 
 
 def generate(
@@ -511,30 +653,9 @@ def generate(
     script_path: str | Path,
     plan_path: str | Path | None = None,
     changes_path: str | Path | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Report:
-    """Write the script (and plan, change log) for a range; files appear only when the job succeeds."""
-    job = Flashback(rng, filters, options)
-    script_path = Path(script_path)
-    tmp_script = script_path.with_name(script_path.name + ".part")
-    tmp_plan = Path(str(plan_path) + ".part") if plan_path else None
-    tmp_changes = Path(str(changes_path) + ".part") if changes_path else None
-    try:
-        with open(tmp_script, "w", encoding="utf-8") as script_out:
-            plan_out = open(tmp_plan, "w", encoding="utf-8") if tmp_plan else None
-            changes_out = open(tmp_changes, "w", encoding="utf-8") if tmp_changes else None
-            try:
-                report = job.run(script_out, plan_out, changes_out)
-            finally:
-                for f in (plan_out, changes_out):
-                    if f is not None:
-                        f.close()
-        os.replace(tmp_script, script_path)
-        if tmp_plan and plan_path:
-            os.replace(tmp_plan, plan_path)
-        if tmp_changes and changes_path:
-            os.replace(tmp_changes, changes_path)
-    finally:
-        for tmp in (tmp_script, tmp_plan, tmp_changes):
-            if tmp is not None and tmp.exists():
-                tmp.unlink()
-    return report
+    """Write the script (and plan, change log) for a range; files appear only when the job succeeds.
+
+    `progress` is called now and then with a Progress; an exception it raises cancels the job."""
+    return Flashback(rng, filters, options).generate(script_path, plan_path, changes_path, progress)

@@ -134,6 +134,12 @@ def decode_stream(
         yield from _decode_one(raw, state, raw.pos, raw.end)
 
 
+def decode_event(raw: RawEvent, state: StreamState) -> Iterator[DecodedEvent]:
+    """Decode one framed top-level event (and the events inside a TRANSACTION_PAYLOAD), updating
+    `state`: what a planner calls on the events that change the state, skipping rows events."""
+    return _decode_one(raw, state, raw.pos, raw.end)
+
+
 def _decode_one(raw: RawEvent, state: StreamState, outer_pos: int, outer_end: int) -> Iterator[DecodedEvent]:
     type_code = raw.type_code
     decoder = DECODERS.get(type_code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any
 
@@ -39,12 +40,20 @@ def get_spark() -> Any:
             for key, value in _spark_conf_from_env().items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()
+            _session.sparkContext.setLogLevel(os.environ.get("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", "ERROR"))
         return _session
 
 
 def _spark_conf_from_env() -> dict[str, str]:
     """Any MYSQL_ROLLBACK_SPARK_CONF_<key with dots as __> passes through as a spark.* setting."""
-    conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"}
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+    }
+    if not os.environ.get("PYSPARK_PYTHON") and spark_master().startswith("local"):
+        # Local workers run this interpreter (its packages), not whatever `python3` is on PATH.
+        conf["spark.pyspark.python"] = sys.executable
     prefix = "MYSQL_ROLLBACK_SPARK_CONF_"
     for name, value in os.environ.items():
         if name.startswith(prefix):

@@ -1,0 +1,589 @@
+"""The partition function: one byte range of a binlog -> its part of the script, plan and change log.
+
+Given a `Partition` descriptor (plan.py) and the job's `JobSpec`, it decodes the range, inverts
+(flashback) or forwards (`sql`) every selected row change, renders it, and writes in the job's
+output directory:
+
+    part-NNNNNN.sql          its statements in the script's order. A transaction block that opens
+                             and closes inside the partition is complete (comment, BEGIN, statements,
+                             COMMIT). The pieces of blocks that cross the partition's start (head)
+                             or end (tail) are bare statements at the file's two ends; the merger
+                             writes their comment, BEGIN and COMMIT, which need every piece's counts.
+                             Flashback order: tail piece, blocks newest first, head piece;
+                             forward order: head piece, blocks, tail piece. Within a block the
+                             reverse statements run newest row first.
+    part-NNNNNN.plan.jsonl   the execution plan's lines, in the script's order
+    part-NNNNNN.changes.jsonl  the decoded row changes, in binlog order (when the job wants them)
+    part-NNNNNN.irreversible.jsonl  row changes the binlog's images cannot restore, in binlog order
+    part-NNNNNN.queries.json the original statements (ROWS_QUERY / ANNOTATE_ROWS) of the pieces
+
+It returns a `Summary`: counts, DDL seen, warnings, the first irreversible change, the first error;
+never the rows. The local engine and the Spark engine both run exactly this function.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+from rollback import errors
+from rollback.binlog import events as ev
+from rollback.binlog.columns import MISSING
+from rollback.binlog.decode import RowsBatch, TxContext, decode_rows, decode_stream
+from rollback.binlog.rows import RowsEvent
+from rollback.binlog.table_map import TableMap
+from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
+from rollback.invert import Irreversible, Reverse, forward_row, invert_rows
+from rollback.pipeline.plan import Partition, SchemaKey, schema_key
+from rollback.pipeline.storage import ByteRange
+from rollback.records import batch_records, record_json
+from rollback.schema import TableSchema
+from rollback.sql import TableRenderer
+
+if TYPE_CHECKING:
+    from rollback.flashback import Filters, GtidFilter
+
+# (bytes done, events done) within the partition; called now and then while it runs.
+PartitionProgress = Callable[[int, int], None]
+
+PROGRESS_STEP = 1 << 20  # report at least every this many bytes
+SPOOL_MEMORY = 64 << 20  # rendered text kept in memory before the spool spills to disk
+PARTIAL_NOTE = "-- note: filters selected only part of this transaction's changes"
+
+
+@dataclass
+class JobSpec:
+    """What every partition of a job needs besides its descriptor: small and picklable."""
+
+    out_dir: str
+    filters: Filters
+    mode: str = "flashback"  # flashback | forward
+    full_where: bool = False
+    verify_checksums: bool = True
+    gtid: GtidFilter | None = None
+    since: float | None = None
+    until: float | None = None
+    # Per table-map signature: its schema, None (the binlog names no columns and no source knows the
+    # table), or the message of the SchemaMismatch its schema raised. Resolved once, in the driver.
+    schemas: dict[SchemaKey, TableSchema | str | None] = field(default_factory=dict)
+    changes: bool = False  # write the change log
+
+
+@dataclass
+class Piece:
+    """The part of a transaction block that crosses a partition boundary, as seen in one partition."""
+
+    ordinal: int
+    file: str
+    first_pos: int
+    end_pos: int | None  # where its last event in this partition ends (None: none here)
+    statements: int
+    events: int  # rows events of the block in this partition
+    selected: int  # of those, the ones the filters selected
+    queries: int
+    first_query: str | None
+    last_query: str | None
+    closed: bool  # the block ends in this partition
+    tx: dict[str, Any]  # its transaction context when it closed (or at the partition's end)
+    script_bytes: int = 0  # its statements' bytes at its end of the part's script
+
+
+@dataclass
+class Summary:
+    index: int
+    bytes: int = 0
+    events: int = 0
+    statements: int = 0
+    transactions: int = 0  # complete blocks with statements (pieces are counted by the merger)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)  # (db.table, type) -> rows
+    changed_tables: list[str] = field(default_factory=list)
+    row_images: list[str] = field(default_factory=list)
+    ddl: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    irreversible: int = 0
+    first_irreversible: dict[str, Any] | None = None
+    mismatch: dict[str, Any] | None = None  # the first SchemaMismatch, raised after the DDL check
+    error: dict[str, Any] | None = None  # an error that fails the job
+    error_pos: int | None = None  # the position of the event it stopped at
+    first_change: dict[str, int] = field(default_factory=dict)  # db.table (lower case) -> position
+    head: Piece | None = None
+    tail: Piece | None = None
+    script_bytes: int = 0
+    seconds: float = 0.0
+
+
+def part_path(out_dir: str, index: int, suffix: str) -> str:
+    return os.path.join(out_dir, f"part-{index:06d}.{suffix}")
+
+
+def encode_error(exc: RollbackError) -> dict[str, Any]:
+    data: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, BinlogFormatError):
+        data.update(path=exc.path, offset=exc.offset, reason=exc.reason)
+    return data
+
+
+def decode_error(data: dict[str, Any]) -> Exception:
+    """The error a partition reported, as the exception type it was (RuntimeError for bugs)."""
+    cls = getattr(errors, data["type"], None)
+    if not (isinstance(cls, type) and issubclass(cls, RollbackError)):
+        return RuntimeError(data["message"])
+    if issubclass(cls, BinlogFormatError):
+        return cls(data["path"], data["offset"], data["reason"])
+    return cls(data["message"])
+
+
+def comment(text: str) -> str:
+    """Text safe inside a one-line SQL comment."""
+    return " ".join(text.split()).replace("*/", "* /")
+
+
+def block_header(
+    tx: dict[str, Any], file: str, first_pos: int, end_pos: int, partial: bool, queries: Iterable[str]
+) -> str:
+    """The comment lines and BEGIN that open a transaction block of the script."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(tx["timestamp"])) if tx["timestamp"] else "-"
+    thread = tx["thread_id"] if tx["thread_id"] is not None else "-"
+    lines = [
+        f"-- transaction gtid={tx['gtid'] or '-'} file={file} pos={first_pos}-{end_pos} "
+        f"time={stamp} UTC server_id={tx['server_id']} thread={thread}"
+    ]
+    if partial:
+        lines.append(PARTIAL_NOTE)
+    for query in queries:
+        lines.append(f"-- original: {comment(query)[:1000]}")
+    return "\n".join(lines) + "\nBEGIN;\n"
+
+
+BLOCK_END = "COMMIT;\n\n"
+
+
+class _Spool:
+    """Rendered (script, plan) text per rows event, in binlog order; in memory up to a limit, then
+    in a temporary file. Read back in either order."""
+
+    def __init__(self, directory: str, limit: int = SPOOL_MEMORY):
+        self._directory = directory
+        self._limit = limit
+        self._file: IO[bytes] | None = None
+        self._spilled = array("q")  # offset, script length, plan length per spilled chunk
+        self._memory: list[tuple[bytes, bytes]] = []
+        self._memory_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._spilled) // 3 + len(self._memory)
+
+    def add(self, script: str, plan: str) -> None:
+        item = (script.encode("utf-8"), plan.encode("utf-8"))
+        self._memory.append(item)
+        self._memory_bytes += len(item[0]) + len(item[1])
+        if self._memory_bytes > self._limit:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(dir=self._directory)
+        f = self._file
+        f.seek(0, 2)
+        for script, plan in self._memory:
+            self._spilled.extend((f.tell(), len(script), len(plan)))
+            f.write(script)
+            f.write(plan)
+        self._memory.clear()
+        self._memory_bytes = 0
+
+    def get(self, index: int) -> tuple[bytes, bytes]:
+        spilled = len(self._spilled) // 3
+        if index >= spilled:
+            return self._memory[index - spilled]
+        assert self._file is not None
+        offset, s_len, p_len = self._spilled[3 * index : 3 * index + 3]
+        self._file.seek(offset)
+        data = self._file.read(s_len + p_len)
+        return data[:s_len], data[s_len:]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+class _Block:
+    """A transaction block as this partition sees it."""
+
+    __slots__ = (
+        "ordinal",
+        "tx",
+        "first_pos",
+        "end_pos",
+        "moved",
+        "continued",
+        "first_chunk",
+        "statements",
+        "queries",
+        "events",
+        "selected",
+    )
+
+    def __init__(self, ordinal: int, tx: TxContext, first_pos: int, first_chunk: int, continued: bool):
+        self.ordinal = ordinal
+        self.tx = tx
+        self.first_pos = first_pos
+        self.end_pos = first_pos
+        self.moved = False  # end_pos set in this partition
+        self.continued = continued  # opened in an earlier partition
+        self.first_chunk = first_chunk
+        self.statements = 0
+        self.queries: list[str] = []
+        self.events = 0
+        self.selected = 0
+
+
+def _fixed_unsigned(unsigned: tuple[bool, ...] | None) -> Callable[[TableMap], tuple[bool, ...] | None]:
+    return lambda _tmap: unsigned
+
+
+class _Run:
+    def __init__(self, job: JobSpec, part: Partition, progress: PartitionProgress | None):
+        self.job = job
+        self.part = part
+        self.progress = progress
+        self.summary = Summary(part.index, bytes=part.size, events=part.events)
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.changed_tables: set[str] = set()
+        self.row_images: set[str] = set()
+        self.renderers: dict[tuple[Any, ...], TableRenderer] = {}
+        self.next_block = part.next_block
+        self.spool = _Spool(job.out_dir)
+        # (kind, first chunk, end chunk, header) in binlog order; kind head | block | tail
+        self.entries: list[tuple[str, int, int, str]] = []
+        self.head: _Block | None = None
+        self.tail: _Block | None = None
+        self.head_closed = False
+        self.statements = 0
+        self.changes_out: IO[str] | None = None
+        self.irreversible_out: IO[str] | None = None
+        self.at = part.start  # the event being read
+        self.first_change: dict[str, int] = {}
+
+    # -- selection
+    def _tx_selected(self, tx: TxContext) -> bool:
+        job = self.job
+        if job.gtid is not None and not job.gtid.selects(tx.gtid):
+            return False
+        if job.since is not None and tx.timestamp < job.since:
+            return False
+        if job.until is not None and tx.timestamp >= job.until:
+            return False
+        return not (job.filters.thread_id is not None and tx.thread_id != job.filters.thread_id)
+
+    def _renderer(self, tmap: TableMap, pos: int) -> TableRenderer | None:
+        """The table's renderer; None (after noting the first SchemaMismatch) when its schema disagrees."""
+        key = (tmap.database, tmap.table, tmap.column_types, tmap.column_meta, tmap.column_names)
+        renderer = self.renderers.get(key)
+        if renderer is None:
+            schema = self.job.schemas[schema_key(tmap)]
+            if isinstance(schema, str):
+                self._changed(tmap.qualified_name.lower())
+                if self.summary.mismatch is None:
+                    self.summary.mismatch = encode_error(SchemaMismatch(schema))
+                return None
+            if schema is None:
+                raise SchemaMismatch(
+                    f"table {tmap.qualified_name} at position {pos}: the binlog carries no column names "
+                    "(binlog_row_metadata is not FULL); give the schema with --schema-dsn or --schema-file"
+                )
+            renderer = TableRenderer(tmap, schema, self.part.flavour, self.job.full_where)
+            self.renderers[key] = renderer
+        return renderer
+
+    # -- the run
+    def run(self) -> Summary:
+        started = time.monotonic()
+        part = self.part
+        job = self.job
+        if job.changes:
+            self.changes_out = open(
+                part_path(job.out_dir, part.index, "changes.jsonl"), "w", encoding="utf-8"
+            )
+        try:
+            with ByteRange(part.location, part.start, part.end) as source:
+                self._read(source.buf)
+            self._write()
+        finally:
+            for f in (self.changes_out, self.irreversible_out):
+                if f is not None:
+                    f.close()
+            self.spool.close()
+        return self.finish_summary(started)
+
+    def finish_summary(self, started: float) -> Summary:
+        s = self.summary
+        s.counts = dict(self.counts)
+        s.changed_tables = sorted(self.changed_tables)
+        s.first_change = self.first_change
+        s.row_images = sorted(self.row_images)
+        s.seconds = time.monotonic() - started
+        return s
+
+    def _open_block(self, tx: TxContext, first_pos: int, continued: bool, ordinal: int) -> _Block:
+        return _Block(ordinal, tx, first_pos, len(self.spool), continued)
+
+    def _read(self, buf: memoryview) -> None:
+        part = self.part
+        state = part.stream_state()
+        summary = self.summary
+        label = part.file_label
+        if part.range_start and state.tx.open:
+            summary.warnings.append(
+                f"{label}:{part.start} is inside a transaction (opened at {state.tx.begin_pos}); "
+                "its earlier changes are not in the range"
+            )
+        current: _Block | None = None
+        if part.block is not None:
+            tx = state.tx if part.block.tx is None else TxContext.from_dict(dict(part.block.tx))
+            current = self._open_block(tx, part.block.first_pos, True, part.block.ordinal)
+            self.head = current
+        filters = self.job.filters
+        types = filters.types
+        progress = self.progress
+        next_note = part.start + PROGRESS_STEP
+        events_done = 0
+        last_outer = -1
+        for decoded in decode_stream(buf, state, part.start, part.end, self.job.verify_checksums):
+            event = decoded.event
+            if decoded.outer_pos != last_outer:
+                self.at = last_outer = decoded.outer_pos
+                events_done += 1
+                if progress is not None and decoded.outer_pos >= next_note:
+                    progress(decoded.outer_pos - part.start, events_done - 1)
+                    next_note = decoded.outer_pos + PROGRESS_STEP
+            if isinstance(event, RowsEvent):
+                if current is None or current.tx is not state.tx:
+                    self._finish(current)
+                    current = self._open_block(
+                        state.tx, state.tx.begin_pos or decoded.outer_pos, False, self.next_block
+                    )
+                    self.next_block += 1
+                current.end_pos = decoded.outer_end
+                current.moved = True
+                tmap = state.table_maps.get(event.table_id)
+                if tmap is None:
+                    decode_rows(decoded, event, state)  # raises the precise error
+                    continue
+                current.events += 1
+                if not filters.table_selected(tmap) or (types and event.kind not in types):
+                    continue
+                if not self._tx_selected(state.tx):
+                    continue
+                renderer = self._renderer(tmap, decoded.outer_pos)
+                if renderer is None:
+                    continue
+                unsigned = renderer.schema.unsigned if renderer.schema else None
+                batch = decode_rows(decoded, event, state, _fixed_unsigned(unsigned))
+                self._take(current, batch, renderer)
+            elif isinstance(event, ev.Xid) or (
+                isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK")
+            ):
+                if current is not None:
+                    current.end_pos = decoded.outer_end
+                    current.moved = True
+                self._finish(current)
+                current = None
+            elif isinstance(event, ev.Query) and event.kind == "DDL":
+                summary.ddl.append(
+                    {
+                        "file": label,
+                        "pos": decoded.outer_pos,
+                        "sql": comment(event.sql)[:300],
+                        "db": event.database,
+                    }
+                )
+        if current is not None:
+            if part.range_end:
+                summary.warnings.append(
+                    f"{label}:{part.end} ends inside the transaction opened at {current.first_pos}; "
+                    "its later changes are not in the range"
+                )
+                self._finish(current)
+            elif current.continued:
+                self.entries.append(("head", current.first_chunk, len(self.spool), ""))
+            else:
+                self.tail = current
+                self.entries.append(("tail", current.first_chunk, len(self.spool), ""))
+        if progress is not None:
+            progress(part.size, part.events)
+
+    def _take(self, current: _Block, batch: RowsBatch, renderer: TableRenderer) -> None:
+        table = batch.table.qualified_name
+        self._changed(table.lower())
+        rows = batch.rows
+        kind = batch.kind
+        self.counts[(table, kind)] += len(rows)
+        current.selected += 1
+        query = batch.tx.rows_query
+        if query and (not current.queries or current.queries[-1] != query):
+            current.queries.append(query)
+        if len(self.row_images) < 2:
+            images = (image for row in rows for image in row) if kind == "update" else rows
+            partial = any(MISSING in image for image in images)
+            self.row_images.add("partial (MINIMAL or NOBLOB)" if partial else "FULL")
+        if self.changes_out is not None:
+            out = self.changes_out
+            for record in batch_records(batch, renderer.schema.names if renderer.schema else None):
+                out.write(record_json(record))
+                out.write("\n")
+        base = {"file": batch.file, "pos": batch.pos, "table": table}
+        tail = {"tx": current.ordinal, "gtid": current.tx.gtid}
+        script: list[str] = []
+        plan: list[str] = []
+        if self.job.mode == "forward":
+            for row in rows:
+                sql = forward_row(renderer, kind, row)
+                if sql is not None:
+                    script.append(sql)
+                    meta = dict(base, type=kind, check=None, expect=None, **tail, sql=sql)
+                    plan.append(json.dumps(meta, ensure_ascii=False))
+        else:
+            results = list(invert_rows(renderer, kind, rows))  # newest row first
+            for index, result in reversed(results):
+                if isinstance(result, Irreversible):
+                    self._irreversible(
+                        dict(
+                            base,
+                            row=index,
+                            type=result.kind,
+                            missing=list(result.missing),
+                            reason=result.reason,
+                        )
+                    )
+            for index, result in results:
+                if isinstance(result, Reverse):
+                    script.append(result.sql)
+                    meta = dict(
+                        base,
+                        row=index,
+                        type=result.kind,
+                        check=result.check,
+                        expect=result.expect,
+                        **tail,
+                        sql=result.sql,
+                    )
+                    plan.append(json.dumps(meta, ensure_ascii=False))
+        if script:
+            self.spool.add("\n".join(script) + "\n", "\n".join(plan) + "\n")
+            current.statements += len(script)
+            self.statements += len(script)
+
+    def _changed(self, table: str) -> None:
+        if table not in self.first_change:
+            self.first_change[table] = self.at
+            self.changed_tables.add(table)
+
+    def _irreversible(self, item: dict[str, Any]) -> None:
+        summary = self.summary
+        if self.irreversible_out is None:
+            path = part_path(self.job.out_dir, self.part.index, "irreversible.jsonl")
+            self.irreversible_out = open(path, "w", encoding="utf-8")
+        self.irreversible_out.write(json.dumps(item, ensure_ascii=False) + "\n")
+        summary.irreversible += 1
+        if summary.first_irreversible is None:
+            summary.first_irreversible = item
+
+    def _finish(self, block: _Block | None) -> None:
+        if block is None:
+            return
+        end = len(self.spool)
+        if block.continued:
+            self.head_closed = True
+            self.entries.append(("head", block.first_chunk, end, ""))
+            return
+        if not block.statements:
+            return
+        header = block_header(
+            block.tx.to_dict(),
+            self.part.file_label,
+            block.first_pos,
+            block.end_pos,
+            block.selected < block.events,
+            block.queries,
+        )
+        self.entries.append(("block", block.first_chunk, end, header))
+        self.summary.transactions += 1
+
+    # -- output
+    def _write(self) -> None:
+        part = self.part
+        out_dir = self.job.out_dir
+        newest_first = self.job.mode == "flashback"
+        entries = list(reversed(self.entries)) if newest_first else self.entries
+        sizes: dict[str, int] = {}
+        with (
+            open(part_path(out_dir, part.index, "sql"), "wb") as script_out,
+            open(part_path(out_dir, part.index, "plan.jsonl"), "wb") as plan_out,
+        ):
+            for kind, first, end, header in entries:
+                began = script_out.tell()
+                if header:
+                    script_out.write(header.encode("utf-8"))
+                chunks = range(end - 1, first - 1, -1) if newest_first else range(first, end)
+                for index in chunks:
+                    script, plan = self.spool.get(index)
+                    script_out.write(script)
+                    plan_out.write(plan)
+                if header:
+                    script_out.write(BLOCK_END.encode("utf-8"))
+                sizes[kind] = script_out.tell() - began
+            self.summary.script_bytes = script_out.tell()
+        self.summary.statements = self.statements
+        self.summary.head = self._piece(self.head, self.head_closed, sizes.get("head", 0))
+        self.summary.tail = self._piece(self.tail, False, sizes.get("tail", 0))
+        if self.head is not None or self.tail is not None:
+            with open(part_path(out_dir, part.index, "queries.json"), "w", encoding="utf-8") as f:
+                json.dump(
+                    {
+                        "head": self.head.queries if self.head else [],
+                        "tail": self.tail.queries if self.tail else [],
+                    },
+                    f,
+                    ensure_ascii=False,
+                )
+
+    def _piece(self, block: _Block | None, closed: bool, script_bytes: int) -> Piece | None:
+        if block is None:
+            return None
+        return Piece(
+            ordinal=block.ordinal,
+            file=self.part.file_label,
+            first_pos=block.first_pos,
+            end_pos=block.end_pos if block.moved else None,
+            statements=block.statements,
+            events=block.events,
+            selected=block.selected,
+            queries=len(block.queries),
+            first_query=block.queries[0] if block.queries else None,
+            last_query=block.queries[-1] if block.queries else None,
+            closed=closed,
+            tx=block.tx.to_dict(),
+            script_bytes=script_bytes,
+        )
+
+
+def run_partition(job: JobSpec, part: Partition, progress: PartitionProgress | None = None) -> Summary:
+    """Run one partition; an error the user should see comes back in `Summary.error` (with what the
+    partition saw before it: the job decides which of several partitions' errors comes first)."""
+    started = time.monotonic()
+    run = _Run(job, part, progress)
+    try:
+        return run.run()
+    except RollbackError as exc:
+        summary = run.finish_summary(started)
+        summary.error = encode_error(exc)
+        summary.error_pos = run.at
+        return summary

@@ -1,0 +1,316 @@
+"""Plan a job: a range of binlog files -> ordered partitions that each decode on their own.
+
+A partition is a byte range (file, start, end) cut at an event boundary once it holds about the
+target size. It may start anywhere, even inside a transaction of millions of rows after one
+TABLE_MAP: its descriptor carries the stream state in force at its start (the FORMAT_DESCRIPTION
+facts, the TABLE_MAP events as raw bytes, the transaction context) and the transaction block the
+job had open there, so the worker needs nothing from any other partition.
+
+To know that state the planner frames every event of the file up to the range end but decodes
+only the small ones that change it (GTID, QUERY, TABLE_MAP, XID, ROWS_QUERY, FORMAT_DESCRIPTION,
+ROTATE, and what a TRANSACTION_PAYLOAD holds); rows events are skipped by their headers.
+
+Transaction blocks. The job groups the reverse statements of one transaction into a block (a
+BEGIN ... COMMIT of the script). A block opens at the first rows event of a transaction and
+closes at its XID / COMMIT / ROLLBACK (or at the next rows event of another transaction, or at the
+end of the file's range). Every block gets an ordinal in the order blocks open; the planner counts
+them the same way the workers do, so each partition knows the ordinal of the block open at its
+start and of the next block it opens, and plan lines name their transaction without a global pass.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rollback.binlog import events as ev
+from rollback.binlog.decode import StreamState, TxContext, check_boundary, decode_event
+from rollback.binlog.reader import BinlogFile, FormatFacts, RawEvent, iter_events, without_checksum
+from rollback.binlog.rows import ROWS_EVENT_TYPES, RowsEvent
+from rollback.binlog.table_map import TableMap, decode_table_map
+from rollback.errors import RangeError
+from rollback.pipeline import storage
+
+if TYPE_CHECKING:
+    from rollback.flashback import RangeSpec
+
+TARGET_BYTES = 64 << 20  # default partition size
+
+SchemaKey = tuple[str, str, bytes, tuple[int, ...]]
+
+
+def schema_key(tmap: TableMap) -> SchemaKey:
+    """What a table's schema is resolved for (as SchemaResolver caches it)."""
+    return (tmap.database, tmap.table, tmap.column_types, tmap.column_meta)
+
+
+@dataclass(slots=True)
+class OpenBlock:
+    """The transaction block open at a partition's start."""
+
+    ordinal: int
+    first_pos: int
+    # Its transaction context when the stream has already moved on to another transaction (no
+    # COMMIT came between them); None when it is the stream's current transaction.
+    tx: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Partition:
+    """One unit of work: small, and serialisable with pickle or JSON (`to_dict`)."""
+
+    index: int
+    path: str  # as the user named it (error messages)
+    location: str  # where a worker reads it: an absolute local path or a URL
+    file_label: str  # the file's base name, as the script names it
+    file_index: int
+    start: int
+    end: int
+    events: int  # top-level events in [start, end)
+    flavour: str  # mariadb | mysql (from the file's FORMAT_DESCRIPTION)
+    facts: dict[str, Any]  # FormatFacts in force at `start`
+    table_maps: list[tuple[int, bytes, bool]]  # (position, raw TABLE_MAP event, inside a payload)
+    tx: dict[str, Any]  # TxContext at `start`
+    file_name: str | None  # the stream's file name at `start` (ROTATE may change it)
+    block: OpenBlock | None  # the transaction block open at `start`
+    next_block: int  # ordinal of the next block this partition opens
+    range_start: bool  # first partition of its file's range
+    range_end: bool  # last partition of its file's range
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    def stream_state(self) -> StreamState:
+        """The decoder state at `start`, rebuilt from the descriptor."""
+        facts = FormatFacts.from_dict(self.facts)
+        inner = without_checksum(facts)
+        maps: dict[int, TableMap] = {}
+        for pos, data, in_payload in self.table_maps:
+            tmap = decode_table_map(_raw_event(pos, data, inner if in_payload else facts), facts)
+            maps[tmap.table_id] = tmap
+        return StreamState(facts, maps, TxContext.from_dict(dict(self.tx)), self.path, self.file_name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "path": self.path,
+            "location": self.location,
+            "file_label": self.file_label,
+            "file_index": self.file_index,
+            "start": self.start,
+            "end": self.end,
+            "events": self.events,
+            "flavour": self.flavour,
+            "facts": self.facts,
+            "table_maps": [[pos, data.hex(), inner] for pos, data, inner in self.table_maps],
+            "tx": self.tx,
+            "file_name": self.file_name,
+            "block": None
+            if self.block is None
+            else {"ordinal": self.block.ordinal, "first_pos": self.block.first_pos, "tx": self.block.tx},
+            "next_block": self.next_block,
+            "range_start": self.range_start,
+            "range_end": self.range_end,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Partition:
+        block = d["block"]
+        return cls(
+            d["index"],
+            d["path"],
+            d["location"],
+            d["file_label"],
+            d["file_index"],
+            d["start"],
+            d["end"],
+            d["events"],
+            d["flavour"],
+            d["facts"],
+            [(pos, bytes.fromhex(data), inner) for pos, data, inner in d["table_maps"]],
+            d["tx"],
+            d["file_name"],
+            None if block is None else OpenBlock(block["ordinal"], block["first_pos"], block["tx"]),
+            d["next_block"],
+            d["range_start"],
+            d["range_end"],
+        )
+
+
+def _raw_event(pos: int, data: bytes, facts: FormatFacts) -> RawEvent:
+    timestamp, type_code, server_id, length, next_pos, flags = _unpack_header(data)
+    return RawEvent(
+        pos,
+        timestamp,
+        type_code,
+        server_id,
+        length,
+        next_pos,
+        flags,
+        memoryview(data),
+        facts.header_len,
+        facts.checksum_len,
+    )
+
+
+def _unpack_header(data: bytes) -> tuple[int, int, int, int, int, int]:
+    return (
+        int.from_bytes(data[0:4], "little"),
+        data[4],
+        int.from_bytes(data[5:9], "little"),
+        int.from_bytes(data[9:13], "little"),
+        int.from_bytes(data[13:17], "little"),
+        int.from_bytes(data[17:19], "little"),
+    )
+
+
+@dataclass
+class Plan:
+    partitions: list[Partition]
+    bytes_total: int = 0
+    events_total: int = 0
+    server_version: str = ""
+    # The TABLE_MAPs in force within the range, one per schema key, with where each was first seen.
+    table_maps: dict[SchemaKey, tuple[TableMap, int]] = field(default_factory=dict)
+
+
+def _ends_transaction(event: Any) -> bool:
+    return isinstance(event, ev.Xid) or (isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK"))
+
+
+class _FilePlanner:
+    """Walks one file's range, cutting partitions and keeping the state a cut must carry."""
+
+    def __init__(self, plan: Plan, binlog: BinlogFile, path: str, file_index: int, target: int, ordinal: int):
+        self.plan = plan
+        self.binlog = binlog
+        self.path = path
+        self.location = path if not storage.is_local(path) else storage.local_path(path)
+        self.label = os.path.basename(path)
+        self.file_index = file_index
+        self.target = max(1, target)
+        self.ordinal = ordinal
+        self.flavour = "mariadb" if binlog.facts.is_mariadb else "mysql"
+        self.state = StreamState(binlog.facts, path=binlog.path, file_name=self.label)
+        self.map_pos: dict[int, tuple[int, bool]] = {}  # table id -> (position, inside a payload)
+        self.block: OpenBlock | None = None
+        self.block_tx: TxContext | None = None
+
+    def advance(self, raw: RawEvent, in_range: bool) -> None:
+        """Apply one top-level event to the state (and, in the range, to the open block)."""
+        if raw.type_code in ROWS_EVENT_TYPES:
+            if in_range:
+                self._rows(raw.pos)
+            return
+        for decoded in decode_event(raw, self.state):
+            event = decoded.event
+            if isinstance(event, TableMap):
+                self.map_pos[event.table_id] = (decoded.raw.pos, decoded.raw is not raw)
+                if in_range:
+                    self._table(event, decoded.raw.pos)
+            elif not in_range:
+                continue
+            elif isinstance(event, RowsEvent):
+                self._rows(decoded.outer_pos)
+            elif _ends_transaction(event):
+                self.block, self.block_tx = None, None
+
+    def _rows(self, pos: int) -> None:
+        if self.block is None or self.block_tx is not self.state.tx:
+            self.block = OpenBlock(self.ordinal, self.state.tx.begin_pos or pos)
+            self.block_tx = self.state.tx
+            self.ordinal += 1
+
+    def _table(self, tmap: TableMap, pos: int) -> None:
+        self.plan.table_maps.setdefault(schema_key(tmap), (tmap, pos))
+
+    def snapshot(self, start: int, range_start: bool) -> Partition:
+        state = self.state
+        block = None
+        if self.block is not None:
+            tx = None if self.block_tx is state.tx or self.block_tx is None else self.block_tx.to_dict()
+            block = OpenBlock(self.block.ordinal, self.block.first_pos, tx)
+        return Partition(
+            index=len(self.plan.partitions),
+            path=self.path,
+            location=self.location,
+            file_label=self.label,
+            file_index=self.file_index,
+            start=start,
+            end=start,
+            events=0,
+            flavour=self.flavour,
+            facts=state.facts.to_dict(),
+            table_maps=[
+                (self.map_pos[tid][0], tmap.raw, self.map_pos[tid][1])
+                for tid, tmap in state.table_maps.items()
+            ],
+            tx=state.tx.to_dict(),
+            file_name=state.file_name,
+            block=block,
+            next_block=self.ordinal,
+            range_start=range_start,
+            range_end=False,
+        )
+
+    def run(self, start: int, stop: int) -> None:
+        binlog = self.binlog
+        if start > 4:
+            check_boundary(binlog.buf, binlog.facts, start, binlog.path)
+            for raw in iter_events(binlog.buf, binlog.facts, 4, start, binlog.path, verify=False):
+                self.advance(raw, in_range=False)
+        if stop != binlog.size:
+            check_boundary(binlog.buf, binlog.facts, stop, binlog.path)
+        self.state.file_name = self.label
+        for tmap in self.state.table_maps.values():
+            self._table(tmap, self.map_pos[tmap.table_id][0])
+        frame = self.state.facts  # framing keeps the facts in force at the range start
+        part = self.snapshot(start, range_start=True)
+        for raw in iter_events(binlog.buf, frame, start, stop, binlog.path, verify=False):
+            self.advance(raw, in_range=True)
+            part.events += 1
+            end = raw.pos + raw.length
+            if end - part.start >= self.target and end < stop and _same_framing(self.state.facts, frame):
+                part.end = end
+                self._emit(part)
+                part = self.snapshot(end, range_start=False)
+        part.end = stop
+        part.range_end = True
+        self._emit(part)
+
+    def _emit(self, part: Partition) -> None:
+        self.plan.partitions.append(part)
+        self.plan.events_total += part.events
+
+
+def _same_framing(a: FormatFacts, b: FormatFacts) -> bool:
+    return a.header_len == b.header_len and a.checksum_len == b.checksum_len
+
+
+def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> Plan:
+    """Resolve the files and positions of a range into ordered partitions of about `target_bytes`."""
+    if not rng.files:
+        raise RangeError("no binlog files in the range")
+    plan = Plan([])
+    ordinal = 0
+    last = len(rng.files) - 1
+    for index, path in enumerate(rng.files):
+        stop_hint = rng.stop_position if index == last and rng.stop_position else None
+        binlog = storage.open_for_planning(path, stop_hint)
+        try:
+            plan.server_version = plan.server_version or binlog.facts.server_version
+            start = rng.start_position if index == 0 and rng.start_position else 4
+            stop = rng.stop_position if index == last and rng.stop_position else binlog.size
+            if stop > binlog.size:
+                raise RangeError(f"{path}: stop position {stop} is past the end of the file ({binlog.size})")
+            if stop < start:
+                raise RangeError(f"{path}: stop position {stop} is before start position {start}")
+            plan.bytes_total += stop - start
+            planner = _FilePlanner(plan, binlog, path, index, target_bytes, ordinal)
+            planner.run(start, stop)
+            ordinal = planner.ordinal
+        finally:
+            binlog.close()
+    return plan
