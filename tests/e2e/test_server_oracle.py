@@ -24,11 +24,12 @@ from typing import Any
 
 import pytest
 
-from rollback.binlog.columns import MISSING
-from rollback.binlog.constants import EventType
+from rollback.binlog.columns import MISSING, ColumnSpec
+from rollback.binlog.constants import ColumnType, EventType
 from rollback.binlog.decode import RowsBatch, decode_stream, iter_row_batches, state_at
 from rollback.binlog.reader import read_file_facts
 from rollback.binlog.table_map import TableMap
+from rollback.errors import BinlogFormatError
 
 pytestmark = pytest.mark.server
 
@@ -352,7 +353,9 @@ TABLES = (_ints(), _numbers(), _temporals(), _strings())
 
 
 def decode_range(
-    rng, unsigned_for: Callable[[TableMap], tuple[bool, ...] | None] | None = None
+    rng,
+    unsigned_for: Callable[[TableMap], tuple[bool, ...] | None] | None = None,
+    specs_for: Callable[[TableMap], tuple[ColumnSpec, ...] | None] | None = None,
 ) -> list[RowsBatch]:
     batches = []
     for index, path in enumerate(rng.files):
@@ -362,7 +365,7 @@ def decode_range(
         start = rng.start_position if index == 0 else 4
         stop = rng.stop_position if index == len(rng.files) - 1 else len(data)
         state = state_at(buf, facts, start, str(path))
-        for _, batch in iter_row_batches(buf, state, start, stop, unsigned_for):
+        for _, batch in iter_row_batches(buf, state, start, stop, unsigned_for, specs_for=specs_for):
             if batch is not None:
                 batches.append(batch)
     return batches
@@ -567,3 +570,44 @@ def test_compressed_binlog_events_decode_to_the_same_rows(scratch_server_factory
         EventType.UPDATE_ROWS_COMPRESSED_V1,
         EventType.DELETE_ROWS_COMPRESSED_V1,
     }
+
+
+def test_mariadb_hires_temporals_decode_with_the_schema(scratch_server_factory):
+    """mysql56_temporal_format=OFF: TIME(n)/DATETIME(n)/TIMESTAMP(n) in MariaDB's own 'hires' layout,
+    logged under the old type codes without metadata. The binlog alone cannot decode them (a clear
+    error says the schema is needed); with the precision from information_schema it decodes exactly."""
+    server = scratch_server_factory(extra_args=("--mysql56-temporal-format=OFF",))
+    db = "oracle_hires"
+    table = _temporals()
+    server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", table.create(db)])
+    inserted = server.run_sql(SESSION + [table.insert(db)])
+    expected = server.query(table.select(db))
+    with pytest.raises(BinlogFormatError, match="the table schema is needed") as info:
+        decode_range(inserted)
+    assert info.value.path == str(inserted.files[0])
+    precision = server.query(
+        "SELECT datetime_precision FROM information_schema.columns WHERE table_schema=%s AND table_name=%s "
+        "ORDER BY ordinal_position",
+        (db, table.name),
+    )
+
+    def schema(tmap: TableMap) -> tuple[ColumnSpec, ...]:
+        assert set(tmap.column_types[1:]) <= {
+            ColumnType.DATE,
+            ColumnType.TIME,
+            ColumnType.DATETIME,
+            ColumnType.TIMESTAMP,
+        }
+        return tuple(
+            ColumnSpec(
+                code,
+                (fsp or 0) if code in (ColumnType.TIME, ColumnType.DATETIME, ColumnType.TIMESTAMP) else meta,
+            )
+            for code, meta, (fsp,) in zip(tmap.column_types, tmap.column_meta, precision, strict=True)
+        )
+
+    batches = decode_range(inserted, specs_for=schema)
+    rows = sorted((row for b in batches for row in b.rows), key=lambda r: r[0])
+    assert len(rows) == len(expected)
+    for row, want in zip(rows, expected, strict=True):
+        assert_image(table, row, want, f"hires insert id {want[0]}")
