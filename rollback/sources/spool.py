@@ -518,6 +518,7 @@ def _spool_gtid(
         if not writers:
             raise SourceError("the server sent no binlog file for that GTID start")
         first = writers[0]
+        _restore_first_fde(server, first, in_use=first.name == end.file)
         begin = first.first_body if first.first_body is not None else first.pos
         bounds = [(begin if i == 0 else 4, w.pos) for i, w in enumerate(writers)]
         fetched = _publish(writers, spool.path, bounds, identity)
@@ -526,3 +527,14 @@ def _spool_gtid(
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return Spool(spool.path, tuple(fetched))
+
+
+def _restore_first_fde(server: BinlogServer, writer: _FileWriter, in_use: bool) -> None:
+    """A GTID dump may send the first file's FDE with its created time zeroed (MySQL does when it
+    skips the file's first transaction): put back the FDE a position dump at 4 sends."""
+    stored = restore_fde(server.file_header(writer.name).fde, in_use=in_use)
+    with open(writer.path, "r+b") as f:
+        f.seek(4)
+        if len(stored) == writer.fde_end - 4 and f.read(len(stored)) != stored:
+            f.seek(4)
+            f.write(stored)

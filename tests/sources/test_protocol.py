@@ -16,12 +16,13 @@ import pytest
 
 from rollback.binlog.constants import LOG_EVENT_BINLOG_IN_USE_F, EventType
 from rollback.binlog.gtid import GtidSet, MariaGtidPos
-from rollback.binlog.reader import BinlogFile
+from rollback.binlog.reader import BinlogFile, parse_format_description
 from rollback.errors import RangeError, SourceError
 from rollback.sources.ranges import BinlogPosition
 from rollback.sources.server import (
     SERVER_ID_RANGE,
     BinlogServer,
+    FileHeader,
     ServerAddress,
     ServerInfo,
     binlog_dump_gtid_packet,
@@ -375,6 +376,7 @@ class RecordedMySQL:
         self.events: list[tuple[int, int, int | None]] = []  # position, length, gno of its transaction
         gno = None
         with BinlogFile(path) as binlog:
+            self.fde_end = binlog.fde_end
             for event in binlog.events():
                 if event.type_code == EventType.GTID:
                     gno = int.from_bytes(event.body[17:25], "little")
@@ -388,10 +390,15 @@ class RecordedMySQL:
         return self.info
 
     def end_position(self) -> tuple[str, int]:
-        return self.name, len(self.disk)
+        return "mysql-bin.000081", 4  # the file is closed: its FDE on disk has no in-use flag
 
     def gtid_state(self) -> GtidSet:
         return GtidSet.parse(f"{SID}:1-62")
+
+    def file_header(self, name: str) -> FileHeader:
+        """What a position dump at 4 reads: the FDE as stored."""
+        fde = self.disk[4 : self.fde_end]
+        return FileHeader(name, fde, parse_format_description(fde, 4), 0, self.fde_end)
 
     def dump_mysql_gtid(self, exclude: GtidSet):
         """The artificial ROTATE, the FDE as sent, then every event but those of excluded transactions."""
@@ -400,8 +407,8 @@ class RecordedMySQL:
         packets = [b"\x00" + rotate]
         for pos, length, gno in self.events:
             event = self.disk[pos : pos + length]
-            if pos == 4:
-                event = _as_sent(event, zero_created=False)
+            if pos == 4:  # skipping the file's first transaction, MySQL zeroes the FDE's created time
+                event = _as_sent(event, zero_created=True)
             if gno is None or not exclude.contains(SID, "", gno):
                 packets.append(b"\x00" + event)
         return events_from_packets([*packets, EOF_PACKET])
@@ -409,7 +416,8 @@ class RecordedMySQL:
 
 def test_a_mysql_gtid_dump_spools_the_chosen_transactions_and_fills_the_rest(corpus_dir, tmp_path: Path):
     source = RecordedMySQL(corpus_dir / CORPUS_GTIDS)
-    spool = spool_mysql_gtids(source, GtidSet.parse(f"{SID}:55-56"), tmp_path)  # type: ignore[arg-type]
+    stop = BinlogPosition(source.name, len(source.disk))
+    spool = spool_mysql_gtids(source, GtidSet.parse(f"{SID}:55-56"), tmp_path, stop)  # type: ignore[arg-type]
     assert source.excluded == GtidSet.parse(f"{SID}:1-54:57-62")
     (spooled,) = spool.files
     first, after = source.gtids[2][0], source.gtids[4][0]  # GTIDs 55 and 57
@@ -417,6 +425,7 @@ def test_a_mysql_gtid_dump_spools_the_chosen_transactions_and_fills_the_rest(cor
     assert spooled.segments == ((4, source.gtids[0][0]), (first, after))
     data = spooled.path.read_bytes()
     assert len(data) == len(source.disk) and data[first:after] == source.disk[first:after]
+    assert data[: source.fde_end] == source.disk[: source.fde_end]
     with BinlogFile(spooled.path) as binlog:
         kinds = [(e.pos, e.type_code) for e in binlog.events(verify=True)]
     assert (source.gtids[0][0], EventType.IGNORABLE) in kinds and (after, EventType.IGNORABLE) in kinds

@@ -4,6 +4,7 @@ no stdout, no spool directory."""
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,6 +125,18 @@ def test_a_server_logging_statements_is_refused(scratch_server_factory, fetch_cl
     assert_refused(result, spool, "binlog_format=STATEMENT", "needs ROW events")
 
 
+def _purge(server, purged: str, kept: str) -> None:
+    """PURGE BINARY LOGS TO `kept` until `purged` is gone: MariaDB keeps a file until its
+    transactions are checkpointed, which waits for InnoDB's once-a-second log flush here."""
+    deadline = time.monotonic() + 10
+    while True:
+        server.query(f"PURGE BINARY LOGS TO '{kept}'")
+        if purged not in [row[0] for row in server.query("SHOW BINARY LOGS")]:
+            return
+        assert time.monotonic() < deadline, f"{purged} was never purged"
+        time.sleep(0.05)
+
+
 def test_a_purged_start_file_is_a_range_error(scratch_server_factory, fetch_cli, tmp_path: Path):
     # Its own server: purging the default server's logs would take them from other tests.
     server = scratch_server_factory(extra_args=("--report-host=purge-test",))
@@ -133,8 +146,7 @@ def test_a_purged_start_file_is_a_range_error(scratch_server_factory, fetch_cli,
     server.run_sql("INSERT INTO p.t VALUES (1)", own_file=True)
     files = server.binlog_files()
     purged, kept = setup.stop_file, files[-1].name
-    server.query(f"PURGE BINARY LOGS TO '{kept}'")  # MariaDB keeps files not yet checkpointed
-    assert purged not in [row[0] for row in server.query("SHOW BINARY LOGS")]
+    _purge(server, purged, kept)
     spool = tmp_path / "spool"
     result = fetch_cli("--server", server.dsn, "--start-file", purged, "--spool", str(spool))
     assert_refused(result, spool, f"start file {purged} is no longer on the server (purged)")
