@@ -77,6 +77,7 @@ class Job(Base):
     progress_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     progress_total: Mapped[int] = mapped_column(BigInteger, default=0)
     progress_events: Mapped[int] = mapped_column(BigInteger, default=0)
+    progress_events_total: Mapped[int] = mapped_column(BigInteger, default=0)
     rows_emitted: Mapped[int] = mapped_column(BigInteger, default=0)
     transactions: Mapped[int] = mapped_column(Integer, default=0)
     statements: Mapped[int] = mapped_column(Integer, default=0)

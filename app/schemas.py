@@ -186,6 +186,7 @@ class ProgressOut(BaseModel):
     bytes: int
     total: int
     events: int
+    events_total: int
     percent: float
 
 

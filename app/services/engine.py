@@ -8,6 +8,7 @@ most every `interval` seconds, and a cancellation is noticed at the next rows ev
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rollback import flashback
 from rollback.binlog.reader import BinlogFile
 from rollback.flashback import Filters, Flashback, Options, RangeSpec, Report
 
@@ -29,6 +31,7 @@ class Progress:
     bytes_total: int
     events: int
     rows: int
+    events_total: int = 0
 
 
 @dataclass
@@ -113,6 +116,10 @@ def engine_options(options: Options, engine: str) -> Options:
     return options
 
 
+def _has_progress_api() -> bool:
+    return "progress" in inspect.signature(flashback.generate).parameters
+
+
 def run(
     rng: RangeSpec,
     filters: Filters,
@@ -126,6 +133,8 @@ def run(
     for path in rng.files:
         with BinlogFile(path):  # a clear BinlogFormatError before any output is opened
             pass
+    if _has_progress_api():
+        return _run_with_callback(rng, filters, options, out, on_progress, cancelled, interval)
     job = _TrackedFlashback(rng, filters, options, on_progress, cancelled, interval)
     parts = [Path(str(p) + ".part") for p in (out.script, out.plan, out.changes)]
     try:
@@ -145,3 +154,31 @@ def run(
     done = job.progress()
     done.bytes_done = done.bytes_total
     return report, done
+
+
+def _run_with_callback(
+    rng: RangeSpec,
+    filters: Filters,
+    options: Options,
+    out: Artifacts,
+    on_progress: Callable[[Progress], None],
+    cancelled: Callable[[], bool],
+    interval: float,
+) -> tuple[Report, Progress]:
+    """The engine's own progress callback: an exception it raises stops the job, and no file appears."""
+    last = [0.0]
+    latest = [Progress(0, 0, 0, 0)]
+
+    def note(p: Any) -> None:
+        latest[0] = Progress(p.bytes_done, p.bytes_total, p.events_done, 0, getattr(p, "events_total", 0))
+        if cancelled():
+            raise Cancelled()
+        now = time.monotonic()
+        if now - last[0] >= interval:
+            last[0] = now
+            on_progress(latest[0])
+
+    report = flashback.generate(rng, filters, options, out.script, out.plan, out.changes, progress=note)  # type: ignore[call-arg]
+    total = getattr(report, "bytes_total", 0) or latest[0].bytes_total
+    events = getattr(report, "events_total", 0) or latest[0].events
+    return report, Progress(total, total, events, 0, events)

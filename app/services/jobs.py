@@ -69,6 +69,7 @@ def create_job(db: Database, req: JobCreate, who: str) -> Job:
         progress_bytes=0,
         progress_total=0,
         progress_events=0,
+        progress_events_total=0,
         rows_emitted=0,
         transactions=0,
         statements=0,
@@ -278,7 +279,13 @@ class JobRunner:
         out = engine.Artifacts(out_dir / "rollback.sql", out_dir / "plan.jsonl", out_dir / "changes.jsonl")
 
         def progress(p: engine.Progress) -> None:
-            self._set(job.id, progress_bytes=p.bytes_done, progress_events=p.events, rows_emitted=p.rows)
+            self._set(
+                job.id,
+                progress_bytes=p.bytes_done,
+                progress_total=p.bytes_total or total,
+                progress_events=p.events,
+                progress_events_total=p.events_total,
+            )
 
         report, done = engine.run(
             resolved.rng,
@@ -300,6 +307,7 @@ class JobRunner:
             "progress_bytes": done.bytes_total,
             "progress_total": done.bytes_total,
             "progress_events": done.events,
+            "progress_events_total": done.events_total,
             "rows_emitted": rows,
             "transactions": report.transactions,
             "statements": report.statements,
@@ -307,8 +315,18 @@ class JobRunner:
             "warnings": [self.scrub(w) for w in resolved.warnings + list(report.warnings)],
             "irreversible": report.irreversible,
             "summary": {
-                k: summary[k]
-                for k in ("largest_transactions", "ddl", "server_version", "row_images", "bytes")
+                k: summary.get(k)
+                for k in (
+                    "largest_transactions",
+                    "ddl",
+                    "server_version",
+                    "row_images",
+                    "bytes",
+                    "irreversible_count",
+                    "engine",
+                    "partitions",
+                    "events_total",
+                )
             },
             "script_path": str(out.script),
             "plan_path": str(out.plan),

@@ -45,6 +45,7 @@ def upgrade() -> None:
         sa.Column("progress_bytes", sa.BigInteger(), nullable=False),
         sa.Column("progress_total", sa.BigInteger(), nullable=False),
         sa.Column("progress_events", sa.BigInteger(), nullable=False),
+        sa.Column("progress_events_total", sa.BigInteger(), nullable=False),
         sa.Column("rows_emitted", sa.BigInteger(), nullable=False),
         sa.Column("transactions", sa.Integer(), nullable=False),
         sa.Column("statements", sa.Integer(), nullable=False),

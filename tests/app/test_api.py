@@ -266,6 +266,7 @@ def test_a_job_left_running_by_a_dead_process_is_failed_with_the_reason_at_start
                 progress_bytes=10,
                 progress_total=100,
                 progress_events=1,
+                progress_events_total=9,
                 rows_emitted=0,
                 transactions=0,
                 statements=0,

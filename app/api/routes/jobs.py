@@ -62,7 +62,11 @@ def job_out(job: Job) -> JobOut:
         filters=job.filters or {},
         options=job.options or {},
         progress=ProgressOut(
-            bytes=done, total=total, events=job.progress_events or 0, percent=min(percent, 100.0)
+            bytes=done,
+            total=total,
+            events=job.progress_events or 0,
+            events_total=job.progress_events_total or 0,
+            percent=min(percent, 100.0),
         ),
         rows=job.rows_emitted or 0,
         transactions=job.transactions or 0,
