@@ -22,6 +22,7 @@ from rollback.schema import TableSchema
 
 Literal = Callable[[Any], str]
 _FLOAT32 = struct.Struct("<f")
+_FLT_MAX = 3.4028234663852886e38
 
 
 def quote_ident(name: str) -> str:
@@ -44,29 +45,48 @@ def hex_literal(data: bytes, charset: str = "binary") -> str:
     return f"_{charset} 0x{data.hex()}"
 
 
+# Charsets whose characters Python maps to Unicode exactly as the server does: a readable literal in the
+# script's utf8mb4 converts back to the same bytes. Any other charset is readable only for ASCII text.
+_UNICODE_EXACT = frozenset(
+    {"utf8mb4", "utf8mb3", "utf8", "utf16", "utf16le", "utf32", "ucs2", "ascii", "latin1"}
+)
+_NOT_ASCII_BASED = frozenset({"utf16", "utf16le", "utf32", "ucs2"})
+
+
 def string_literal(data: bytes, charset: str | None) -> str:
-    """Readable when the bytes are valid text in the column's charset, else hex with a charset introducer."""
+    """Readable when the bytes are valid text in the column's charset, else hex with a charset introducer.
+
+    A readable literal carries no introducer: it is text in the script's own charset (utf8mb4), which the
+    server converts to the column's charset. (`_latin1'é'` would reinterpret the UTF-8 bytes as latin1.)
+    """
     if charset is None or charset == "binary":
         return hex_literal(data)
     codec = PYTHON_CODEC.get(charset)
-    if codec is not None:
+    if codec is not None and (
+        charset in _UNICODE_EXACT or (charset not in _NOT_ASCII_BASED and data.isascii())
+    ):
         try:
             text = data.decode(codec)
         except UnicodeDecodeError:
             text = None
         if text is not None and not _has_unsafe_chars(text) and text.encode(codec) == data:
-            return (f"_{charset}" if charset not in ("utf8mb4", "utf8mb3", "utf8") else "") + quote_text(text)
+            return quote_text(text)
     return hex_literal(data, charset)
 
 
 def float32_literal(value: float) -> str:
-    """The shortest decimal that stores the same FLOAT (float32) value."""
+    """The shortest decimal that stores the same FLOAT (float32) value.
+
+    Never beyond FLT_MAX as a double: the server refuses (strict) or clips a literal above it, and the
+    shortest text of FLT_MAX (3.4028235e38) is above it.
+    """
     if math.isnan(value) or math.isinf(value):
         raise ValueError("FLOAT column holds a non-finite value")
     target = _FLOAT32.pack(value)
     for digits in range(6, 10):
         text = f"{value:.{digits}g}"
-        if _FLOAT32.pack(float(text)) == target:
+        number = float(text)
+        if abs(number) <= _FLT_MAX and _FLOAT32.pack(number) == target:
             return _float_text(text)
     return _float_text(repr(value))
 
@@ -91,6 +111,15 @@ def float32_where_literal(value: float) -> str:
 
 def decimal_literal(value: Decimal) -> str:
     return format(value, "f")
+
+
+def json_text(value: Any) -> str:
+    """A JSON column value as text: binary JSON is decoded; a document rebuilt from a partial update is text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return decode_json(bytes(value))
+    raise ValueError("a partial JSON update without its before document cannot be rendered as SQL")
 
 
 def bit_literal(width: int) -> Literal:
@@ -154,9 +183,9 @@ def column_literals(
         return lit, lit
     if real_type == T.JSON:
         if flavour == "mariadb":
-            lit = lambda v: quote_text(decode_json(v))  # noqa: E731
+            lit = lambda v: quote_text(json_text(v))  # noqa: E731
         else:
-            lit = lambda v: f"CAST({string_literal(decode_json(v).encode(), 'utf8mb4')} AS JSON)"  # noqa: E731
+            lit = lambda v: f"CAST({string_literal(json_text(v).encode(), 'utf8mb4')} AS JSON)"  # noqa: E731
         return lit, lit
     if real_type == T.GEOMETRY:
 
@@ -168,8 +197,26 @@ def column_literals(
         return geometry, geometry
     if real_type == T.VECTOR:
         return hex_literal, hex_literal
+    if real_type == T.STRING and _is_binary_char(charset, schema_column):
+        # BINARY(n) is stored padded with 0x00 to n bytes, and the binlog drops the padding: put it back,
+        # or the bytes compare unequal in WHERE (binary strings have no pad-space rule).
+        def padded(v: bytes) -> str:
+            return hex_literal(bytes(v).ljust(meta_length, b"\0"))
+
+        return padded, padded
     # Strings and blobs: readable in SET/VALUES; in WHERE, exact bytes (no collation, no pad-space).
     return (lambda v: string_literal(bytes(v), charset)), (lambda v: hex_literal(bytes(v)))
+
+
+_FIXED_BINARY_TYPES = frozenset({"binary", "inet6", "inet4", "uuid"})
+
+
+def _is_binary_char(charset: str | None, schema_column: Any) -> bool:
+    """A fixed-length binary column (BINARY(n), INET6, INET4, UUID), whose trailing 0x00 the binlog drops."""
+    data_type = schema_column.data_type if schema_column is not None else ""
+    if data_type:
+        return data_type in _FIXED_BINARY_TYPES
+    return charset == "binary"
 
 
 class TableRenderer:

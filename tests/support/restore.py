@@ -1,0 +1,140 @@
+"""Helpers of the restore proofs: snapshot tables, generate a rollback for a range, apply it with `mariadb`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rollback.flashback import Filters, Options, RangeSpec, Report, generate
+from rollback.schema import SchemaSource, ServerSchema
+from tests.support.mariadb import BinlogRange, ScratchServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def range_spec(rng: BinlogRange, **extra: Any) -> RangeSpec:
+    return RangeSpec([str(f) for f in rng.files], rng.start_position, rng.stop_position, **extra)
+
+
+def range_args(rng: BinlogRange) -> list[str]:
+    """The CLI arguments naming exactly this range."""
+    return [
+        *map(str, rng.files),
+        "--start-position",
+        str(rng.start_position),
+        "--stop-position",
+        str(rng.stop_position),
+    ]
+
+
+def span(first: BinlogRange, last: BinlogRange) -> BinlogRange:
+    """One range from the start of `first` to the end of `last`."""
+    names = [p.name for p in first.files]
+    files = list(first.files) + [p for p in last.files if p.name not in names]
+    return BinlogRange(
+        first.start_file,
+        first.start_position,
+        last.stop_file,
+        last.stop_position,
+        first.gtid_before,
+        last.gtid_after,
+        tuple(files),
+    )
+
+
+def snapshot(server: ScratchServer, tables: Iterable[str]) -> dict[str, tuple[Any, list[str]]]:
+    """Per table: CHECKSUM TABLE ... EXTENDED and every row (sorted, as repr: duplicates kept)."""
+    conn = server.connect()
+    out: dict[str, tuple[Any, list[str]]] = {}
+    try:
+        with conn.cursor() as cur:
+            for table in tables:
+                cur.execute(f"CHECKSUM TABLE {table} EXTENDED")
+                checksum = cur.fetchone()[1]
+                cur.execute(f"SELECT * FROM {table}")
+                out[table] = (checksum, sorted(map(repr, cur.fetchall())))
+    finally:
+        conn.close()
+    return out
+
+
+def digest(server: ScratchServer, tables: Iterable[str]) -> dict[str, tuple[Any, int, str]]:
+    """Per table: CHECKSUM TABLE ... EXTENDED, the row count and a sum of per-row MD5s (over the hex of every
+    value), computed by the server: the exact multiset comparison of snapshot() for big tables."""
+    conn = server.connect()
+    out: dict[str, tuple[Any, int, str]] = {}
+    try:
+        with conn.cursor() as cur:
+            for table in tables:
+                cur.execute(f"CHECKSUM TABLE {table} EXTENDED")
+                checksum = cur.fetchone()[1]
+                cur.execute(f"SELECT * FROM {table} LIMIT 0")
+                columns = ", ".join(f"IFNULL(HEX(`{d[0]}`), 'N')" for d in cur.description)
+                md5 = f"MD5(CONCAT_WS(',', {columns}))"
+                parts = ", ".join(
+                    f"SUM(CAST(CONV(SUBSTR({md5}, {i}, 8), 16, 10) AS UNSIGNED))" for i in (1, 9, 17, 25)
+                )
+                cur.execute(f"SELECT COUNT(*), {parts} FROM {table}")
+                count, *sums = cur.fetchone()
+                out[table] = (checksum, count, ":".join(map(str, sums)))
+    finally:
+        conn.close()
+    return out
+
+
+def flashback(
+    server: ScratchServer,
+    rng: BinlogRange,
+    out_dir: Path,
+    *,
+    name: str = "rollback",
+    filters: Filters | None = None,
+    schema: SchemaSource | None | str = "server",
+    **options: Any,
+) -> tuple[Path, Path, Report]:
+    """Generate the rollback of exactly `rng`: (script, plan, report). schema="server" reads the live server."""
+    script, plan = out_dir / f"{name}.sql", out_dir / f"{name}.plan.jsonl"
+    source = ServerSchema(server.connect) if schema == "server" else schema
+    assert not isinstance(source, str)
+    report = generate(range_spec(rng), filters or Filters(), Options(schema=source, **options), script, plan)
+    return script, plan, report
+
+
+def client_command(server: ScratchServer) -> list[str]:
+    return [
+        "mariadb",
+        "--no-defaults",
+        "-h",
+        "127.0.0.1",
+        "-P",
+        str(server.port),
+        "-u",
+        server.user,
+        f"-p{server.password}",
+    ]
+
+
+def apply_with_client(server: ScratchServer, script: Path) -> None:
+    """Apply a script the way a DBA would: `mariadb < script`."""
+    with open(script, "rb") as f:
+        done = subprocess.run(client_command(server), stdin=f, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """`mysql-rollback ARGS...` in a fresh interpreter, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "rollback.cli", *args], capture_output=True, text=True, cwd=REPO
+    )
+
+
+def statements(script: Path) -> list[str]:
+    """The SQL statements of a script (comments and the prelude dropped)."""
+    return [
+        line
+        for line in script.read_text(encoding="utf-8").splitlines()
+        if line and not line.startswith(("--", "SET ")) and line not in ("BEGIN;", "COMMIT;")
+    ]
