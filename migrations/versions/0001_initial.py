@@ -96,10 +96,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_index("ix_executions_job_id", table_name="executions")
+    # Indexes go with their tables (MySQL refuses to drop an index a foreign key needs).
     op.drop_table("executions")
     op.drop_table("uploads")
-    op.drop_index("ix_jobs_state", table_name="jobs")
-    op.drop_index("ix_jobs_created_at", table_name="jobs")
     op.drop_table("jobs")
     op.drop_table("api_tokens")
