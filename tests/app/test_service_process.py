@@ -8,21 +8,17 @@ interrupted job failed with its reason), and no password anywhere.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.app.conftest import ADMIN, FINAL, OPERATOR, TOKENS, VIEWER, auth, servers_json
+from tests.app.conftest import ADMIN, FINAL, OPERATOR, servers_json
+from tests.app.serviceproc import Service, service_env
 
 pytestmark = pytest.mark.server
 REPO = Path(__file__).resolve().parents[2]
@@ -35,79 +31,10 @@ TABLES = {
 }
 
 
-class Service:
-    """One `mysql-rollback serve` process; every response body it sends is kept for the password check."""
-
-    def __init__(self, data_dir: Path, env: dict[str, str], log_path: Path):
-        self.data_dir = data_dir
-        self.env = env
-        self.log_path = log_path
-        self.process: subprocess.Popen | None = None
-        self.port = 0
-        self.bodies: list[bytes] = []
-
-    def start(self) -> Service:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "rollback.cli", "serve", "--port", str(self.port)],
-            cwd=REPO,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        log.close()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log_path.read_text()
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise AssertionError(f"the service did not answer /health:\n{self.log_path.read_text()}")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def request(self, method: str, path: str, token: str = VIEWER, **kwargs: Any) -> httpx.Response:
-        response = httpx.request(method, self.url + path, headers=auth(token), timeout=120, **kwargs)
-        self.bodies.append(response.content)
-        return response
-
-    def wait(self, job_id: str, timeout: float = 90.0, until: tuple[str, ...] = FINAL) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            job = self.request("GET", f"/api/jobs/{job_id}").json()
-            if job["state"] in until:
-                return job
-            assert time.monotonic() < deadline, f"job still {job['state']}: {job}"
-            time.sleep(0.1)
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(sig)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def service(scratch_server, tmp_path_factory) -> Iterator[Service]:
     base = tmp_path_factory.mktemp("service")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
-    env.update(
-        MYSQL_ROLLBACK_DATA_DIR=str(base / "data"),
-        MYSQL_ROLLBACK_API_TOKENS=TOKENS,
-        MYSQL_ROLLBACK_SERVERS=servers_json(scratch_server),
-        MYSQL_ROLLBACK_WORKERS="2",
-    )
+    env = service_env(base / "data", servers_json(scratch_server))
     scratch_server.run_sql(
         [f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}", *TABLES.values()]
         + [
