@@ -30,8 +30,15 @@ ensure_test_packages() {
     if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
         _apt_install mariadb-server mariadb-client
     fi
-    if [ -d "$ROOT/tests/browser" ] && [ ! -x /usr/bin/chromium ]; then
-        _apt_install chromium
+    if [ -d "$ROOT/tests/browser" ]; then
+        # Debian's Chromium for Playwright (never a downloaded browser), and a font: without
+        # recommends, nothing else brings one, and pages would render without text.
+        local browser_packages=()
+        [ -x /usr/bin/chromium ] || browser_packages+=(chromium)
+        dpkg -s fonts-dejavu-core >/dev/null 2>&1 || browser_packages+=(fonts-dejavu-core)
+        if [ "${#browser_packages[@]}" -gt 0 ]; then
+            _apt_install "${browser_packages[@]}"
+        fi
     fi
 }
 
