@@ -1,9 +1,14 @@
-# mysql-rollback service: SQLite job store in a volume, Spark local[*].
+# mysql-rollback service: SQLite job store in the /data volume, Spark local[*].
+#   docker build -t mysql-rollback .
+#   docker run -p 8080:8080 -v rollback-data:/data -e MYSQL_ROLLBACK_SERVERS='{"prod1": "mysql://flashback@db1:3306/"}' \
+#       -e MYSQL_ROLLBACK_PASSWORD_PROD1=... mysql-rollback
 FROM python:3.11-slim
 
-# Spark needs a JRE; nothing else from the system.
+# Spark needs a Java runtime; nothing else from the system. Debian's package versions move with
+# the base image's point releases, so they are not pinned here.
+# hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends default-jre-headless curl \
+    && apt-get install -y --no-install-recommends default-jre-headless \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/mysql-rollback
@@ -14,13 +19,16 @@ COPY migrations ./migrations
 RUN pip install --no-cache-dir .
 
 RUN useradd --create-home --uid 10001 rollback \
-    && mkdir -p /data && chown rollback /data
-USER rollback
+    && mkdir -p /data && chown 10001 /data
+USER 10001
 
+# The job database, scripts and spool live in /data; migrations are applied at start-up.
 ENV MYSQL_ROLLBACK_DATA_DIR=/data \
-    MYSQL_ROLLBACK_SPARK_MASTER=local[*]
+    MYSQL_ROLLBACK_MIGRATIONS=/opt/mysql-rollback/migrations \
+    MYSQL_ROLLBACK_SPARK_MASTER=local[*] \
+    PYTHONUNBUFFERED=1
 VOLUME ["/data"]
 EXPOSE 8080
-HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD curl -fsS http://127.0.0.1:8080/health || exit 1
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/health', timeout=4)"]
 CMD ["mysql-rollback", "serve", "--host", "0.0.0.0", "--port", "8080"]
