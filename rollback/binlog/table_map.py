@@ -163,7 +163,7 @@ def decode_table_map(raw: RawEvent, facts: FormatFacts) -> TableMap:
         raise BinlogFormatError(None, raw.pos, f"TABLE_MAP of {database}.{table}: {exc.reason}") from None
     if pos < len(body):
         try:
-            _read_optional_metadata(tmap, body[pos:])
+            _read_optional_metadata(tmap, body[pos:], facts.is_mariadb)
         except (IndexError, struct.error, ValueError):
             raise BinlogFormatError(
                 None, raw.pos, f"TABLE_MAP of {database}.{table}: optional metadata is malformed"
@@ -175,11 +175,16 @@ def decode_table_map(raw: RawEvent, facts: FormatFacts) -> TableMap:
     return tmap
 
 
-def _read_optional_metadata(tmap: TableMap, block: memoryview) -> None:
+def _read_optional_metadata(tmap: TableMap, block: memoryview, mariadb: bool = False) -> None:
     specs = tmap.specs(None)
     real = [s.real_type for s in specs]
-    numeric = [i for i, t in enumerate(real) if t in _NUMERIC]
-    character = [i for i, t in enumerate(real) if t in _CHARACTER]
+    # MariaDB lists a column wherever its Field has signedness / a charset: YEAR (a Field_tiny) among
+    # the SIGNEDNESS bits, GEOMETRY (a Field_blob of charset binary) among the charsets. MySQL lists neither.
+    # Seen on MariaDB 10.11: (.., DOUBLE, YEAR, INT AS (..) VIRTUAL) carries the bits 0 1 0 for its last three.
+    numeric_types = _NUMERIC | {ColumnType.YEAR} if mariadb else _NUMERIC
+    character_types = _CHARACTER | {ColumnType.GEOMETRY} if mariadb else _CHARACTER
+    numeric = [i for i, t in enumerate(real) if t in numeric_types]
+    character = [i for i, t in enumerate(real) if t in character_types]
     enum_set = [i for i, t in enumerate(real) if t in (ColumnType.ENUM, ColumnType.SET)]
     enums = [i for i, t in enumerate(real) if t == ColumnType.ENUM]
     sets = [i for i, t in enumerate(real) if t == ColumnType.SET]
@@ -198,7 +203,7 @@ def _read_optional_metadata(tmap: TableMap, block: memoryview) -> None:
             flags = _bits_msb_first(value, len(numeric))
             unsigned = [False] * tmap.column_count
             for idx, flag in zip(numeric, flags, strict=True):
-                unsigned[idx] = flag
+                unsigned[idx] = flag and real[idx] != ColumnType.YEAR  # YEAR: counted, not signed
             tmap.unsigned = tuple(unsigned)
         elif kind in (OptionalMetadata.DEFAULT_CHARSET, OptionalMetadata.ENUM_AND_SET_DEFAULT_CHARSET):
             targets = character if kind == OptionalMetadata.DEFAULT_CHARSET else enum_set

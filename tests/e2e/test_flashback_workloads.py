@@ -524,3 +524,37 @@ def test_randomised_workload_of_ten_thousand_operations_over_five_tables(scratch
     assert sum(report.counts.values()) >= 10_000
     assert {table for table, _kind in report.counts} == {f"rnd.{t}" for t in RANDOM_TABLES}
     assert {kind for _table, kind in report.counts} == {"insert", "update", "delete"}
+
+
+# ---- binlog_row_metadata=FULL: the binlog names the columns, no other schema source --------------------
+
+
+def test_full_row_metadata_restores_with_the_schema_from_the_binlog_alone(scratch_server_factory, tmp_path):
+    server = scratch_server_factory(row_metadata="FULL")
+    db = "meta"
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            *_type_tables(db),
+            f"CREATE TABLE {db}.`odd ``name``` (`col``1` INT UNSIGNED NOT NULL, `ü` VARCHAR(5), UNIQUE KEY (`col``1`))",
+        ]
+    )
+    server.run_sql(
+        _type_rows(db, (1, 2, 3)) + [f"INSERT INTO {db}.`odd ``name``` VALUES (4294967295, 'é'), (1, NULL)"]
+    )
+    tables = [f"{db}.keyed", f"{db}.nokey", f"{db}.`odd ``name```"]
+    script, report = assert_restores(
+        server,
+        tmp_path,
+        tables,
+        _type_workload(db)
+        + [
+            f"UPDATE {db}.`odd ``name``` SET `col``1` = `col``1` - 1, `ü` = 'ü'",
+            f"DELETE FROM {db}.`odd ``name```",
+        ],
+        schema=None,
+    )
+    text = script.read_text()
+    assert "`meta`.`odd ``name```" in text and "`col``1`" in text
+    assert "'it''s'" in text  # ENUM by its name: the binlog carries the members
