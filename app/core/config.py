@@ -127,7 +127,7 @@ class Settings(BaseSettings):
 
     data_dir: Path = Path("./data")
     db_url: str | None = None
-    servers: str | dict[str, Any] = "{}"  # JSON object: name -> DSN, or name -> {dsn, binlog_dir}
+    servers: Any = "{}"  # JSON object: name -> DSN, or name -> {dsn, binlog_dir}
     api_tokens: str = ""  # name:role:token,...
     spark_master: str = "local[*]"
     engine: str = "local"  # local | spark

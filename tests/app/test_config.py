@@ -1,0 +1,75 @@
+"""Settings: servers by name with passwords from the DSN or the environment, tokens, the TOML file."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.core.config import ConfigError, Settings, parse_server, parse_tokens, password_env_name
+from app.services.jobs import Scrubber
+
+
+def test_a_server_password_comes_from_the_dsn_or_from_its_environment_variable():
+    server = parse_server("prod-1", "mysql://flash%40back:p%40ss@db1:3307/", environ={})
+    assert (server.host, server.port, server.user, server.password) == ("db1", 3307, "flash@back", "p@ss")
+    assert server.dsn == "mysql://flash%40back:p%40ss@db1:3307/"
+    env = {password_env_name("prod-1"): "from-env"}
+    assert password_env_name("prod-1") == "MYSQL_ROLLBACK_PASSWORD_PROD_1"
+    assert parse_server("prod-1", "mysql://u@db1/", environ=env).password == "from-env"
+    assert parse_server("prod-1", "mysql://u:in-dsn@db1/", environ=env).password == "from-env"
+    local = parse_server("x", {"dsn": "mysql://u@h/", "binlog_dir": "/var/lib/mysql"}, environ={})
+    assert str(local.binlog_dir) == "/var/lib/mysql"
+
+
+def test_no_rendering_of_a_server_shows_its_password():
+    server = parse_server("p", "mysql://u:s3cret-pw@h:3306/", environ={})
+    for text in (repr(server), str(server.public()), server.public_dsn):
+        assert "s3cret-pw" not in text
+    assert Scrubber({"p": server})("cannot connect with s3cret-pw") == "cannot connect with ***"
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("bad name", "mysql://u@h/", "server name"),
+        ("p", "postgres://u@h/", "mysql://"),
+        ("p", 3, "DSN must be a string"),
+        ("p", {"dsn": "mysql://u@h/", "extra": 1}, "give"),
+        ("p", "mysql://u@h:notaport/", "malformed"),
+    ],
+)
+def test_bad_server_entries_are_refused_with_a_message_naming_the_server(name, value, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_server(name, value, environ={})
+
+
+def test_tokens_are_name_role_token_and_refuse_unknown_roles_and_short_tokens():
+    tokens = parse_tokens("ci:operator:0123456789abcdef, dba:admin:fedcba9876543210")
+    assert [(t.name, t.role) for t in tokens] == [("ci", "operator"), ("dba", "admin")]
+    assert "0123456789abcdef" not in repr(tokens[0])
+    with pytest.raises(ConfigError, match="role"):
+        parse_tokens("x:root:0123456789abcdef")
+    with pytest.raises(ConfigError, match="16"):
+        parse_tokens("x:admin:short")
+    with pytest.raises(ConfigError, match="name:role:token"):
+        parse_tokens("x-admin-0123456789abcdef")
+
+
+def test_settings_come_from_the_environment_over_a_toml_file(tmp_path, monkeypatch):
+    config = tmp_path / "rollback.toml"
+    config.write_text(
+        'data_dir = "/srv/rollback"\nworkers = 3\n[servers]\nprod1 = "mysql://u:pw@db1:3306/"\n'
+        '[servers.local]\ndsn = "mysql://u@127.0.0.1/"\nbinlog_dir = "/var/lib/mysql"\n'
+    )
+    for key in list(__import__("os").environ):
+        if key.startswith("MYSQL_ROLLBACK_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("MYSQL_ROLLBACK_CONFIG", str(config))
+    monkeypatch.setenv("MYSQL_ROLLBACK_WORKERS", "5")
+    settings = Settings()
+    assert str(settings.data_dir) == "/srv/rollback" and settings.workers == 5
+    servers = settings.server_configs()
+    assert servers["prod1"].password == "pw" and str(servers["local"].binlog_dir) == "/var/lib/mysql"
+    assert settings.database_url == "sqlite:////srv/rollback/jobs.sqlite3"
+    monkeypatch.setenv("MYSQL_ROLLBACK_SERVERS", "[1, 2]")
+    with pytest.raises(ConfigError, match="JSON object"):
+        Settings().server_configs()
