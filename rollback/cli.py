@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from importlib.metadata import entry_points
+from typing import Any
 
 from rollback.errors import RangeError, RollbackError
 
@@ -32,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
         _add_range_arguments(cmd)
         cmd.set_defaults(func=_flashback, mode="flashback" if name == "flashback" else "forward")
 
+    from rollback.sources.cli_fetch import add_fetch_command
+
+    add_fetch_command(sub)
     _add_plugin_commands(sub)
     return parser
 
@@ -56,7 +61,31 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--allow-partial", action="store_true", help="emit what is restorable, list the rest")
     cmd.add_argument("-o", "--output", help="script file (default: standard output)")
     cmd.add_argument("--plan", help="also write the execution plan (JSON lines) here")
-    cmd.add_argument("--changes", help="also write the decoded changes (JSON lines) here")
+    cmd.add_argument(
+        "--changes", help="also write the decoded changes here (JSON lines, or see --changes-format)"
+    )
+    cmd.add_argument(
+        "--changes-format",
+        choices=("jsonl", "parquet"),
+        default="jsonl",
+        help="parquet: a Parquet directory written through Spark, for Spark SQL analysis",
+    )
+    cmd.add_argument(
+        "--engine",
+        choices=("spark", "local"),
+        default="spark",
+        help="spark (default): partitions run as Spark tasks (MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
+        "a range that fits in one partition runs in-process. local: in this process, in order",
+    )
+    cmd.add_argument(
+        "--partition-size",
+        type=_size,
+        metavar="BYTES",
+        help="target partition size, e.g. 64M (default: 64M; on Spark two partitions per core, at least 4M)",
+    )
+    cmd.add_argument(
+        "--work-dir", help="where partitions write their parts (shared storage for a Spark cluster)"
+    )
     cmd.add_argument(
         "--execute", action="store_true", help="apply the script to --target (dry run unless --commit)"
     )
@@ -76,12 +105,13 @@ def _flashback(args: argparse.Namespace) -> int:
 
     from rollback.execute import connect, execute_plan
     from rollback.flashback import Filters, Options, RangeSpec, generate
+    from rollback.pipeline import storage
     from rollback.schema import SchemaSource, ServerSchema, schema_from_file
 
     if not args.files:
         raise RangeError("give binlog files (or --server once the live source is configured)")
     for path in args.files:
-        if not os.path.exists(path):
+        if storage.is_local(path) and not os.path.exists(storage.local_path(path)):
             raise RangeError(f"{path}: no such binlog file")
     if args.execute and not args.target:
         raise RangeError("--execute needs --target")
@@ -105,12 +135,24 @@ def _flashback(args: argparse.Namespace) -> int:
         {d.lower() for d in args.database}, {t.lower() for t in args.table}, types, args.thread_id
     )
     options = Options(
-        mode=args.mode, full_where=args.full_where, allow_partial=args.allow_partial, schema=schema
+        mode=args.mode,
+        full_where=args.full_where,
+        allow_partial=args.allow_partial,
+        schema=schema,
+        engine=args.engine,
+        partition_bytes=args.partition_size,
+        changes_format=args.changes_format,
+        work_dir=args.work_dir,
     )
     with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
         script = args.output or os.path.join(tmp, "rollback.sql")
         plan = args.plan or os.path.join(tmp, "plan.jsonl")
-        report = generate(rng, filters, options, script, plan, args.changes)
+        bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+        try:
+            report = generate(rng, filters, options, script, plan, args.changes, progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
         if not args.output:
             with open(script, encoding="utf-8") as f:
                 for line in f:
@@ -132,6 +174,51 @@ def _flashback(args: argparse.Namespace) -> int:
         )
         return 3
     return 0
+
+
+def _size(text: str) -> int:
+    """A byte count: 67108864, 64M, 512k, 1G."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    value = text.strip().lower().removesuffix("b")
+    try:
+        if value and value[-1] in units:
+            size = int(float(value[:-1]) * units[value[-1]])
+        else:
+            size = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 64M") from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError("a partition size must be positive")
+    return size
+
+
+class _ProgressBar:
+    """A one-line progress bar on a terminal: bytes and events of the range done."""
+
+    def __init__(self, out: Any, width: int = 30):
+        self.out = out
+        self.width = width
+        self.shown = False
+        self.last = 0.0
+
+    def __call__(self, p: Any) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.2 and p.bytes_done < p.bytes_total:
+            return
+        self.last = now
+        filled = int(self.width * p.fraction)
+        self.out.write(
+            f"\r[{'#' * filled}{'.' * (self.width - filled)}] {100 * p.fraction:5.1f}% "
+            f"{p.bytes_done / 1e6:,.1f}/{p.bytes_total / 1e6:,.1f} MB "
+            f"{p.events_done:,}/{p.events_total:,} events ({p.engine}, {p.partitions} partitions)"
+        )
+        self.out.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.out.write("\n")
+            self.out.flush()
 
 
 def _decode(args: argparse.Namespace) -> int:

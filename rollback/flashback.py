@@ -51,6 +51,7 @@ SCRIPT_PRELUDE = (
     "SET NAMES utf8mb4;\nSET time_zone = '+00:00';\nSET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO';\n"
 )
 ENGINES = ("local", "spark")
+MODES = ("flashback", "forward", "changes")
 CHANGES_FORMATS = ("jsonl", "parquet")
 IRREVERSIBLE_KEPT = 1000  # irreversible changes listed in Report.irreversible (the script lists all)
 # Spark partitions: at most TARGET_BYTES, at least this, two per core when the range allows.
@@ -111,7 +112,7 @@ class Filters:
 
 @dataclass
 class Options:
-    mode: str = "flashback"  # flashback | forward
+    mode: str = "flashback"  # flashback | forward | changes (the change log only; the script is its header)
     full_where: bool = False
     allow_partial: bool = False
     schema: SchemaSource | None = None
@@ -343,6 +344,8 @@ class Flashback:
     def __init__(self, rng: RangeSpec, filters: Filters, options: Options):
         if options.engine not in ENGINES:
             raise RangeError(f"engine {options.engine!r} is not one of {', '.join(ENGINES)}")
+        if options.mode not in MODES:
+            raise RangeError(f"mode {options.mode!r} is not one of {', '.join(MODES)}")
         if options.changes_format not in CHANGES_FORMATS:
             raise RangeError(f"change log format {options.changes_format!r} is not one of jsonl, parquet")
         self.rng = rng
@@ -480,10 +483,10 @@ class Flashback:
             summaries = run_spark(spec, plan.partitions, note)
         else:
             summaries = run_local(spec, plan.partitions, note)
-        self._collect(out_dir, summaries)
+        self._collect(out_dir, plan, summaries)
         return summaries
 
-    def _collect(self, out_dir: str, summaries: list[Summary]) -> None:
+    def _collect(self, out_dir: str, plan: Plan, summaries: list[Summary]) -> None:
         """The report from the summaries; raises the error the job stops with, if any."""
         report = self.report
         changed: dict[str, tuple[int, int]] = {}  # table -> (partition, position) of its first change
@@ -518,6 +521,12 @@ class Flashback:
         if failed is not None:
             assert failed.error is not None
             raise decode_error(failed.error)
+        for summary, following in zip(summaries, plan.partitions[1:], strict=False):
+            if summary.next_block != following.next_block:
+                raise RuntimeError(
+                    f"partition {summary.index} ends before block {summary.next_block}, "
+                    f"the plan says {following.next_block}: the planner and the workers disagree"
+                )
         heads, _tails = _spans(summaries)
         report.transactions += sum(
             1 for index, span in heads.items() if span.pieces[-1][0] == index and span.statements
@@ -586,11 +595,10 @@ class Flashback:
 
     def _header(self, out_dir: str, summaries: list[Summary]) -> str:
         report = self.report
-        mode = (
-            "flashback (reverse SQL, newest change first)"
-            if self.options.mode == "flashback"
-            else "forward SQL"
-        )
+        mode = {
+            "flashback": "flashback (reverse SQL, newest change first)",
+            "forward": "forward SQL",
+        }.get(self.options.mode, "change log only (no SQL)")
         lines = [
             f"-- mysql-rollback {rollback.__version__}: {mode}",
             f"-- range: {self.rng.describe()}",

@@ -64,7 +64,7 @@ class JobSpec:
 
     out_dir: str
     filters: Filters
-    mode: str = "flashback"  # flashback | forward
+    mode: str = "flashback"  # flashback | forward | changes (the change log only: nothing rendered)
     full_where: bool = False
     verify_checksums: bool = True
     gtid: GtidFilter | None = None
@@ -117,6 +117,7 @@ class Summary:
     tail: Piece | None = None
     script_bytes: int = 0
     seconds: float = 0.0
+    next_block: int = 0  # ordinal of the next block after this partition (the planner's, checked)
 
 
 def part_path(out_dir: str, index: int, suffix: str) -> str:
@@ -329,6 +330,7 @@ class _Run:
         s.changed_tables = sorted(self.changed_tables)
         s.first_change = self.first_change
         s.row_images = sorted(self.row_images)
+        s.next_block = self.next_block
         s.seconds = time.monotonic() - started
         return s
 
@@ -352,6 +354,7 @@ class _Run:
             self.head = current
         filters = self.job.filters
         types = filters.types
+        changes_only = self.job.mode == "changes"
         progress = self.progress
         next_note = part.start + PROGRESS_STEP
         events_done = 0
@@ -381,6 +384,14 @@ class _Run:
                 if not filters.table_selected(tmap) or (types and event.kind not in types):
                     continue
                 if not self._tx_selected(state.tx):
+                    continue
+                if changes_only:
+                    schema = self.job.schemas.get(schema_key(tmap))
+                    known = schema if isinstance(schema, TableSchema) else None
+                    batch = decode_rows(
+                        decoded, event, state, _fixed_unsigned(known.unsigned if known else None)
+                    )
+                    self._log(current, batch, known.names if known else None)
                     continue
                 renderer = self._renderer(tmap, decoded.outer_pos)
                 if renderer is None:
@@ -420,7 +431,8 @@ class _Run:
         if progress is not None:
             progress(part.size, part.events)
 
-    def _take(self, current: _Block, batch: RowsBatch, renderer: TableRenderer) -> None:
+    def _log(self, current: _Block, batch: RowsBatch, names: tuple[str, ...] | None) -> None:
+        """Account for a selected rows event and write its change log records."""
         table = batch.table.qualified_name
         self._changed(table.lower())
         rows = batch.rows
@@ -436,9 +448,15 @@ class _Run:
             self.row_images.add("partial (MINIMAL or NOBLOB)" if partial else "FULL")
         if self.changes_out is not None:
             out = self.changes_out
-            for record in batch_records(batch, renderer.schema.names if renderer.schema else None):
+            for record in batch_records(batch, names):
                 out.write(record_json(record))
                 out.write("\n")
+
+    def _take(self, current: _Block, batch: RowsBatch, renderer: TableRenderer) -> None:
+        self._log(current, batch, renderer.schema.names if renderer.schema else None)
+        table = batch.table.qualified_name
+        rows = batch.rows
+        kind = batch.kind
         base = {"file": batch.file, "pos": batch.pos, "table": table}
         tail = {"tx": current.ordinal, "gtid": current.tx.gtid}
         script: list[str] = []

@@ -36,6 +36,9 @@ def get_spark() -> Any:
         if _session is None:
             from pyspark.sql import SparkSession
 
+            if not os.environ.get("PYSPARK_PYTHON") and spark_master().startswith("local"):
+                # Local workers run this interpreter (its packages), not whatever `python3` is on PATH.
+                os.environ["PYSPARK_PYTHON"] = sys.executable
             builder = SparkSession.builder.appName("mysql-rollback").master(spark_master())
             for key, value in _spark_conf_from_env().items():
                 builder = builder.config(key, value)
@@ -51,9 +54,6 @@ def _spark_conf_from_env() -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "8",
     }
-    if not os.environ.get("PYSPARK_PYTHON") and spark_master().startswith("local"):
-        # Local workers run this interpreter (its packages), not whatever `python3` is on PATH.
-        conf["spark.pyspark.python"] = sys.executable
     prefix = "MYSQL_ROLLBACK_SPARK_CONF_"
     for name, value in os.environ.items():
         if name.startswith(prefix):

@@ -1,0 +1,322 @@
+"""The partitioned pipeline: split or not, local or on Spark, a job writes the same bytes.
+
+* A multi-megabyte single transaction (a DELETE of 100k rows) cut into 1 MB partitions gives the
+  script, plan and change log of the unsplit job, byte for byte, and the Spark engine's script
+  restores the table on the scratch MariaDB.
+* The end-to-end workloads (mixed types, explicit transactions, key changes) and every corpus file
+  with row events give byte-identical outputs on both engines, split into several partitions.
+* Progress reaches the plan's totals; a progress callback that raises cancels the job; errors from
+  inside a Spark task reach the caller as the typed one-line error.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rollback.binlog.constants import EventType
+from rollback.binlog.reader import BinlogFile
+from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
+from rollback.flashback import Filters, Options, Progress, RangeSpec, Report, generate
+from rollback.schema import ServerSchema
+from tests.e2e.test_flashback_restore import TABLES, workload
+from tests.pipeline.conftest import corpus_with_rows
+
+UNSPLIT = 1 << 40
+
+
+@dataclass
+class Output:
+    script: bytes
+    plan: bytes
+    changes: bytes
+    report: Report
+
+    def same(self, other: Output) -> bool:
+        return (self.script, self.plan, self.changes) == (other.script, other.plan, other.changes)
+
+
+def run(rng: RangeSpec, out_dir: Path, name: str, **options: Any) -> Output:
+    out = out_dir / name
+    out.mkdir()
+    report = generate(rng, Filters(), Options(**options), out / "r.sql", out / "p.jsonl", out / "c.jsonl")
+    return Output(
+        (out / "r.sql").read_bytes(), (out / "p.jsonl").read_bytes(), (out / "c.jsonl").read_bytes(), report
+    )
+
+
+def range_of(binlog_range: Any) -> RangeSpec:
+    return RangeSpec(
+        [str(f) for f in binlog_range.files], binlog_range.start_position, binlog_range.stop_position
+    )
+
+
+def snapshot(server: Any, tables: list[str]) -> dict[str, Any]:
+    return {
+        t: (
+            server.query(f"CHECKSUM TABLE {t} EXTENDED")[0][1],
+            sorted(map(repr, server.query(f"SELECT * FROM {t}"))),
+        )
+        for t in tables
+    }
+
+
+def apply_script(server: Any, script: bytes) -> None:
+    done = subprocess.run(
+        [
+            "mariadb",
+            "--no-defaults",
+            "-h",
+            "127.0.0.1",
+            "-P",
+            str(server.port),
+            "-u",
+            server.user,
+            f"-p{server.password}",
+        ],
+        input=script,
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+
+
+# ---- one huge transaction ----------------------------------------------------------------------------
+
+HUGE_ROWS = 100_000
+
+
+@pytest.fixture(scope="module")
+def huge_delete(scratch_server):
+    """A table of 100k mixed-type rows, then `DELETE FROM` it in one transaction: (range, tables, before)."""
+    db = "huge"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"""CREATE TABLE {db}.orders (id INT PRIMARY KEY, customer BIGINT UNSIGNED, amount DECIMAL(12,2),
+                note VARCHAR(60) CHARACTER SET utf8mb4, created DATETIME(6), state ENUM('new','paid','sent'),
+                doc TEXT, flags BLOB)""",
+            f"""INSERT INTO {db}.orders SELECT seq, seq * 7919, seq / 100, CONCAT('order ', seq, ' ü'),
+                TIMESTAMP'2024-01-01 00:00:00' + INTERVAL seq SECOND, 1 + seq % 3,
+                IF(seq % 5 = 0, NULL, REPEAT('x', seq % 40)), UNHEX(HEX(seq)) FROM seq_1_to_{HUGE_ROWS}""",
+        ],
+        database="mysql",
+    )
+    tables = [f"{db}.orders"]
+    before = snapshot(scratch_server, tables)
+    rng = scratch_server.run_sql([f"DELETE FROM {db}.orders"])
+    return rng, tables, before
+
+
+@pytest.mark.server
+def test_a_huge_transaction_cut_into_1mb_partitions_gives_the_unsplit_bytes(
+    scratch_server, huge_delete, tmp_path
+):
+    binlog_range, _tables, _before = huge_delete
+    rng = range_of(binlog_range)
+    assert binlog_range.stop_position - binlog_range.start_position > 5 << 20
+    schema = ServerSchema(scratch_server.connect)
+    unsplit = run(rng, tmp_path, "unsplit", schema=schema, partition_bytes=UNSPLIT)
+    split = run(rng, tmp_path, "split", schema=schema, partition_bytes=1 << 20)
+    assert unsplit.report.partitions == 1 and split.report.partitions >= 5
+    assert unsplit.report.statements == HUGE_ROWS == split.report.statements
+    assert unsplit.report.transactions == 1 == split.report.transactions
+    assert split.script == unsplit.script
+    assert split.plan == unsplit.plan
+    assert split.changes == unsplit.changes
+    text = split.script.decode()
+    assert text.count("BEGIN;") == 1 and text.count("COMMIT;") == 1
+    # Newest change first: the DELETE removed ids in order, so the rollback re-inserts the last id first.
+    first_insert = next(line for line in text.splitlines() if line.startswith("INSERT"))
+    assert f"VALUES ({HUGE_ROWS}, " in first_insert
+
+
+@pytest.mark.server
+@pytest.mark.spark
+def test_spark_splits_the_huge_transaction_and_its_script_restores_the_table(
+    scratch_server, huge_delete, tmp_path, spark
+):
+    binlog_range, tables, before = huge_delete
+    rng = range_of(binlog_range)
+    schema = ServerSchema(scratch_server.connect)
+    local = run(rng, tmp_path, "local", schema=schema, partition_bytes=UNSPLIT)
+    on_spark = run(rng, tmp_path, "spark", schema=schema, engine="spark", partition_bytes=1 << 20)
+    assert on_spark.report.engine == "spark" and on_spark.report.partitions >= 5
+    assert on_spark.same(local)
+    assert snapshot(scratch_server, tables) != before
+    apply_script(scratch_server, on_spark.script)
+    assert snapshot(scratch_server, tables) == before
+
+
+# ---- the end-to-end workload ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mixed(scratch_server):
+    """The flashback issue's mixed workload (every column type, explicit transactions, key changes,
+    tables without keys): (range, tables, snapshot before it)."""
+    db = "engines"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}"])
+    scratch_server.run_sql([ddl.format(db=db) for ddl in TABLES.values()])
+    scratch_server.run_sql(workload(random.Random(11), db, 80, 10_000))
+    tables = [f"{db}.{t}" for t in TABLES]
+    before = snapshot(scratch_server, tables)
+    rng = scratch_server.run_sql(
+        [
+            "BEGIN",
+            *workload(random.Random(12), db, 150, 20_000),
+            "COMMIT",
+            *workload(random.Random(13), db, 150, 30_000),
+            "BEGIN",
+            f"UPDATE {db}.pk SET amount = amount * 2",
+            f"DELETE FROM {db}.nopk WHERE a < 3",
+            "COMMIT",
+        ]
+    )
+    return rng, tables, before
+
+
+@pytest.mark.server
+@pytest.mark.spark
+@pytest.mark.parametrize("mode", ["flashback", "forward"])
+def test_engines_agree_on_the_mixed_workload_whatever_the_cuts(scratch_server, mixed, tmp_path, spark, mode):
+    binlog_range, _tables, _before = mixed
+    rng = range_of(binlog_range)
+    schema = ServerSchema(scratch_server.connect)
+    unsplit = run(rng, tmp_path, "unsplit", schema=schema, mode=mode, partition_bytes=UNSPLIT)
+    assert unsplit.report.statements > 500 and unsplit.report.transactions > 100
+    for size in (700, 4 << 10, 64 << 10):
+        split = run(rng, tmp_path, f"local-{size}", schema=schema, mode=mode, partition_bytes=size)
+        assert split.report.partitions > 1
+        assert split.same(unsplit), size
+    on_spark = run(rng, tmp_path, "spark", schema=schema, mode=mode, engine="spark", partition_bytes=4 << 10)
+    assert on_spark.report.engine == "spark" and on_spark.report.partitions > 10
+    assert on_spark.same(unsplit)
+    assert on_spark.report.to_dict() == dict(
+        unsplit.report.to_dict(), partitions=on_spark.report.partitions, engine="spark"
+    )
+
+
+@pytest.mark.server
+@pytest.mark.spark
+def test_the_spark_script_of_the_mixed_workload_restores_every_table(scratch_server, mixed, tmp_path, spark):
+    binlog_range, tables, before = mixed
+    schema = ServerSchema(scratch_server.connect)
+    on_spark = run(
+        range_of(binlog_range), tmp_path, "spark", schema=schema, engine="spark", partition_bytes=8 << 10
+    )
+    assert on_spark.report.partitions > 5
+    apply_script(scratch_server, on_spark.script)
+    assert snapshot(scratch_server, tables) == before
+
+
+# ---- the corpus ---------------------------------------------------------------------------------------------
+
+
+def _outcome(rng: RangeSpec, out_dir: Path, name: str, **options: Any) -> Output | RollbackError:
+    try:
+        return run(rng, out_dir, name, **options)
+    except RollbackError as exc:
+        return exc
+
+
+@pytest.mark.corpus
+@pytest.mark.spark
+@pytest.mark.parametrize("rel", corpus_with_rows())
+def test_engines_agree_on_every_corpus_file_with_row_events(rel, corpus_file, tmp_path, spark):
+    """Split into about six partitions, on Spark and locally: the unsplit local job's bytes. Files whose
+    binlog names no columns (no schema to render SQL with) compare their change logs only."""
+    path = corpus_file(rel)
+    rng = RangeSpec([str(path)])
+    mode = "flashback"
+    unsplit = _outcome(rng, tmp_path, "unsplit", allow_partial=True, partition_bytes=UNSPLIT)
+    if isinstance(unsplit, SchemaMismatch) and "carries no column names" in str(unsplit):
+        mode = "changes"
+        unsplit = _outcome(rng, tmp_path, "unsplit-changes", mode=mode, partition_bytes=UNSPLIT)
+    size = max(256, path.stat().st_size // 6)
+    split = _outcome(rng, tmp_path, "split", allow_partial=True, mode=mode, partition_bytes=size)
+    on_spark = _outcome(
+        rng, tmp_path, "spark", allow_partial=True, mode=mode, engine="spark", partition_bytes=size
+    )
+    for other in (split, on_spark):
+        if isinstance(unsplit, RollbackError):
+            assert isinstance(other, RollbackError), other
+            assert (type(other), str(other)) == (type(unsplit), str(unsplit))
+        else:
+            assert isinstance(other, Output), other
+            assert other.same(unsplit)
+    if isinstance(on_spark, Output) and on_spark.report.partitions > 1:
+        assert on_spark.report.engine == "spark"
+
+
+# ---- progress, cancellation, errors ------------------------------------------------------------------------
+
+
+def _sakila(corpus_file) -> Path:
+    return corpus_file("osheroff__mysql-binlog-connector-java/src/test/resources/mysql-bin.sakila.gz")
+
+
+@pytest.mark.corpus
+@pytest.mark.spark
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_progress_reaches_the_totals_of_the_plan(engine, corpus_file, tmp_path, spark):
+    rng = RangeSpec([str(_sakila(corpus_file))])
+    seen: list[Progress] = []
+    options = Options(mode="changes", engine=engine, partition_bytes=128 << 10)
+    report = generate(rng, Filters(), options, tmp_path / "s.sql", progress=seen.append)
+    assert seen and seen[-1].bytes_done == seen[-1].bytes_total == report.bytes_total
+    assert seen[-1].events_done == seen[-1].events_total == report.events_total
+    assert [p.bytes_done for p in seen] == sorted(p.bytes_done for p in seen)
+    assert {p.engine for p in seen} == {engine} and seen[0].partitions == report.partitions > 5
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.corpus
+@pytest.mark.spark
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_a_progress_callback_that_raises_cancels_the_job_and_leaves_no_file(
+    engine, corpus_file, tmp_path, spark
+):
+    rng = RangeSpec([str(_sakila(corpus_file))])
+
+    def stop(progress: Progress) -> None:
+        raise _Stop()
+
+    options = Options(mode="changes", engine=engine, partition_bytes=128 << 10)
+    with pytest.raises(_Stop):
+        generate(
+            rng, Filters(), options, tmp_path / "s.sql", tmp_path / "p.jsonl", tmp_path / "c.jsonl", stop
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.corpus
+@pytest.mark.spark
+def test_an_error_inside_a_spark_task_is_the_typed_error_of_the_local_engine(corpus_file, tmp_path, spark):
+    source = corpus_file("rust-us__mysql-cdc-rs/tests/events/8.0/folder/binlog.000693")
+    data = bytearray(source.read_bytes())
+    with BinlogFile(source) as binlog:
+        rows = [raw for raw in binlog.events() if raw.type_code == EventType.UPDATE_ROWS]
+    victim = rows[len(rows) * 2 // 3]
+    data[victim.pos + victim.length // 2] ^= 0xFF  # the planner frames it; a worker checks its CRC32
+    broken = tmp_path / "broken.000001"
+    broken.write_bytes(bytes(data))
+    rng = RangeSpec([str(broken)])
+    errors = []
+    for engine in ("local", "spark"):
+        options = Options(mode="changes", engine=engine, partition_bytes=64 << 10)
+        with pytest.raises(RollbackError) as caught:
+            generate(rng, Filters(), options, tmp_path / "s.sql")
+        errors.append(caught.value)
+    local, on_spark = errors
+    assert type(on_spark) is type(local) and str(on_spark) == str(local)
+    assert isinstance(local, BinlogFormatError) and local.offset == victim.pos and "CRC32" in local.reason
+    assert not (tmp_path / "s.sql").exists()
