@@ -282,6 +282,13 @@ class _Run:
             return False
         if job.until is not None and tx.timestamp >= job.until:
             return False
+        if job.filters.thread_id is not None and tx.thread_id is None:
+            # MariaDB writes a GTID event, not a BEGIN query, before row-based transactions: no thread id.
+            raise errors.RangeError(
+                f"--thread-id cannot select: the transaction at {self.part.file_label}:{tx.begin_pos} "
+                f"(gtid {tx.gtid or '-'}) has no thread id in the binlog (MariaDB records none for "
+                "row-based transactions); select by --gtid or by time instead"
+            )
         return not (job.filters.thread_id is not None and tx.thread_id != job.filters.thread_id)
 
     def _renderer(self, tmap: TableMap, pos: int) -> TableRenderer | None:
