@@ -312,7 +312,12 @@ class JobRunner:
             "transactions": report.transactions,
             "statements": report.statements,
             "counts": summary["counts"],
-            "warnings": [self.scrub(w) for w in resolved.warnings + list(report.warnings)],
+            "warnings": [
+                self.scrub(w)
+                for w in resolved.warnings
+                + list(report.warnings)
+                + [f"DDL in the range at {d['file']}:{d['pos']}: {d['sql']}" for d in report.ddl]
+            ],
             "irreversible": report.irreversible,
             "summary": {
                 k: summary.get(k)

@@ -217,6 +217,7 @@ def resolve_server(server: ServerConfig, requested: dict[str, Any], settings: Se
             start_ts = int(parse_datetime(start_dt)) if start_dt else None
             stop_ts = int(parse_datetime(stop_dt)) + 1 if stop_dt else None
             srange = ranges.window_range(bs, start_ts, stop_ts)
+        warnings.extend(bs.info.warnings)  # server settings: row images, PARTIAL_JSON, gtid_mode
         warnings.extend(srange.warnings)
         local = server.binlog_dir is not None and all((server.binlog_dir / n).is_file() for n in srange.files)
         if local:
