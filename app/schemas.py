@@ -72,9 +72,9 @@ class JobCreate(BaseModel):
     )
     upload: str | None = Field(None, max_length=32, description="an upload id (POST /api/uploads)")
     range: RangeIn
-    filters: FiltersIn = Field(default_factory=FiltersIn)
+    filters: FiltersIn = Field(default_factory=lambda: FiltersIn.model_validate({}))
     mode: Literal["flashback", "forward"] = "flashback"
-    options: OptionsIn = Field(default_factory=OptionsIn)
+    options: OptionsIn = Field(default_factory=lambda: OptionsIn.model_validate({}))
 
 
 def _err(loc: tuple[str | int, ...], msg: str) -> dict[str, Any]:

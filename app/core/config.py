@@ -133,7 +133,6 @@ class Settings(BaseSettings):
     engine: str = "local"  # local | spark
     workers: int = 2  # jobs running at once
     max_upload_bytes: int = 1 << 30
-    execution_timeout: float = 3600.0
 
     @field_validator("workers")
     @classmethod

@@ -168,8 +168,8 @@ class JobRunner:
     def _loop(self) -> None:
         while True:
             job_id = self._queue.get()
-            if job_id is None:
-                return
+            if job_id is None or self._stopping.is_set():
+                return  # a queued job stays queued for the next start
             try:
                 self._run(job_id)
             except Exception:  # noqa: BLE001 - a worker thread must survive anything one job does

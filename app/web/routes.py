@@ -267,8 +267,8 @@ async def new_job(request: Request) -> Response:
             for item in exc.errors():
                 errors.setdefault(_field_of(tuple(item["loc"])), item["msg"])
         else:
-            for item in check_job_request(req, services.servers, None):
-                errors.setdefault(_field_of(tuple(item["loc"])), item["msg"])
+            for problem in check_job_request(req, services.servers, None):
+                errors.setdefault(_field_of(tuple(problem["loc"])), problem["msg"])
             if not errors:
                 job = create_job(services.db, req, principal.name)
                 services.runner.submit(job.id)

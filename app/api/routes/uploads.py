@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import Annotated, BinaryIO
+from typing import Annotated, Any, BinaryIO
 
 from fastapi import APIRouter, File, HTTPException, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -86,7 +86,7 @@ async def create_upload(
     directory = services.settings.uploads_dir / upload_id
     directory.mkdir(parents=True, exist_ok=True)
     total = 0
-    stored = []
+    stored: list[dict[str, Any]] = []
     try:
         for item in files:
             name = item.filename or ""
