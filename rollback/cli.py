@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, NoReturn
 
 from rollback.errors import RangeError, RollbackError
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are bad input: one line on stderr and exit 2 (argparse alone prints the whole usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mysql-rollback", description="Undo mistaken changes from the binlog."
-    )
+    parser = _Parser(prog="mysql-rollback", description="Undo mistaken changes from the binlog.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     decode = sub.add_parser("decode", help="print every row change of binlog files")
@@ -122,7 +128,10 @@ def _flashback(args: argparse.Namespace) -> int:
     if args.schema_dsn:
         schema = ServerSchema(lambda: connect(args.schema_dsn))
     elif args.schema_file:
-        schema = schema_from_file(args.schema_file)
+        try:
+            schema = schema_from_file(args.schema_file)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RangeError(f"--schema-file {args.schema_file}: cannot read it ({exc})") from None
     rng = RangeSpec(
         list(args.files),
         args.start_position,
@@ -288,6 +297,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mysql-rollback: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # an output path that cannot be written, a file that vanished...
+        print(f"mysql-rollback: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug: still one line, never a traceback (MYSQL_ROLLBACK_DEBUG=1 shows it)
+        if os.environ.get("MYSQL_ROLLBACK_DEBUG"):
+            raise
+        text = " ".join(str(exc).split())[:500]
+        print(
+            f"mysql-rollback: internal error: {type(exc).__name__}: {text} (please report it)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ class ExecutionResult:
     rows_affected: int = 0
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     skipped: int = 0
+    transactions_committed: int = 0  # per-transaction mode: committed before the end (or an error)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -40,6 +41,7 @@ class ExecutionResult:
             "rows_affected": self.rows_affected,
             "conflicts": self.conflicts,
             "skipped": self.skipped,
+            "transactions_committed": self.transactions_committed,
         }
 
 
@@ -94,6 +96,26 @@ def _where(step: dict[str, Any]) -> str:
     return f"{step.get('file')}:{step.get('pos')} ({step.get('table')}, reverse of {step.get('type')})"
 
 
+def _applied(result: ExecutionResult) -> str:
+    """What an error leaves behind: nothing, or the transactions committed before it (per-transaction mode)."""
+    if result.transactions_committed:
+        return (
+            f"{result.transactions_committed} earlier transaction(s) stay committed, this one was rolled back "
+            "(--single-transaction applies all or nothing)"
+        )
+    return "nothing was applied"
+
+
+def _execute(cur: Any, sql: str, step: dict[str, Any], result: ExecutionResult) -> int:
+    try:
+        return int(cur.execute(sql))
+    except pymysql.err.MySQLError as exc:
+        reason = exc.args[-1] if exc.args else exc
+        raise ExecutionFailed(
+            f"the target refused the statement at {_where(step)}: {reason}; {_applied(result)}: {sql[:300]}"
+        ) from None
+
+
 def _run(
     conn: Any, plan: list[dict[str, Any]], on_conflict: str, result: ExecutionResult, per_transaction: bool
 ) -> None:
@@ -105,10 +127,11 @@ def _run(
             if per_transaction and step["tx"] != current_tx:
                 if current_tx is not None:
                     conn.commit()
+                    result.transactions_committed += 1
                 current_tx = step["tx"]
                 cur.execute("BEGIN")
             if step.get("check"):
-                cur.execute(step["check"])
+                _execute(cur, step["check"], step, result)
                 found = cur.fetchone()[0]
                 expect = step["expect"]
                 ok = found == 0 if expect == 0 else found >= 1
@@ -128,17 +151,52 @@ def _run(
                         result.skipped += 1
                         continue
                     raise ConflictError(
-                        f"conflict at {_where(step)}: {conflict['reason']}; nothing was applied "
+                        f"conflict at {_where(step)}: {conflict['reason']}; {_applied(result)} "
                         "(--on-conflict skip leaves such rows alone)"
                     )
-            affected = cur.execute(step["sql"])
+            affected = _execute(cur, step["sql"], step, result)
             result.statements += 1
             if affected != 1:
                 raise ExecutionFailed(
-                    f"statement at {_where(step)} affected {affected} rows, not 1; everything was rolled back: "
+                    f"statement at {_where(step)} affected {affected} rows, not 1; {_applied(result)}: "
                     f"{step['sql'][:300]}"
                 )
             result.rows_affected += affected
+
+
+def _rollback_quietly(conn: Any) -> None:
+    try:
+        conn.rollback()
+    except pymysql.err.MySQLError:
+        pass  # a lost connection rolls back on the server by itself
+
+
+def _attempt(
+    factory: Callable[[], Any],
+    plan: list[dict[str, Any]],
+    on_conflict: str,
+    result: ExecutionResult,
+    per_transaction: bool,
+    commit: bool,
+) -> None:
+    """One pass over the plan on a fresh connection; commit at the end or roll everything back."""
+    conn = factory()
+    try:
+        conn.begin()
+        _run(conn, plan, on_conflict, result, per_transaction)
+        if commit:
+            conn.commit()
+            result.committed = True
+    except pymysql.err.MySQLError as exc:
+        reason = exc.args[-1] if exc.args else exc
+        raise ExecutionFailed(f"the target failed during execution: {reason}; {_applied(result)}") from None
+    finally:
+        if not result.committed:
+            _rollback_quietly(conn)
+        try:
+            conn.close()
+        except pymysql.err.MySQLError:
+            pass
 
 
 def execute_plan(
@@ -148,42 +206,17 @@ def execute_plan(
     single_transaction: bool = True,
     on_conflict: str = "abort",
 ) -> ExecutionResult:
-    """Run the plan on the target (a DSN or a connection factory). Dry run unless commit=True."""
+    """Run the plan on the target (a DSN or a connection factory). Dry run unless commit=True.
+
+    The dry run applies everything, checks included, in one transaction and rolls it back: a conflict or a
+    refused statement stops the job there, before anything is applied. Commit mode then runs it for real.
+    """
     plan = list(read_plan(plan_path))
     factory = (lambda: connect(target)) if isinstance(target, str) else target
-    # The dry run: everything in one transaction, checks included, then ROLLBACK.
     dry = ExecutionResult(dry_run=True)
-    conn = factory()
-    try:
-        conn.begin()
-        _run(conn, plan, on_conflict, dry, per_transaction=False)
-    except pymysql.err.MySQLError as exc:
-        conn.rollback()
-        raise ExecutionFailed(
-            f"the target refused a statement: {exc.args[-1] if exc.args else exc}"
-        ) from None
-    finally:
-        try:
-            conn.rollback()
-        finally:
-            conn.close()
+    _attempt(factory, plan, on_conflict, dry, per_transaction=False, commit=False)
     if not commit:
         return dry
     real = ExecutionResult(dry_run=False)
-    conn = factory()
-    try:
-        conn.begin()
-        _run(conn, plan, on_conflict, real, per_transaction=not single_transaction)
-        conn.commit()
-        real.committed = True
-    except pymysql.err.MySQLError as exc:
-        conn.rollback()
-        raise ExecutionFailed(
-            f"the target refused a statement: {exc.args[-1] if exc.args else exc}"
-        ) from None
-    except BaseException:
-        conn.rollback()
-        raise
-    finally:
-        conn.close()
+    _attempt(factory, plan, on_conflict, real, per_transaction=not single_transaction, commit=True)
     return real
