@@ -22,7 +22,7 @@ from typing import Any
 import pymysql
 
 from app.core.config import ServerConfig, Settings
-from rollback.errors import RangeError, SourceError
+from rollback.errors import RangeError, RollbackError, SourceError
 from rollback.execute import connect
 from rollback.flashback import RangeSpec, parse_datetime
 from rollback.schema import SchemaSource, ServerSchema
@@ -112,6 +112,28 @@ def server_time_zone(server: ServerConfig) -> dict[str, Any]:
     sign = "+" if seconds >= 0 else "-"
     hours, minutes = divmod(abs(seconds) // 60, 60)
     return {"time_zone": str(name), "utc_offset": f"{sign}{hours:02d}:{minutes:02d}", "version": str(version)}
+
+
+def check_server_files(server: ServerConfig, requested: dict[str, Any]) -> list[dict[str, Any]]:
+    """Field errors for start/stop files a server read over the protocol does not have (asked up front)."""
+    wanted = [(name, requested.get(name)) for name in ("start_file", "stop_file") if requested.get(name)]
+    if server.binlog_dir is not None or not wanted:
+        return []
+    try:
+        logs = [str(row[0]) for row in _query(server, "SHOW BINARY LOGS")]
+    except RollbackError as exc:
+        msg = f"cannot list the binary logs of {server.name}: {exc.one_line()}"
+        return [{"loc": ("body", "server"), "msg": msg, "type": "value_error"}]
+    span = f"{logs[0]} .. {logs[-1]}" if logs else "none"
+    return [
+        {
+            "loc": ("body", "range", name),
+            "msg": f"{value} is not among the binary logs of {server.name} ({span})",
+            "type": "value_error",
+        }
+        for name, value in wanted
+        if value not in logs
+    ]
 
 
 def _end_of_log(server: ServerConfig) -> tuple[str, int] | None:

@@ -27,6 +27,7 @@ from app.schemas import JobCreate, check_job_request
 from app.services import artifacts
 from app.services.executions import conflict_check, run_execution
 from app.services.jobs import create_job
+from app.services.sources import check_server_files
 from rollback.errors import RollbackError
 
 router = APIRouter(include_in_schema=False)
@@ -267,8 +268,14 @@ async def new_job(request: Request) -> Response:
             for item in exc.errors():
                 errors.setdefault(_field_of(tuple(item["loc"])), item["msg"])
         else:
-            for problem in check_job_request(req, services.servers, None):
-                errors.setdefault(_field_of(tuple(problem["loc"])), problem["msg"])
+            problems = check_job_request(req, services.servers, None)
+            if not problems and req.server is not None:
+                requested = req.range.model_dump(exclude_none=True)
+                problems = await run_in_threadpool(
+                    check_server_files, services.servers[req.server], requested
+                )
+            for problem in problems:
+                errors.setdefault(_field_of(tuple(problem["loc"])), services.scrub(problem["msg"]))
             if not errors:
                 job = create_job(services.db, req, principal.name)
                 services.runner.submit(job.id)

@@ -25,7 +25,7 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def servers_json(scratch_server: Any, **extra: dict[str, Any]) -> str:
+def servers_json(scratch_server: Any, **extra: Any) -> str:
     """The scratch server as `scratch` (binlog files on this machine) and `scratch_live` (protocol only)."""
     servers: dict[str, Any] = {
         "scratch": {"dsn": scratch_server.dsn, "binlog_dir": str(scratch_server.binlog_dir)},

@@ -94,11 +94,13 @@ def test_a_role_too_weak_gets_403_and_only_admin_commits(make_client, scratch_se
 
 
 def test_job_requests_are_validated_up_front_with_field_errors(make_client, scratch_server):
-    client = make_client(servers=servers_json(scratch_server))
+    down = {"down": "mysql://u:pw-of-a-server-that-is-down@127.0.0.1:1/"}
+    client = make_client(servers=servers_json(scratch_server, **down))
 
     def errors(body):
         response = client.post("/api/jobs", json=body, headers=auth(OPERATOR))
         assert response.status_code == 422, response.text
+        assert "pw-of-a-server-that-is-down" not in response.text
         return {tuple(e["loc"]): e["msg"] for e in response.json()["detail"]}
 
     assert ("body", "server") in errors({"server": "nope", "range": {"gtid_set": "0-1-1"}})
@@ -131,6 +133,13 @@ def test_job_requests_are_validated_up_front_with_field_errors(make_client, scra
     found = errors({"server": "scratch", "range": {"gtid_set": "0-1-1"}, "filters": {"tables": ["nodot"]}})
     assert ("body", "filters", "tables", 0) in found
     assert ("body", "upload") in errors({"upload": "missing", "range": {"gtid_set": "0-1-1"}})
+    # Servers read over the protocol are asked for their binary logs up front.
+    found = errors(
+        {"server": "scratch_live", "range": {"start_file": "mysql-bin.999999", "start_position": 4}}
+    )
+    assert "not among the binary logs of scratch_live" in found[("body", "range", "start_file")]
+    down = errors({"server": "down", "range": {"start_file": "mysql-bin.000001", "start_position": 4}})
+    assert "cannot list the binary logs of down" in down[("body", "server")]
     assert ("body", "surprise") in errors(
         {"server": "scratch", "range": {"gtid_set": "0-1-1"}, "surprise": 1}
     )

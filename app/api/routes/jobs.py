@@ -24,6 +24,7 @@ from app.schemas import (
 )
 from app.services import artifacts
 from app.services.jobs import create_job
+from app.services.sources import check_server_files
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -104,7 +105,11 @@ def submit_job(services: Services, req: JobCreate, who: str) -> Job:
             upload = session.get(Upload, req.upload)
             upload_files = [f["name"] for f in upload.files] if upload else None
     errors = check_job_request(req, services.servers, upload_files)
+    if not errors and req.server is not None:
+        errors = check_server_files(services.servers[req.server], req.range.model_dump(exclude_none=True))
     if errors:
+        for error in errors:
+            error["msg"] = services.scrub(error["msg"])
         raise RequestValidationError(errors)
     job = create_job(services.db, req, who)
     services.runner.submit(job.id)
