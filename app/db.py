@@ -71,7 +71,7 @@ def alembic_config(url: str) -> Any:
 def upgrade(url: str, revision: str = "head") -> None:
     from alembic import command
 
-    _ensure_sqlite_dir(url)
+    ensure_sqlite_dir(url)
     command.upgrade(alembic_config(url), revision)
 
 
@@ -92,7 +92,7 @@ def current_revision(url: str) -> str | None:
         engine.dispose()
 
 
-def _ensure_sqlite_dir(url: str) -> None:
+def ensure_sqlite_dir(url: str) -> None:
     prefix = "sqlite:///"
     if url.startswith(prefix) and ":memory:" not in url:
         Path(url[len(prefix) :]).parent.mkdir(parents=True, exist_ok=True)

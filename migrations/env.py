@@ -6,11 +6,14 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 from app.core.config import get_settings
+from app.db import ensure_sqlite_dir
 from app.models import Base
 
 config = context.config
 if not config.get_main_option("sqlalchemy.url"):
-    config.set_main_option("sqlalchemy.url", get_settings().database_url)
+    url = get_settings().database_url
+    ensure_sqlite_dir(url)  # `alembic upgrade head` on a fresh data dir
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
 
 target_metadata = Base.metadata
 

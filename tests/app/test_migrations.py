@@ -85,3 +85,14 @@ def test_db_upgrade_command_creates_the_job_database(tmp_path):
     )
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "secret-pw" not in bad.stderr
     assert "server bad" in bad.stderr
+
+
+def test_plain_alembic_uses_the_service_settings(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
+    env["MYSQL_ROLLBACK_DATA_DIR"] = str(tmp_path / "fresh")
+    for args in (["upgrade", "head"], ["downgrade", "base"]):
+        run = subprocess.run(
+            [sys.executable, "-m", "alembic", *args], cwd=REPO, env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+    assert (tmp_path / "fresh" / "jobs.sqlite3").exists()
