@@ -167,11 +167,6 @@ WHERE s.TABLE_SCHEMA = %s AND s.TABLE_NAME = %s ORDER BY s.INDEX_NAME, s.SEQ_IN_
 """
 
 
-def _enum_members(column_type: str) -> tuple[str, ...]:
-    inner = column_type[column_type.index("(") + 1 : column_type.rindex(")")]
-    return tuple(m.replace("''", "'") for m in re.findall(r"'((?:[^']|'')*)'", inner))
-
-
 def schema_from_rows(
     database: str, table: str, columns: list[tuple], keys: list[tuple], source: str
 ) -> TableSchema:
@@ -281,11 +276,25 @@ class SchemaResolver:
 
 
 # ---- DDL files -------------------------------------------------------------------------------------
+#
+# CREATE TABLE statements as SHOW CREATE TABLE prints them (MariaDB and MySQL), or as a person wrote
+# them. A small scanner keeps quoted strings ('...' with '' and backslash escapes), quoted identifiers
+# (`...` with ``) and comments apart from the structure, so that names and defaults may hold any
+# character. MySQL's versioned comments (/*!80023 INVISIBLE */) count as text, other comments do not.
 
+_IDENT = r"(?:`(?:[^`]|``)+`|\w+)"
 _CREATE_RE = re.compile(
-    r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?((?:`[^`]+`|\w+)(?:\s*\.\s*(?:`[^`]+`|\w+))?)\s*\(",
+    rf"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+    rf"({_IDENT})(?:\s*\.\s*({_IDENT}))?\s*\(",
     re.IGNORECASE,
 )
+_KEY_WORDS = frozenset(
+    {"PRIMARY", "UNIQUE", "KEY", "INDEX", "CONSTRAINT", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PERIOD"}
+)
+_CHARACTER_TYPES = frozenset(
+    {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "character", "nchar"}
+)
+_BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
 
 
 def _unquote(name: str) -> str:
@@ -293,120 +302,276 @@ def _unquote(name: str) -> str:
     return name[1:-1].replace("``", "`") if name.startswith("`") else name
 
 
-def _split_top_level(body: str) -> list[str]:
-    parts, depth, current, quote = [], 0, [], ""
-    for ch in body:
-        if quote:
-            current.append(ch)
-            if ch == quote:
-                quote = ""
-            continue
+def _strip_comments(text: str) -> str:
+    """The text without comments (versioned /*!NNNNN ... */ comments keep their content), quotes intact."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
         if ch in "'\"`":
-            quote = ch
-        elif ch == "(":
+            end = _quoted_end(text, i)
+            out.append(text[i:end])
+            i = end
+        elif text.startswith("/*!", i):
+            i += 3
+            while i < n and text[i].isdigit():
+                i += 1
+            out.append(" ")
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            out.append(" ")
+        elif text.startswith("*/", i):  # the end of a versioned comment
+            i += 2
+            out.append(" ")
+        elif ch == "#" or (text.startswith("--", i) and (i + 2 == n or text[i + 2] in " \t\r\n")):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _quoted_end(text: str, start: int) -> int:
+    """The index just past the quoted string or identifier that opens at `start`."""
+    quote = text[start]
+    i = start + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and quote != "`":
+            i += 2
+            continue
+        if ch == quote:
+            if i + 1 < len(text) and text[i + 1] == quote:
+                i += 2
+                continue
+            return i + 1
+        i += 1
+    return len(text)
+
+
+def _closing_paren(text: str, open_at: int) -> int:
+    """The index of the parenthesis that closes the one at `open_at` (len(text) when none does)."""
+    depth, i = 0, open_at
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"`":
+            i = _quoted_end(text, i)
+            continue
+        if ch == "(":
             depth += 1
         elif ch == ")":
             depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
+            if depth == 0:
+                return i
+        i += 1
+    return len(text)
+
+
+def _split_top_level(body: str, separator: str = ",") -> list[str]:
+    parts: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(body):
+        ch = body[i]
+        if ch in "'\"`":
+            i = _quoted_end(body, i)
             continue
-        current.append(ch)
-    if "".join(current).strip():
-        parts.append("".join(current).strip())
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == separator and depth == 0:
+            parts.append(body[start:i].strip())
+            start = i + 1
+        i += 1
+    if body[start:].strip():
+        parts.append(body[start:].strip())
     return parts
 
 
-def _key_columns(spec: str, index_of: dict[str, int]) -> tuple[tuple[int, ...], bool]:
-    inner = spec[spec.index("(") + 1 : spec.rindex(")")]
-    cols, prefixed = [], False
-    for part in _split_top_level(inner):
-        m = re.match(r"(`[^`]+`|\w+)\s*(\(\s*\d+\s*\))?", part)
-        if not m:
-            continue
+def _blank_strings(text: str) -> str:
+    """Quoted strings replaced by '' (keywords inside DEFAULT 'NOT NULL' are not keywords)."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] in "'\"":
+            end = _quoted_end(text, i)
+            out.append("''")
+            i = end
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _string_value(literal: str) -> str:
+    """The value of a quoted string literal: '' and backslash escapes undone."""
+    inner = literal[1:-1]
+    out, i = [], 0
+    while i < len(inner):
+        ch = inner[i]
+        if ch == "\\" and i + 1 < len(inner):
+            nxt = inner[i + 1]
+            out.append({"n": "\n", "t": "\t", "r": "\r", "0": "\0", "Z": "\x1a"}.get(nxt, nxt))
+            i += 2
+        elif ch == literal[0] and i + 1 < len(inner) and inner[i + 1] == ch:
+            out.append(ch)
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _enum_members(column_type: str) -> tuple[str, ...]:
+    """Members of enum('a','b') / set(...) as a column type prints them."""
+    open_at = column_type.index("(")
+    inner = column_type[open_at + 1 : _closing_paren(column_type, open_at)]
+    return tuple(_string_value(part) for part in _split_top_level(inner) if part[:1] in ("'", '"'))
+
+
+def _charset_of(rest: str) -> str | None:
+    """The charset a column definition names, directly or through its collation."""
+    m = re.search(r"\b(?:CHARACTER\s+SET|CHARSET)\s+(\w+)", rest, re.I)
+    if m:
+        return m.group(1).lower()
+    m = re.search(r"\bCOLLATE\s+(\w+)", rest, re.I)
+    if m:
+        return m.group(1).lower().split("_", 1)[0]  # utf8mb4_bin -> utf8mb4, binary -> binary
+    return None
+
+
+def _table_charset(options: str) -> str | None:
+    m = re.search(r"\b(?:CHARACTER\s+SET|CHARSET)\s*=?\s*(\w+)", options, re.I)
+    if m:
+        return m.group(1).lower()
+    m = re.search(r"\bCOLLATE\s*=?\s*(\w+)", options, re.I)
+    return m.group(1).lower().split("_", 1)[0] if m else None
+
+
+def _key_columns(spec: str, index_of: dict[str, int]) -> tuple[int, ...] | None:
+    """The columns of a key definition; None when a part is an expression or a column prefix."""
+    open_at = spec.find("(")
+    if open_at < 0:
+        return None
+    cols = []
+    for part in _split_top_level(spec[open_at + 1 : _closing_paren(spec, open_at)]):
+        m = re.fullmatch(rf"({_IDENT})(?:\s+(?:ASC|DESC))?", part.strip(), re.I)
+        if not m or _unquote(m.group(1)).lower() not in index_of:
+            return None  # a functional key part ((abs(x))) or a prefix (name(10)): not a column's value
         cols.append(index_of[_unquote(m.group(1)).lower()])
-        prefixed = prefixed or bool(m.group(2))
-    return tuple(cols), prefixed
+    return tuple(cols) or None
+
+
+def _column(item: str, table_charset: str | None) -> tuple[Column, bool, bool] | None:
+    """A column definition -> (column, inline PRIMARY KEY, inline UNIQUE)."""
+    m = re.match(rf"({_IDENT})\s+(\w+)", item, re.S)
+    if not m:
+        return None
+    name, data_type = _unquote(m.group(1)), m.group(2).lower()
+    rest = item[m.end() :]
+    type_args = ""
+    if rest.lstrip().startswith("("):
+        open_at = item.index("(", m.end())
+        close = _closing_paren(item, open_at)
+        type_args = item[open_at : close + 1]
+        rest = item[close + 1 :]
+    bare = _blank_strings(rest)
+    upper = " ".join(bare.upper().split())
+    generated = bool(
+        re.search(r"\bGENERATED\s+ALWAYS\b|^\s*AS\s*\(|\s(?:VIRTUAL|PERSISTENT|STORED)\b", upper)
+    )
+    # PRIMARY KEY, or KEY alone (MySQL's shorthand for it), not UNIQUE KEY
+    primary = bool(re.search(r"\bPRIMARY\s+KEY\b", upper) or re.search(r"(?<!UNIQUE)\s+KEY\b", " " + upper))
+    unique = bool(re.search(r"\bUNIQUE\b", upper))
+    charset = _charset_of(bare)
+    if charset is None and data_type in _CHARACTER_TYPES:
+        charset = table_charset
+    if data_type in _BINARY_TYPES:
+        charset = "binary"
+    members = _enum_members(data_type + type_args) if data_type in ("enum", "set") and type_args else None
+    column = Column(
+        name=name,
+        data_type=data_type,
+        unsigned=bool(re.search(r"\bUNSIGNED\b", upper)),
+        nullable=not re.search(r"\bNOT\s+NULL\b", upper) and not primary,
+        charset=charset,
+        generated=generated,
+        invisible=bool(re.search(r"\bINVISIBLE\b", upper)),
+        enum_values=members if data_type == "enum" else None,
+        set_values=members if data_type == "set" else None,
+    )
+    return column, primary, unique
 
 
 def parse_ddl(text: str, default_database: str = "") -> list[TableSchema]:
-    """CREATE TABLE statements (as SHOW CREATE TABLE prints them) -> schemas."""
+    """CREATE TABLE statements (as SHOW CREATE TABLE prints them) -> schemas.
+
+    Statements without a column list (CREATE TABLE ... LIKE, ... AS SELECT without one) describe
+    nothing and are skipped."""
+    text = _strip_comments(text)
     schemas = []
-    for match in _CREATE_RE.finditer(text):
-        qualified = [_unquote(p) for p in re.split(r"\s*\.\s*(?=(?:[^`]*`[^`]*`)*[^`]*$)", match.group(1))]
+    position = 0
+    while True:
+        match = _CREATE_RE.search(text, position)
+        if match is None:
+            break
+        first, second = match.group(1), match.group(2)
         database, table = (
-            (qualified[0], qualified[1]) if len(qualified) == 2 else (default_database, qualified[0])
+            (_unquote(first), _unquote(second)) if second else (default_database, _unquote(first))
         )
-        depth, i = 1, match.end()
-        while i < len(text) and depth:
-            if text[i] == "(":
-                depth += 1
-            elif text[i] == ")":
-                depth -= 1
-            elif text[i] in "'\"":
-                i = text.index(text[i], i + 1)
-            i += 1
-        items = _split_top_level(text[match.end() : i - 1])
+        open_at = match.end() - 1
+        close = _closing_paren(text, open_at)
+        end = text.find(";", close)
+        end = len(text) if end < 0 else end
+        position = close + 1
+        options = text[close + 1 : end]
+        next_create = _CREATE_RE.search(text, close + 1)
+        if next_create is not None and next_create.start() < end:
+            options = text[close + 1 : next_create.start()]
+        table_charset = _table_charset(options)
         columns: list[Column] = []
         key_specs: list[str] = []
-        for item in items:
+        inline_keys: list[tuple[str, int]] = []
+        for item in _split_top_level(text[open_at + 1 : close]):
             head = item.split(None, 1)[0].upper() if item.split() else ""
-            if head in (
-                "PRIMARY",
-                "UNIQUE",
-                "KEY",
-                "INDEX",
-                "CONSTRAINT",
-                "FULLTEXT",
-                "SPATIAL",
-                "FOREIGN",
-                "CHECK",
-            ):
+            if head in _KEY_WORDS:
                 key_specs.append(item)
                 continue
-            m = re.match(r"(`(?:[^`]|``)+`|\w+)\s+(\w+)(.*)", item, re.S)
-            if not m:
+            parsed = _column(item, table_charset)
+            if parsed is None:
                 continue
-            name, data_type, rest = _unquote(m.group(1)), m.group(2).lower(), m.group(3)
-            upper = rest.upper()
-            charset_m = re.search(r"CHARACTER\s+SET\s+(\w+)|CHARSET\s+(\w+)", rest, re.I)
-            enum_values = (
-                _enum_members(data_type + rest[: rest.index(")") + 1])
-                if data_type in ("enum", "set")
-                else None
-            )
-            columns.append(
-                Column(
-                    name=name,
-                    data_type=data_type,
-                    unsigned="UNSIGNED" in upper,
-                    nullable="NOT NULL" not in upper and " PRIMARY KEY" not in upper,
-                    charset=(charset_m.group(1) or charset_m.group(2)).lower() if charset_m else None,
-                    generated=bool(re.search(r"\bGENERATED\s+ALWAYS\b|\bAS\s*\(", rest, re.I)),
-                    invisible="INVISIBLE" in upper,
-                    enum_values=enum_values if data_type == "enum" else None,
-                    set_values=enum_values if data_type == "set" else None,
-                )
-            )
-            if " PRIMARY KEY" in f" {upper}":
-                key_specs.append(f"PRIMARY KEY (`{name}`)")
+            column, primary, unique = parsed
+            if primary:
+                inline_keys.append(("PRIMARY", len(columns)))
+            elif unique:
+                inline_keys.append(("UNIQUE", len(columns)))
+            columns.append(column)
         index_of = {c.name.lower(): i for i, c in enumerate(columns)}
-        primary: tuple[int, ...] = ()
+        primary_key: tuple[int, ...] = ()
         uniques: list[tuple[int, ...]] = []
+        for kind, index in inline_keys:
+            if kind == "PRIMARY":
+                primary_key = (index,)
+            elif not columns[index].nullable:
+                uniques.append((index,))
         for spec in key_specs:
-            upper = spec.upper()
-            if "(" not in spec or upper.startswith(("FOREIGN", "CHECK")) or "FOREIGN KEY" in upper:
+            upper = " ".join(_blank_strings(spec).upper().split())
+            is_primary = bool(re.match(r"(?:CONSTRAINT\s+(?:\S+\s+)?)?PRIMARY\s+KEY\b", upper))
+            is_unique = bool(re.match(r"(?:CONSTRAINT\s+(?:\S+\s+)?)?UNIQUE\b", upper))
+            if not (is_primary or is_unique):
                 continue
-            cols, prefixed = _key_columns(spec, index_of)
-            if prefixed:
+            cols = _key_columns(spec, index_of)
+            if cols is None:
                 continue
-            if "PRIMARY KEY" in upper:
-                primary = cols
-            elif upper.startswith("UNIQUE") or " UNIQUE " in f" {upper} ":
-                if all(not columns[i].nullable for i in cols):
-                    uniques.append(cols)
+            if is_primary:
+                primary_key = cols
+                for i in cols:
+                    columns[i].nullable = False
+            elif all(not columns[i].nullable for i in cols) and cols not in uniques:
+                uniques.append(cols)
         uniques.sort(key=len)
-        schemas.append(TableSchema(database, table, columns, primary, uniques, source="ddl"))
+        schemas.append(TableSchema(database, table, columns, primary_key, uniques, source="ddl"))
     return schemas
 
 

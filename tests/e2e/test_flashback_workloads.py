@@ -4,12 +4,15 @@ every table to its exact state (CHECKSUM TABLE ... EXTENDED and rows) on the scr
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 import pytest
 
-from rollback.errors import DDLInRange
-from tests.support.restore import apply_with_client, digest, flashback, snapshot, span
+from rollback.errors import ConflictError, DDLInRange, IrreversibleChange, SchemaMismatch
+from rollback.execute import execute_plan
+from rollback.schema import schema_from_file
+from tests.support.restore import apply_with_client, digest, flashback, range_args, run_cli, snapshot, span
 
 # ---- the seed's benchmark (../shared/seeds/000_*): t1/t2/t3 with 32,550 rows and its update steps ----
 
@@ -558,3 +561,125 @@ def test_full_row_metadata_restores_with_the_schema_from_the_binlog_alone(scratc
     text = script.read_text()
     assert "`meta`.`odd ``name```" in text and "`col``1`" in text
     assert "'it''s'" in text  # ENUM by its name: the binlog carries the members
+
+
+# ---- options: --schema-file, --full-where, --allow-partial ---------------------------------------------
+
+
+def test_schema_file_of_show_create_table_restores_every_type(scratch_server, tmp_path):
+    db = "typed_ddl"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", *_type_tables(db)])
+    scratch_server.run_sql(_type_rows(db, (1, 2, 3)))
+    ddl = tmp_path / "schema.sql"
+    ddl.write_text(
+        ";\n".join(scratch_server.query(f"SHOW CREATE TABLE {db}.{t}")[0][1] for t in ("keyed", "nokey"))
+        + ";\n"
+    )
+    script, _report = assert_restores(
+        scratch_server,
+        tmp_path,
+        [f"{db}.keyed", f"{db}.nokey"],
+        _type_workload(db),
+        schema=schema_from_file(ddl, default_database=db),
+    )
+    text = script.read_text()
+    assert "`gv`=" not in text and "`gp`=" not in text  # generated: known from the DDL, never written
+    inserts = [ln for ln in text.splitlines() if ln.startswith("INSERT")]
+    assert inserts and all("`gv`" not in ln and "`gp`" not in ln for ln in inserts)
+    assert "'Привет'" in text  # the cp1251 column is readable: its charset is in the DDL
+
+
+def test_schema_whose_column_count_differs_is_a_mismatch_naming_table_and_position(scratch_server, tmp_path):
+    scratch_server.run_sql(
+        ["CREATE DATABASE IF NOT EXISTS mm", "CREATE OR REPLACE TABLE mm.t (id INT PRIMARY KEY, v INT)"]
+    )
+    rng = scratch_server.run_sql(["INSERT INTO mm.t VALUES (1, 1)", "UPDATE mm.t SET v = 2"])
+    ddl = tmp_path / "old.sql"
+    ddl.write_text("CREATE TABLE `mm`.`t` (id INT PRIMARY KEY, v INT, added_later INT);")
+    with pytest.raises(
+        SchemaMismatch, match=r"table mm\.t at position \d+: the binlog has 2 columns, the ddl schema has 3"
+    ):
+        flashback(scratch_server, rng, tmp_path, schema=schema_from_file(ddl))
+    out = run_cli("flashback", *range_args(rng), "--schema-file", str(ddl))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert re.search(r"table mm\.t at position \d+", out.stderr) and "Traceback" not in out.stderr
+
+
+def test_full_where_matches_every_column_so_a_row_changed_since_is_not_clobbered(scratch_server, tmp_path):
+    scratch_server.run_sql(
+        [
+            "CREATE DATABASE IF NOT EXISTS fw",
+            "CREATE OR REPLACE TABLE fw.t (id INT PRIMARY KEY, v INT, note VARCHAR(10), f FLOAT)",
+            "INSERT INTO fw.t VALUES (1, 10, 'a', 0.1), (2, 20, NULL, 0.2), (3, 30, 'c', NULL)",
+        ]
+    )
+    before = snapshot(scratch_server, ["fw.t"])
+    rng = scratch_server.run_sql(["UPDATE fw.t SET v = v + 1", "DELETE FROM fw.t WHERE id = 3"])
+    scratch_server.run_sql(["UPDATE fw.t SET note = 'later' WHERE id = 2"])  # after the incident
+    keyed, _plan, _ = flashback(scratch_server, rng, tmp_path, name="keyed")
+    full, plan, _ = flashback(scratch_server, rng, tmp_path, name="full", full_where=True)
+    assert "WHERE `id`=2;" in keyed.read_text()
+    assert (
+        "UPDATE `fw`.`t` SET `v`=20 WHERE `id`<=>2 AND `v`<=>21 AND `note`<=>NULL AND `f`<=>0.20000000298023224e0 "
+        "LIMIT 1;" in full.read_text()
+    )
+    apply_with_client(scratch_server, full)
+    rows = scratch_server.query("SELECT id, v, note FROM fw.t ORDER BY id")
+    assert rows == [(1, 10, "a"), (2, 21, "later"), (3, 30, "c")]  # row 2 changed since: left alone
+    # The plan of the same script reports it as a conflict instead.
+    scratch_server.run_sql(["UPDATE fw.t SET v = 11 WHERE id = 1", "DELETE FROM fw.t WHERE id = 3"])
+    with pytest.raises(ConflictError, match=r"fw\.t"):
+        execute_plan(plan, scratch_server.dsn, commit=True)
+    scratch_server.run_sql(["UPDATE fw.t SET note = NULL WHERE id = 2"])
+    execute_plan(plan, scratch_server.dsn, commit=True)
+    assert snapshot(scratch_server, ["fw.t"]) == before
+
+
+def test_allow_partial_emits_the_restorable_part_and_lists_the_rest(scratch_server_factory, tmp_path):
+    server = scratch_server_factory(row_image="MINIMAL")
+    server.run_sql(
+        [
+            "CREATE DATABASE IF NOT EXISTS ap",
+            "CREATE OR REPLACE TABLE ap.keyed (id INT PRIMARY KEY, v INT)",
+            "CREATE OR REPLACE TABLE ap.nokey (a INT, b INT)",
+            "INSERT INTO ap.keyed VALUES (1, 1), (2, 2), (3, 3)",
+            "INSERT INTO ap.nokey VALUES (1, 1), (2, 2)",
+        ]
+    )
+    before = snapshot(server, ["ap.keyed", "ap.nokey"])
+    rng = server.run_sql(
+        [
+            "INSERT INTO ap.keyed VALUES (4, 4)",  # restorable: DELETE by key
+            "UPDATE ap.keyed SET v = 20 WHERE id = 2",  # MINIMAL: the old v is not logged
+            "DELETE FROM ap.keyed WHERE id = 3",  # MINIMAL: only the key is logged
+            "UPDATE ap.nokey SET b = 0",  # no key: the whole before image is logged, restorable
+        ]
+    )
+    with pytest.raises(IrreversibleChange, match=r"2 row change\(s\) cannot be restored"):
+        flashback(server, rng, tmp_path, name="strict")
+    script, _plan, report = flashback(server, rng, tmp_path, allow_partial=True)
+    assert report.irreversible_count == 2
+    assert [(i["type"], i["table"], i["missing"]) for i in report.irreversible] == [
+        ("update", "ap.keyed", ["v"]),
+        ("delete", "ap.keyed", ["v"]),
+    ]
+    text = script.read_text()
+    assert text.count("-- irreversible:") == 2 and "-- irreversible: delete on ap.keyed" in text
+    apply_with_client(server, script)
+    now = snapshot(server, ["ap.keyed", "ap.nokey"])
+    assert now["ap.nokey"] == before["ap.nokey"]
+    assert server.query("SELECT id, v FROM ap.keyed ORDER BY id") == [
+        (1, 1),
+        (2, 20),
+    ]  # 4 gone; 2, 3 not restorable
+    out = run_cli(
+        "flashback",
+        *range_args(rng),
+        "--schema-dsn",
+        server.dsn,
+        "--allow-partial",
+        "-o",
+        str(tmp_path / "p.sql"),
+    )
+    assert out.returncode == 3 and "2 row change(s) could not be restored" in out.stderr
+    assert (tmp_path / "p.sql").read_text().count("-- irreversible:") == 2
