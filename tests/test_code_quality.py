@@ -23,8 +23,8 @@ def test_ruff_format_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_passes_on_the_engine():
-    result = _run("mypy", "rollback")
+def test_mypy_passes_on_the_engine_and_the_service():
+    result = _run("mypy", "rollback", "app")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
