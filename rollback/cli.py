@@ -155,7 +155,7 @@ def _flashback(args: argparse.Namespace) -> int:
     )
     with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
         script = args.output or os.path.join(tmp, "rollback.sql")
-        plan = args.plan or os.path.join(tmp, "plan.jsonl")
+        plan = args.plan or (os.path.join(tmp, "plan.jsonl") if args.execute else None)
         bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() else None
         try:
             report = generate(rng, filters, options, script, plan, args.changes, progress=bar)
@@ -168,6 +168,7 @@ def _flashback(args: argparse.Namespace) -> int:
                     sys.stdout.write(line)
             sys.stdout.flush()
         if args.execute:
+            assert plan is not None
             result = execute_plan(
                 plan,
                 args.target,

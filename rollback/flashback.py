@@ -405,7 +405,7 @@ class Flashback:
         if plan_path:
             outputs.append((Path(str(plan_path) + ".part"), Path(plan_path)))
         try:
-            summaries = self._run(out_dir, bool(changes_path), progress)
+            summaries = self._run(out_dir, bool(changes_path), bool(plan_path), progress)
             with open(outputs[0][0], "wb") as script_out:
                 plan_out = open(outputs[1][0], "wb") if plan_path else None
                 try:
@@ -438,7 +438,7 @@ class Flashback:
         """The job written to open text streams (the change log as JSON lines)."""
         out_dir = tempfile.mkdtemp(prefix="mysql-rollback-", dir=self.options.work_dir)
         try:
-            summaries = self._run(out_dir, changes_out is not None, progress)
+            summaries = self._run(out_dir, changes_out is not None, plan_out is not None, progress)
             script_bin = _BinaryTo(script_out)
             self._merge(out_dir, summaries, script_bin, _BinaryTo(plan_out) if plan_out else None)
             if changes_out is not None:
@@ -449,7 +449,9 @@ class Flashback:
             shutil.rmtree(out_dir, ignore_errors=True)
         return self.report
 
-    def _run(self, out_dir: str, changes: bool, progress: ProgressCallback | None) -> list[Summary]:
+    def _run(
+        self, out_dir: str, changes: bool, plan_lines: bool, progress: ProgressCallback | None
+    ) -> list[Summary]:
         plan = self.plan()
         report = self.report
         report.bytes_total = plan.bytes_total
@@ -467,6 +469,7 @@ class Flashback:
             until=self._until,
             schemas=self._schemas(plan),
             changes=changes,
+            plan=plan_lines,
         )
         spark = self.options.engine == "spark" and len(plan.partitions) > 1
         report.engine = "spark" if spark else "local"

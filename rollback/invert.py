@@ -41,8 +41,11 @@ def current_image(before: Sequence[Any], after: Sequence[Any]) -> tuple:
     return tuple(b if a is MISSING else a for b, a in zip(before, after, strict=True))
 
 
-def invert_row(renderer: TableRenderer, kind: str, row: Any) -> Reverse | Irreversible | None:
-    """The reverse of one row change; None when there is nothing to undo (an UPDATE that changed nothing)."""
+def invert_row(
+    renderer: TableRenderer, kind: str, row: Any, checks: bool = True
+) -> Reverse | Irreversible | None:
+    """The reverse of one row change; None when there is nothing to undo (an UPDATE that changed nothing).
+    Without `checks` the Reverse carries no check query (nothing will execute it)."""
     if kind == "insert":
         after = row
         if not renderer.keyed and any(v is MISSING for v in after):
@@ -51,16 +54,25 @@ def invert_row(renderer: TableRenderer, kind: str, row: Any) -> Reverse | Irreve
             )
         if renderer.keyed and any(after[i] is MISSING for i in renderer.key):
             return Irreversible(kind, _missing(renderer, after, renderer.key), "key columns not in the image")
-        return Reverse(renderer.delete(after), renderer.exists(after), 1, kind)
+        return Reverse(renderer.delete(after), renderer.exists(after) if checks else None, 1, kind)
     if kind == "delete":
         before = row
-        writable = [i for i, c in enumerate(renderer.columns) if c.writable]
-        missing = _missing(renderer, before, writable)
-        if missing:
-            return Irreversible(kind, missing, "the deleted row's columns are not all in the before image")
-        check = renderer.key_exists(before)
+        if MISSING in before:
+            writable = [i for i, c in enumerate(renderer.columns) if c.writable]
+            missing = _missing(renderer, before, writable)
+            if missing:
+                return Irreversible(
+                    kind, missing, "the deleted row's columns are not all in the before image"
+                )
+        check = renderer.key_exists(before) if checks else None
         return Reverse(renderer.insert(before), check, 0, kind)
     before, after = row
+    if MISSING not in before and MISSING not in after:  # full images: nothing lost, the row is `after`
+        current = after if type(after) is tuple else tuple(after)
+        sql = renderer.update(before, current)
+        if sql is None:
+            return None
+        return Reverse(sql, renderer.exists(current) if checks else None, 1, kind)
     changed = [i for i, v in enumerate(after) if v is not MISSING and renderer.columns[i].writable]
     lost = tuple(
         renderer.columns[i].name.strip("`")
@@ -77,15 +89,15 @@ def invert_row(renderer: TableRenderer, kind: str, row: Any) -> Reverse | Irreve
     sql = renderer.update(before, current)
     if sql is None:
         return None
-    return Reverse(sql, renderer.exists(current), 1, kind)
+    return Reverse(sql, renderer.exists(current) if checks else None, 1, kind)
 
 
 def invert_rows(
-    renderer: TableRenderer, kind: str, rows: list
+    renderer: TableRenderer, kind: str, rows: list, checks: bool = True
 ) -> Iterator[tuple[int, Reverse | Irreversible]]:
     """Reverses of an event's rows, newest (last) row first, with each row's index in the event."""
     for index in range(len(rows) - 1, -1, -1):
-        result = invert_row(renderer, kind, rows[index])
+        result = invert_row(renderer, kind, rows[index], checks)
         if result is not None:
             yield index, result
 

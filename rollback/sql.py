@@ -7,6 +7,7 @@ without re-deciding anything per value: each column gets its literal function on
 from __future__ import annotations
 
 import math
+import re
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,9 +35,12 @@ def quote_text(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+# Backslash means escape unless NO_BACKSLASH_ESCAPES; control characters do not survive copy/paste.
+_UNSAFE_CHARS = re.compile("[\\\\\x00-\x1f\x7f]")
+
+
 def _has_unsafe_chars(text: str) -> bool:
-    # Backslash means escape unless NO_BACKSLASH_ESCAPES; control characters do not survive copy/paste.
-    return "\\" in text or any(ord(c) < 0x20 or c == "\x7f" for c in text)
+    return _UNSAFE_CHARS.search(text) is not None
 
 
 def hex_literal(data: bytes, charset: str = "binary") -> str:
@@ -51,6 +55,7 @@ _UNICODE_EXACT = frozenset(
     {"utf8mb4", "utf8mb3", "utf8", "utf16", "utf16le", "utf32", "ucs2", "ascii", "latin1"}
 )
 _NOT_ASCII_BASED = frozenset({"utf16", "utf16le", "utf32", "ucs2"})
+_ROUND_TRIP = frozenset({"utf-8", "ascii"})
 
 
 def string_literal(data: bytes, charset: str | None) -> str:
@@ -69,8 +74,13 @@ def string_literal(data: bytes, charset: str | None) -> str:
             text = data.decode(codec)
         except UnicodeDecodeError:
             text = None
-        if text is not None and not _has_unsafe_chars(text) and text.encode(codec) == data:
-            return quote_text(text)
+        # A strict UTF-8 (or ASCII) decode round-trips by definition; other codecs are checked.
+        if (
+            text is not None
+            and _UNSAFE_CHARS.search(text) is None
+            and (codec in _ROUND_TRIP or text.encode(codec) == data)
+        ):
+            return "'" + text.replace("'", "''") + "'"
     return hex_literal(data, charset)
 
 
@@ -245,31 +255,55 @@ class TableRenderer:
         self.columns = cols
         self.key = () if full_where or schema is None else schema.row_key
         self.keyed = bool(self.key)
+        # Prepared once for the per-row paths: names, literal functions, and the all-columns forms.
+        self._names = [c.name for c in cols]
+        self._values = [c.value for c in cols]
+        self._wheres = [c.where for c in cols]
+        self._all_writable = all(c.writable for c in cols)
+        self._insert_head = f"INSERT INTO {self.table} ({', '.join(self._names)}) VALUES ("
+        self._key_set = frozenset(self.key)
+        self._key_parts = [(i, self._names[i], self._values[i]) for i in self.key]
 
     def literal(self, index: int, value: Any) -> str:
         return "NULL" if value is None else self.columns[index].value(value)
 
     def where(self, image: Sequence[Any]) -> str:
         """Identify the row an image describes: by key, else by every present column (NULL-safe)."""
-        indexes = (
-            self.key if self.key and all(image[i] is not MISSING for i in self.key) else range(len(image))
-        )
-        parts = []
-        for i in indexes:
-            v = image[i]
+        if self.key and all(image[i] is not MISSING for i in self.key):
+            return " AND ".join(
+                [
+                    f"{name}={value(image[i])}" if image[i] is not None else f"{name} IS NULL"
+                    for i, name, value in self._key_parts
+                ]
+            )
+        if not self.key:
+            return " AND ".join(
+                [
+                    f"{name}<=>{'NULL' if v is None else where(v)}"
+                    for name, where, v in zip(self._names, self._wheres, image, strict=True)
+                    if v is not MISSING
+                ]
+            )
+        parts = []  # a key column missing from the image: every present column, key columns by value
+        for i, v in enumerate(image):
             if v is MISSING:
                 continue
-            col = self.columns[i]
-            if self.key and i in self.key:
-                parts.append(f"{col.name}={col.value(v)}" if v is not None else f"{col.name} IS NULL")
+            name = self._names[i]
+            if i in self._key_set:
+                parts.append(f"{name}={self._values[i](v)}" if v is not None else f"{name} IS NULL")
             else:
-                parts.append(f"{col.name}<=>{'NULL' if v is None else col.where(v)}")
+                parts.append(f"{name}<=>{'NULL' if v is None else self._wheres[i](v)}")
         return " AND ".join(parts)
 
     def _limit(self) -> str:
         return "" if self.keyed else " LIMIT 1"
 
     def insert(self, image: Sequence[Any]) -> str:
+        if self._all_writable and MISSING not in image:
+            values = ", ".join(
+                ["NULL" if v is None else value(v) for value, v in zip(self._values, image, strict=True)]
+            )
+            return f"{self._insert_head}{values});"
         idx = [i for i, v in enumerate(image) if v is not MISSING and self.columns[i].writable]
         names = ", ".join(self.columns[i].name for i in idx)
         values = ", ".join(self.literal(i, image[i]) for i in idx)
@@ -280,12 +314,11 @@ class TableRenderer:
 
     def update(self, set_image: Sequence[Any], where_image: Sequence[Any]) -> str | None:
         """UPDATE setting the columns of set_image that differ from where_image; None when nothing differs."""
+        columns = self.columns
         sets = [
-            f"{self.columns[i].name}={self.literal(i, v)}"
-            for i, v in enumerate(set_image)
-            if v is not MISSING
-            and self.columns[i].writable
-            and (where_image[i] is MISSING or where_image[i] != v)
+            f"{self._names[i]}={'NULL' if v is None else self._values[i](v)}"
+            for i, (v, w) in enumerate(zip(set_image, where_image, strict=True))
+            if v is not MISSING and (w is MISSING or w != v) and columns[i].writable
         ]
         if not sets:
             return None
@@ -293,12 +326,11 @@ class TableRenderer:
 
     def exists(self, image: Sequence[Any]) -> str:
         """A query counting the rows that match the image exactly (every present column): the conflict check."""
-        parts = []
-        for i, v in enumerate(image):
-            if v is MISSING:
-                continue
-            col = self.columns[i]
-            parts.append(f"{col.name}<=>{'NULL' if v is None else col.where(v)}")
+        parts = [
+            f"{name}<=>{'NULL' if v is None else where(v)}"
+            for name, where, v in zip(self._names, self._wheres, image, strict=True)
+            if v is not MISSING
+        ]
         return f"SELECT COUNT(*) FROM {self.table} WHERE {' AND '.join(parts)}"
 
     def key_exists(self, image: Sequence[Any]) -> str | None:

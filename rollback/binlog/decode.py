@@ -278,6 +278,20 @@ def iter_row_batches(
         yield decoded, decode_rows(decoded, event, state, unsigned_for, specs_for)
 
 
+_SPECS: dict[tuple[bytes, tuple[int, ...], tuple[bool, ...] | None], tuple[ColumnSpec, ...]] = {}
+
+
+def _table_specs(tmap: TableMap, unsigned: tuple[bool, ...] | None) -> tuple[ColumnSpec, ...]:
+    """tmap.specs(unsigned), built once per table signature (a rows event is decoded thousands of times)."""
+    key = (tmap.column_types, tmap.column_meta, tmap.unsigned or unsigned)
+    specs = _SPECS.get(key)
+    if specs is None:
+        if len(_SPECS) >= 4096:
+            _SPECS.clear()
+        specs = _SPECS[key] = tmap.specs(unsigned)
+    return specs
+
+
 def decode_rows(
     decoded: DecodedEvent,
     event: RowsEvent,
@@ -305,7 +319,7 @@ def decode_rows(
         )
     specs = specs_for(tmap) if specs_for else None
     if specs is None:
-        specs = tmap.specs(unsigned_for(tmap) if unsigned_for and tmap.unsigned is None else None)
+        specs = _table_specs(tmap, unsigned_for(tmap) if unsigned_for and tmap.unsigned is None else None)
     elif len(specs) != tmap.column_count:
         raise SchemaMismatch(
             f"the schema of {tmap.qualified_name} has {len(specs)} columns, its TABLE_MAP has {tmap.column_count}"

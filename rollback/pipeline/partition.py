@@ -74,6 +74,7 @@ class JobSpec:
     # table), or the message of the SchemaMismatch its schema raised. Resolved once, in the driver.
     schemas: dict[SchemaKey, TableSchema | str | None] = field(default_factory=dict)
     changes: bool = False  # write the change log
+    plan: bool = True  # write the execution plan (and render the checks it runs)
 
 
 @dataclass
@@ -246,6 +247,13 @@ class _Block:
         self.selected = 0
 
 
+_encode_string = json.encoder.encode_basestring  # the C encoder json.dumps(ensure_ascii=False) uses
+
+
+def _json(value: str | None) -> str:
+    return "null" if value is None else _encode_string(value)
+
+
 def _fixed_unsigned(unsigned: tuple[bool, ...] | None) -> Callable[[TableMap], tuple[bool, ...] | None]:
     return lambda _tmap: unsigned
 
@@ -405,7 +413,9 @@ class _Run:
                     continue
                 unsigned = renderer.schema.unsigned if renderer.schema else None
                 batch = decode_rows(decoded, event, state, _fixed_unsigned(unsigned))
-                self._take(current, batch, renderer)
+                full = (1 << event.column_count) - 1
+                complete = event.present == full == event.present_after and not event.partial
+                self._take(current, batch, renderer, complete)
             elif isinstance(event, ev.Xid) or (
                 isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK")
             ):
@@ -438,7 +448,9 @@ class _Run:
         if progress is not None:
             progress(part.size, part.events)
 
-    def _log(self, current: _Block, batch: RowsBatch, names: tuple[str, ...] | None) -> None:
+    def _log(
+        self, current: _Block, batch: RowsBatch, names: tuple[str, ...] | None, complete: bool = False
+    ) -> None:
         """Account for a selected rows event and write its change log records."""
         table = batch.table.qualified_name
         self._changed(table.lower())
@@ -450,8 +462,11 @@ class _Run:
         if query and (not current.queries or current.queries[-1] != query):
             current.queries.append(query)
         if len(self.row_images) < 2:
-            images = (image for row in rows for image in row) if kind == "update" else rows
-            partial = any(MISSING in image for image in images)
+            if complete:
+                partial = False  # every column in the images' bitmaps: nothing can be MISSING
+            else:
+                images = (image for row in rows for image in row) if kind == "update" else rows
+                partial = any(MISSING in image for image in images)
             self.row_images.add("partial (MINIMAL or NOBLOB)" if partial else "FULL")
         if self.changes_out is not None:
             out = self.changes_out
@@ -459,48 +474,49 @@ class _Run:
                 out.write(record_json(record))
                 out.write("\n")
 
-    def _take(self, current: _Block, batch: RowsBatch, renderer: TableRenderer) -> None:
-        self._log(current, batch, renderer.schema.names if renderer.schema else None)
+    def _take(self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool) -> None:
+        self._log(current, batch, renderer.schema.names if renderer.schema else None, complete)
         table = batch.table.qualified_name
         rows = batch.rows
         kind = batch.kind
-        base = {"file": batch.file, "pos": batch.pos, "table": table}
-        tail = {"tx": current.ordinal, "gtid": current.tx.gtid}
         script: list[str] = []
         plan: list[str] = []
+        with_plan = self.job.plan
+        # Plan lines as json.dumps(..., ensure_ascii=False) writes them, built from prepared pieces.
+        head = f'{{"file": {_json(batch.file)}, "pos": {batch.pos}, "table": {_json(table)}, '
+        tail = f', "tx": {current.ordinal}, "gtid": {_json(current.tx.gtid)}, "sql": '
         if self.job.mode == "forward":
             for row in rows:
                 sql = forward_row(renderer, kind, row)
                 if sql is not None:
                     script.append(sql)
-                    meta = dict(base, type=kind, check=None, expect=None, **tail, sql=sql)
-                    plan.append(json.dumps(meta, ensure_ascii=False))
+                    if with_plan:
+                        plan.append(
+                            f'{head}"type": "{kind}", "check": null, "expect": null{tail}{_json(sql)}}}'
+                        )
         else:
-            results = list(invert_rows(renderer, kind, rows))  # newest row first
+            results = list(invert_rows(renderer, kind, rows, with_plan))  # newest row first
             for index, result in reversed(results):
                 if isinstance(result, Irreversible):
                     self._irreversible(
-                        dict(
-                            base,
-                            row=index,
-                            type=result.kind,
-                            missing=list(result.missing),
-                            reason=result.reason,
-                        )
+                        {
+                            "file": batch.file,
+                            "pos": batch.pos,
+                            "table": table,
+                            "row": index,
+                            "type": result.kind,
+                            "missing": list(result.missing),
+                            "reason": result.reason,
+                        }
                     )
             for index, result in results:
                 if isinstance(result, Reverse):
                     script.append(result.sql)
-                    meta = dict(
-                        base,
-                        row=index,
-                        type=result.kind,
-                        check=result.check,
-                        expect=result.expect,
-                        **tail,
-                        sql=result.sql,
-                    )
-                    plan.append(json.dumps(meta, ensure_ascii=False))
+                    if with_plan:
+                        plan.append(
+                            f'{head}"row": {index}, "type": "{result.kind}", "check": {_json(result.check)}, '
+                            f'"expect": {result.expect}{tail}{_json(result.sql)}}}'
+                        )
         if script:
             self.spool.add("\n".join(script) + "\n", "\n".join(plan) + "\n")
             current.statements += len(script)
