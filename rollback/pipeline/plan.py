@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rollback.binlog import events as ev
-from rollback.binlog.decode import StreamState, TxContext, check_boundary, decode_event
+from rollback.binlog.constants import EventType
+from rollback.binlog.decode import DECODERS, StreamState, TxContext, check_boundary, decode_event
 from rollback.binlog.reader import BinlogFile, FormatFacts, RawEvent, iter_events, without_checksum
 from rollback.binlog.rows import ROWS_EVENT_TYPES, RowsEvent
 from rollback.binlog.table_map import TableMap, decode_table_map
-from rollback.errors import RangeError
+from rollback.errors import BinlogFormatError, RangeError
 from rollback.pipeline import storage
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class Partition:
         inner = without_checksum(facts)
         maps: dict[int, TableMap] = {}
         for pos, data, in_payload in self.table_maps:
-            tmap = decode_table_map(_raw_event(pos, data, inner if in_payload else facts), facts)
+            tmap = _decode_map(pos, data, inner if in_payload else facts, self.path)
             maps[tmap.table_id] = tmap
         return StreamState(facts, maps, TxContext.from_dict(dict(self.tx)), self.path, self.file_name)
 
@@ -155,6 +156,13 @@ def _raw_event(pos: int, data: bytes, facts: FormatFacts) -> RawEvent:
     )
 
 
+def _decode_map(pos: int, data: bytes, facts: FormatFacts, path: str) -> TableMap:
+    try:
+        return decode_table_map(_raw_event(pos, data, facts), facts)
+    except BinlogFormatError as exc:
+        raise BinlogFormatError(path, exc.offset if exc.offset is not None else pos, exc.reason) from None
+
+
 def _unpack_header(data: bytes) -> tuple[int, int, int, int, int, int]:
     return (
         int.from_bytes(data[0:4], "little"),
@@ -174,14 +182,28 @@ class Plan:
     server_version: str = ""
     # The TABLE_MAPs in force within the range, one per schema key, with where each was first seen.
     table_maps: dict[SchemaKey, tuple[TableMap, int]] = field(default_factory=dict)
+    signatures: set[bytes] = field(default_factory=set)  # TABLE_MAP bodies after the table id, seen
 
 
 def _ends_transaction(event: Any) -> bool:
     return isinstance(event, ev.Xid) or (isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK"))
 
 
+_TABLE_MAP = int(EventType.TABLE_MAP)
+_XID = int(EventType.XID)
+_ROWS_QUERY = frozenset({int(EventType.ROWS_QUERY), int(EventType.ANNOTATE_ROWS)})
+_IN_FORCE = -1  # a key of StreamState.table_maps that decode.py's state updates can only clear
+_MARKER = TableMap(_IN_FORCE, 0, "", "", b"", (), ())
+
+
 class _FilePlanner:
-    """Walks one file's range, cutting partitions and keeping the state a cut must carry."""
+    """Walks one file's range, cutting partitions and keeping the state a cut must carry.
+
+    The state follows decode.py exactly (its decoders and state updates run on every event but rows
+    events), with three shortcuts for the events every transaction repeats: a TABLE_MAP is kept as
+    raw bytes and decoded once per table signature, an XID ends the transaction as decode.py does,
+    and the text of a ROWS_QUERY / ANNOTATE_ROWS is decoded only if a cut needs it.
+    """
 
     def __init__(self, plan: Plan, binlog: BinlogFile, path: str, file_index: int, target: int, ordinal: int):
         self.plan = plan
@@ -194,28 +216,76 @@ class _FilePlanner:
         self.ordinal = ordinal
         self.flavour = "mariadb" if binlog.facts.is_mariadb else "mysql"
         self.state = StreamState(binlog.facts, path=binlog.path, file_name=self.label)
-        self.map_pos: dict[int, tuple[int, bool]] = {}  # table id -> (position, inside a payload)
+        self.state.table_maps[_IN_FORCE] = _MARKER
+        self.maps: dict[int, tuple[int, bytes, bool]] = {}  # table id -> (position, raw event, in a payload)
         self.block: OpenBlock | None = None
         self.block_tx: TxContext | None = None
+        self.pending_query: tuple[TxContext, RawEvent] | None = None  # the last ROWS_QUERY, not decoded
+        self.in_range = False
 
-    def advance(self, raw: RawEvent, in_range: bool) -> None:
+    def advance(self, raw: RawEvent) -> None:
         """Apply one top-level event to the state (and, in the range, to the open block)."""
-        if raw.type_code in ROWS_EVENT_TYPES:
-            if in_range:
+        type_code = raw.type_code
+        if type_code in ROWS_EVENT_TYPES:
+            if self.in_range:
                 self._rows(raw.pos)
+        elif type_code == _TABLE_MAP:
+            self._table_map(raw, bytes(raw.data), False)
+        elif type_code == _XID and len(raw.body) == 8:
+            self.state.tx.open = False  # decode.py's _end_tx
+            self._cleared()
+            self.block, self.block_tx = None, None
+        elif type_code in _ROWS_QUERY:
+            pending = self.pending_query
+            if pending is not None and pending[0] is not self.state.tx and pending[0] is self.block_tx:
+                self._apply_query()
+            self.pending_query = (self.state.tx, raw)
+        else:
+            if type_code == EventType.TRANSACTION_PAYLOAD:
+                self._apply_query()  # its events may set the statement text themselves
+            state = self.state
+            for decoded in decode_event(raw, state):
+                if _IN_FORCE not in state.table_maps:
+                    self._cleared()
+                event = decoded.event
+                if isinstance(event, TableMap):
+                    self._table_map(decoded.raw, event.raw, decoded.raw is not raw)
+                elif not self.in_range:
+                    continue
+                elif isinstance(event, RowsEvent):
+                    self._rows(decoded.outer_pos)
+                elif _ends_transaction(event):
+                    self.block, self.block_tx = None, None
+
+    def _cleared(self) -> None:
+        self.maps.clear()
+        self.state.table_maps.clear()
+        self.state.table_maps[_IN_FORCE] = _MARKER
+
+    def _table_map(self, raw: RawEvent, data: bytes, in_payload: bool) -> None:
+        facts = without_checksum(self.state.facts) if in_payload else self.state.facts
+        post = facts.post_header_len(EventType.TABLE_MAP, 8)
+        body = data[facts.header_len : len(data) - facts.checksum_len]
+        table_id = int.from_bytes(body[:4] if post == 6 else body[:6], "little")
+        self.maps[table_id] = (raw.pos, data, in_payload)
+        if self.in_range:
+            self._signature(body[post:], raw.pos, data, facts)
+
+    def _signature(self, signature: bytes, pos: int, data: bytes, facts: FormatFacts) -> None:
+        """Keep one decoded TABLE_MAP per table signature: the schemas the job must resolve."""
+        if signature in self.plan.signatures:
             return
-        for decoded in decode_event(raw, self.state):
-            event = decoded.event
-            if isinstance(event, TableMap):
-                self.map_pos[event.table_id] = (decoded.raw.pos, decoded.raw is not raw)
-                if in_range:
-                    self._table(event, decoded.raw.pos)
-            elif not in_range:
-                continue
-            elif isinstance(event, RowsEvent):
-                self._rows(decoded.outer_pos)
-            elif _ends_transaction(event):
-                self.block, self.block_tx = None, None
+        tmap = _decode_map(pos, data, facts, self.binlog.path)
+        self.plan.signatures.add(signature)
+        self.plan.table_maps.setdefault(schema_key(tmap), (tmap, pos))
+
+    def _apply_query(self) -> None:
+        pending, self.pending_query = self.pending_query, None
+        if pending is None:
+            return
+        tx, raw = pending
+        if tx is self.state.tx or tx is self.block_tx:
+            tx.rows_query = DECODERS[raw.type_code](raw, self.state.facts).sql
 
     def _rows(self, pos: int) -> None:
         if self.block is None or self.block_tx is not self.state.tx:
@@ -223,11 +293,9 @@ class _FilePlanner:
             self.block_tx = self.state.tx
             self.ordinal += 1
 
-    def _table(self, tmap: TableMap, pos: int) -> None:
-        self.plan.table_maps.setdefault(schema_key(tmap), (tmap, pos))
-
     def snapshot(self, start: int, range_start: bool) -> Partition:
         state = self.state
+        self._apply_query()
         block = None
         if self.block is not None:
             tx = None if self.block_tx is state.tx or self.block_tx is None else self.block_tx.to_dict()
@@ -243,10 +311,7 @@ class _FilePlanner:
             events=0,
             flavour=self.flavour,
             facts=state.facts.to_dict(),
-            table_maps=[
-                (self.map_pos[tid][0], tmap.raw, self.map_pos[tid][1])
-                for tid, tmap in state.table_maps.items()
-            ],
+            table_maps=list(self.maps.values()),
             tx=state.tx.to_dict(),
             file_name=state.file_name,
             block=block,
@@ -260,16 +325,19 @@ class _FilePlanner:
         if start > 4:
             check_boundary(binlog.buf, binlog.facts, start, binlog.path)
             for raw in iter_events(binlog.buf, binlog.facts, 4, start, binlog.path, verify=False):
-                self.advance(raw, in_range=False)
+                self.advance(raw)
         if stop != binlog.size:
             check_boundary(binlog.buf, binlog.facts, stop, binlog.path)
         self.state.file_name = self.label
-        for tmap in self.state.table_maps.values():
-            self._table(tmap, self.map_pos[tmap.table_id][0])
+        self.in_range = True
+        for pos, data, in_payload in self.maps.values():
+            facts = without_checksum(self.state.facts) if in_payload else self.state.facts
+            post = facts.post_header_len(EventType.TABLE_MAP, 8)
+            self._signature(data[facts.header_len + post : len(data) - facts.checksum_len], pos, data, facts)
         frame = self.state.facts  # framing keeps the facts in force at the range start
         part = self.snapshot(start, range_start=True)
         for raw in iter_events(binlog.buf, frame, start, stop, binlog.path, verify=False):
-            self.advance(raw, in_range=True)
+            self.advance(raw)
             part.events += 1
             end = raw.pos + raw.length
             if end - part.start >= self.target and end < stop and _same_framing(self.state.facts, frame):
