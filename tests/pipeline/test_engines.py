@@ -346,3 +346,43 @@ def test_the_change_log_as_parquet_holds_the_json_lines_changes(corpus_file, tmp
         assert row.time is not None
     counts = spark.read.parquet(str(parquet)).groupBy("table").count().collect()
     assert sum(c["count"] for c in counts) == len(lines)
+
+
+@pytest.mark.server
+@pytest.mark.spark
+def test_the_cli_runs_flashback_on_spark_with_partitions_and_parquet(
+    scratch_server, mixed, tmp_path, spark, capsys
+):
+    from rollback.cli import main
+
+    binlog_range, _tables, _before = mixed
+    schema = ServerSchema(scratch_server.connect)
+    local = run(range_of(binlog_range), tmp_path, "local", schema=schema, partition_bytes=UNSPLIT)
+    args = [
+        "flashback",
+        *map(str, binlog_range.files),
+        "--start-position",
+        str(binlog_range.start_position),
+        "--stop-position",
+        str(binlog_range.stop_position),
+        "--schema-dsn",
+        scratch_server.dsn,
+        "--engine",
+        "spark",
+        "--partition-size",
+        "8k",
+        "-o",
+        str(tmp_path / "cli.sql"),
+        "--plan",
+        str(tmp_path / "cli.plan"),
+        "--changes",
+        str(tmp_path / "cli.parquet"),
+        "--changes-format",
+        "parquet",
+    ]
+    assert main(args) == 0, capsys.readouterr().err
+    assert (tmp_path / "cli.sql").read_bytes() == local.script
+    assert (tmp_path / "cli.plan").read_bytes() == local.plan
+    assert spark.read.parquet(str(tmp_path / "cli.parquet")).count() == local.changes.count(b"\n")
+    with pytest.raises(SystemExit):  # argparse refuses a size it cannot read
+        main([*args[:-6], "--partition-size", "1x"])

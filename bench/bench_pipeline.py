@@ -1,0 +1,377 @@
+"""Flashback script generation, end to end, beside MariaDB's own tools on the same binlogs (issue 6).
+
+    .venv/bin/python bench/bench_pipeline.py [--rows 1000000] [--keep DIR] [--reuse DIR] [--no-scaling]
+
+Starts a scratch MariaDB (binlog_row_metadata=FULL, so the schema comes from the binlog) and writes
+each workload into a binlog file of its own:
+
+    seed    the seed benchmark's steps (../shared/seeds/000_*): t1 (32,550 rows) updated, t3 filled
+            and updated, except the ALTERs (a flashback range may not cross them)
+    mixed   --rows row changes: 40% INSERT, 40% UPDATE, 20% DELETE in transactions of 1,000-row
+            statements, over int, bigint unsigned, decimal, varchar utf8mb4, datetime(6), enum,
+            blob and long JSON text
+    delete  one `DELETE` of --rows rows: a single transaction
+
+then times on each file, in the same run: our complete flashback script (Spark engine warm, Spark
+engine cold from process start, local engine), `mariadb-binlog --flashback` and
+`mariadb-binlog -v --base64-output=decode-rows`, each writing to a file. It prints rows/s, MB/s,
+peak RSS (the driver process, and all its processes: JVM and Python workers) and our time divided
+by `mariadb-binlog --flashback`'s. With scaling on, the warm Spark engine also runs with local[1]
+and local[2] on the mixed file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+PYTHON = sys.executable
+
+
+# ---- workloads ----------------------------------------------------------------------------------------
+
+MIXED_DDL = """CREATE TABLE bench.mixed (
+  id INT PRIMARY KEY, big BIGINT UNSIGNED, amount DECIMAL(12,2), name VARCHAR(64) CHARACTER SET utf8mb4,
+  created DATETIME(6), state ENUM('new','paid','shipped','void'), payload BLOB, doc LONGTEXT)"""
+SEED_T1 = 32_550
+
+
+def _file_of(server: Any, statements: list[str], database: str) -> Path:
+    rng = server.run_sql(statements, database=database, own_file=True)
+    assert len(rng.files) == 1, rng
+    return Path(rng.files[0])
+
+
+def generate(server: Any, rows: int, out: Path) -> dict[str, Path]:
+    """The three workloads' binlog files, copied into `out`."""
+    numbers = "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) "
+    server.run_sql(["CREATE DATABASE IF NOT EXISTS seed", "CREATE DATABASE IF NOT EXISTS bench"])
+    server.run_sql(
+        [
+            "SET SESSION max_recursive_iterations = 100000",
+            "CREATE TABLE t1 (id INTEGER, c1 CHAR(200), c2 CHAR(200), c3 CHAR(200), last_modified TIMESTAMP(6))",
+            "ALTER TABLE t1 MODIFY COLUMN id INT AUTO_INCREMENT PRIMARY KEY",
+            "INSERT INTO t1 (c1, c2, c3, last_modified) "
+            + numbers.format(count=SEED_T1)
+            + "SELECT CONCAT('a', i), 'b', 'c', TIMESTAMP'2024-01-01 00:00:00' + INTERVAL i SECOND FROM n",
+            "CREATE TABLE t3 (id INTEGER AUTO_INCREMENT PRIMARY KEY, flag CHAR(1), "
+            "c1 CHAR(200) DEFAULT 'a', c2 CHAR(200) DEFAULT 'b', c3 CHAR(200) DEFAULT 'c')",
+        ],
+        database="seed",
+    )
+    files = {
+        "seed": _file_of(
+            server,
+            [
+                "UPDATE t1 SET last_modified = last_modified + INTERVAL 1 SECOND",
+                "INSERT INTO t3 (flag) SELECT 'x' FROM t1",
+                "UPDATE t3 SET flag = 'y'",
+                "UPDATE t3 SET c1 = 'c', c2 = 'b', c3 = 'a'",
+                "UPDATE t3 SET flag = 'z'",
+            ],
+            "seed",
+        )
+    }
+    server.run_sql([MIXED_DDL], database="bench")
+    batch = 1000
+    statements = []
+    next_id = changes = 0
+    while changes < rows:  # per transaction: batch inserts, batch updates, batch / 2 deletes
+        changes += batch * 5 // 2
+        lo, hi = next_id + 1, next_id + batch
+        statements += [
+            "BEGIN",
+            "INSERT INTO mixed SELECT seq, seq * 7919, seq / 100, CONCAT('naïve ☃ name ', seq), "
+            "TIMESTAMPADD(MICROSECOND, seq * 1234567, '2024-01-01'), 1 + seq % 4, REPEAT(CHAR(seq % 256), 40), "
+            f'CONCAT(\'{{"id": \', seq, \', "tags": ["a", "b"], "note": "\', REPEAT("x", seq % 50), \'"}}\') '
+            f"FROM seq_{lo}_to_{hi}",
+            f"UPDATE mixed SET amount = amount + 1, state = 'paid', name = CONCAT(name, '!') WHERE id BETWEEN {lo} AND {hi}",
+            f"DELETE FROM mixed WHERE id BETWEEN {lo} AND {lo + batch // 2 - 1}",
+        ]
+        statements.append("COMMIT")
+        next_id = hi
+    files["mixed"] = _file_of(server, statements, "bench")
+    server.run_sql(
+        [
+            "CREATE TABLE orders LIKE mixed",
+            f"INSERT INTO orders SELECT seq, seq * 31, seq / 7, CONCAT('order ', seq), "
+            f"TIMESTAMPADD(SECOND, seq, '2024-01-01'), 1 + seq % 4, REPEAT('p', 20), NULL FROM seq_1_to_{rows}",
+        ],
+        database="bench",
+    )
+    files["delete"] = _file_of(server, ["DELETE FROM orders"], "bench")
+    out.mkdir(parents=True, exist_ok=True)
+    kept = {}
+    for name, path in files.items():
+        target = out / f"{name}.binlog"
+        shutil.copyfile(path, target)
+        kept[name] = target
+    return kept
+
+
+# ---- measuring -------------------------------------------------------------------------------------------
+
+
+class Sampler:
+    """Peak RSS of a process and of its whole tree, sampled while it runs."""
+
+    def __init__(self, pid: int, interval: float = 0.02):
+        self.root = psutil.Process(pid)
+        self.interval = interval
+        self.driver = 0
+        self.tree = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                procs = [self.root, *self.root.children(recursive=True)]
+                total = 0
+                for proc in procs:
+                    try:
+                        rss = proc.memory_info().rss
+                    except psutil.Error:
+                        continue
+                    total += rss
+                    if proc.pid == self.root.pid:
+                        self.driver = max(self.driver, rss)
+                self.tree = max(self.tree, total)
+            except psutil.Error:
+                pass
+            self._stop.wait(self.interval)
+
+
+@dataclass
+class Timing:
+    seconds: float
+    driver_mb: float
+    tree_mb: float
+
+
+def timed_process(cmd: list[str], stdout: Path | None = None, env: dict[str, str] | None = None) -> Timing:
+    with open(stdout or os.devnull, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env)
+        with Sampler(proc.pid) as sampler:
+            _, err = proc.communicate()
+        seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-2000:]}")
+    return Timing(seconds, sampler.driver / 2**20, sampler.tree / 2**20)
+
+
+class Runner:
+    """A long-lived Python process running jobs on request: the warm Spark engine."""
+
+    def __init__(self, master: str | None = None):
+        env = dict(os.environ)
+        if master:
+            env["MYSQL_ROLLBACK_SPARK_MASTER"] = master
+        self.proc = subprocess.Popen(
+            [PYTHON, __file__, "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+
+    def job(self, **request: Any) -> tuple[dict[str, Any], Timing]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        with Sampler(self.proc.pid) as sampler:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            reply = json.loads(self.proc.stdout.readline())
+        if "error" in reply:
+            raise RuntimeError(reply["error"])
+        return reply, Timing(reply["seconds"], sampler.driver / 2**20, sampler.tree / 2**20)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=120)
+
+
+def serve() -> None:
+    """--serve: read job requests (JSON lines) from stdin, reply with the report and the seconds taken."""
+    from rollback.flashback import Filters, Options, RangeSpec, generate
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            start = time.perf_counter()
+            report = generate(
+                RangeSpec([request["file"]]),
+                Filters(),
+                Options(engine=request["engine"], partition_bytes=request.get("partition_bytes")),
+                request["out"],
+            )
+            seconds = time.perf_counter() - start
+            reply = {
+                "seconds": seconds,
+                "statements": report.statements,
+                "partitions": report.partitions,
+                "engine": report.engine,
+            }
+        except Exception as exc:  # reported to the parent
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+def cli(file: Path, out: Path, engine: str) -> list[str]:
+    return [PYTHON, "-m", "rollback.cli", "flashback", str(file), "--engine", engine, "-o", str(out)]
+
+
+def row_changes(path: Path) -> int:
+    from rollback.flashback import Filters, Options, RangeSpec, generate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = generate(RangeSpec([str(path)]), Filters(), Options(mode="changes"), Path(tmp) / "h.sql")
+    return sum(report.counts.values())
+
+
+# ---- the run ---------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--rows", type=int, default=1_000_000, help="row changes of the mixed and delete workloads"
+    )
+    parser.add_argument("--keep", type=Path, help="keep the generated binlogs in this directory")
+    parser.add_argument("--reuse", type=Path, help="time the binlogs a previous --keep left here")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the local[1] / local[2] runs")
+    parser.add_argument("--generate-only", action="store_true", help="write the binlogs (--keep) and stop")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve()
+        return
+    work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    try:
+        if args.reuse:
+            files = {name: args.reuse / f"{name}.binlog" for name in ("seed", "mixed", "delete")}
+        else:
+            from tests.support.mariadb import ScratchServer, ServerOptions
+
+            server = ScratchServer(options=ServerOptions(row_metadata="FULL")).start()
+            try:
+                started = time.perf_counter()
+                files = generate(server, args.rows, args.keep or work / "binlogs")
+                print(f"workloads generated in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            finally:
+                server.stop()
+            if args.generate_only:
+                return
+        measure(files, work, scaling=not args.no_scaling)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(files: dict[str, Path], work: Path, scaling: bool) -> None:
+    runner = Runner()
+    results: list[tuple[str, str, int, int, Timing]] = []
+    try:
+        runner.job(
+            file=str(files["seed"]), out=str(work / "warmup.sql"), engine="spark", partition_bytes=1 << 20
+        )
+        for name, path in files.items():
+            size = path.stat().st_size
+            rows = row_changes(path)
+            print(f"{name}: {size / 1e6:.1f} MB, {rows:,} row changes", file=sys.stderr)
+            reply, warm = runner.job(file=str(path), out=str(work / f"{name}.warm.sql"), engine="spark")
+            assert reply["statements"] <= rows
+            runs = [
+                (f"mysql-rollback, Spark warm ({reply['partitions']} partitions)", warm),
+                ("mysql-rollback, Spark cold", timed_process(cli(path, work / f"{name}.cold.sql", "spark"))),
+                (
+                    "mysql-rollback, local engine",
+                    timed_process(cli(path, work / f"{name}.local.sql", "local")),
+                ),
+                (
+                    "mariadb-binlog --flashback",
+                    timed_process(["mariadb-binlog", "--flashback", str(path)], work / f"{name}.mfb"),
+                ),
+                (
+                    "mariadb-binlog -v --base64-output=decode-rows",
+                    timed_process(
+                        ["mariadb-binlog", "-v", "--base64-output=decode-rows", str(path)],
+                        work / f"{name}.mdr",
+                    ),
+                ),
+            ]
+            same = (work / f"{name}.warm.sql").read_bytes() == (work / f"{name}.local.sql").read_bytes()
+            assert same, f"{name}: the Spark and local scripts differ"
+            for label, timing in runs:
+                results.append((name, label, size, rows, timing))
+    finally:
+        runner.close()
+    scaled = []
+    if scaling:
+        for master in ("local[1]", "local[2]"):
+            one = Runner(master)
+            try:
+                one.job(
+                    file=str(files["seed"]), out=str(work / "w.sql"), engine="spark", partition_bytes=1 << 20
+                )
+                reply, timing = one.job(file=str(files["mixed"]), out=str(work / "s.sql"), engine="spark")
+                scaled.append((master, reply["partitions"], timing))
+            finally:
+                one.close()
+    report(results, scaled)
+
+
+def report(results: list[tuple[str, str, int, int, Timing]], scaled: list[tuple[str, int, Timing]]) -> None:
+    cpu = platform.processor() or platform.machine()
+    print(
+        f"\n{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores ({cpu}), "
+        f"{psutil.virtual_memory().total / 2**30:.0f} GB RAM, Python {platform.python_version()}"
+    )
+    print(
+        "\n| workload | tool | seconds | rows/s | MB/s | peak RSS driver / all (MB) | ÷ mariadb-binlog --flashback |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|")
+    reference = {
+        name: t.seconds for name, label, _s, _r, t in results if label == "mariadb-binlog --flashback"
+    }
+    for name, label, size, rows, t in results:
+        print(
+            f"| {name} ({size / 1e6:.0f} MB, {rows:,} rows) | {label} | {t.seconds:.2f} | {rows / t.seconds:,.0f} "
+            f"| {size / 1e6 / t.seconds:.1f} | {t.driver_mb:.0f} / {t.tree_mb:.0f} | {t.seconds / reference[name]:.2f} |"
+        )
+    if scaled:
+        print("\n| mixed file, Spark warm | partitions | seconds | speed-up |")
+        print("|---|---:|---:|---:|")
+        base = scaled[0][2].seconds
+        for master, parts, t in scaled:
+            print(f"| {master} | {parts} | {t.seconds:.2f} | {base / t.seconds:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
