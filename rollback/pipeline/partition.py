@@ -171,9 +171,9 @@ class _Spool:
     """Rendered (script, plan) text per rows event, in binlog order; in memory up to a limit, then
     in a temporary file. Read back in either order."""
 
-    def __init__(self, directory: str, limit: int = SPOOL_MEMORY):
+    def __init__(self, directory: str, limit: int | None = None):
         self._directory = directory
-        self._limit = limit
+        self._limit = SPOOL_MEMORY if limit is None else limit
         self._file: IO[bytes] | None = None
         self._spilled = array("q")  # offset, script length, plan length per spilled chunk
         self._memory: list[tuple[bytes, bytes]] = []

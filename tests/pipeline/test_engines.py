@@ -24,6 +24,7 @@ from rollback.binlog.constants import EventType
 from rollback.binlog.reader import BinlogFile
 from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
 from rollback.flashback import Filters, Options, Progress, RangeSpec, Report, generate
+from rollback.pipeline import partition
 from rollback.schema import ServerSchema
 from tests.e2e.test_flashback_restore import TABLES, workload
 from tests.pipeline.conftest import corpus_with_rows
@@ -201,6 +202,19 @@ def test_engines_agree_on_the_mixed_workload_whatever_the_cuts(scratch_server, m
     assert on_spark.report.to_dict() == dict(
         unsplit.report.to_dict(), partitions=on_spark.report.partitions, engine="spark"
     )
+
+
+@pytest.mark.server
+def test_a_partition_spilling_its_statements_to_disk_writes_the_same_bytes(
+    scratch_server, mixed, tmp_path, monkeypatch
+):
+    binlog_range, _tables, _before = mixed
+    rng = range_of(binlog_range)
+    schema = ServerSchema(scratch_server.connect)
+    in_memory = run(rng, tmp_path, "memory", schema=schema, partition_bytes=UNSPLIT)
+    monkeypatch.setattr(partition, "SPOOL_MEMORY", 2000)
+    spilled = run(rng, tmp_path, "spilled", schema=schema, partition_bytes=UNSPLIT)
+    assert spilled.same(in_memory)
 
 
 @pytest.mark.server
