@@ -262,6 +262,7 @@ class TableRenderer:
         self._all_writable = all(c.writable for c in cols)
         self._insert_head = f"INSERT INTO {self.table} ({', '.join(self._names)}) VALUES ("
         self._key_set = frozenset(self.key)
+        self._full: FullImageStatements | None = None
         self._key_parts = [(i, self._names[i], self._values[i]) for i in self.key]
 
     def literal(self, index: int, value: Any) -> str:
@@ -333,6 +334,14 @@ class TableRenderer:
         ]
         return f"SELECT COUNT(*) FROM {self.table} WHERE {' AND '.join(parts)}"
 
+    def full_images(self) -> FullImageStatements | None:
+        """Straight-line statement functions for rows whose images hold every column (FULL row
+        images), generated once for this table; None when a column is not writable (generated).
+        They return exactly what insert / delete / update return for such rows."""
+        if self._full is None and self._all_writable:
+            self._full = _compile_full_images(self)
+        return self._full
+
     def key_exists(self, image: Sequence[Any]) -> str | None:
         """A query counting rows with the image's key (for a reverse INSERT: the key must be free)."""
         if not self.key or any(image[i] is MISSING for i in self.key):
@@ -344,3 +353,69 @@ class TableRenderer:
             for i in self.key
         ]
         return f"SELECT COUNT(*) FROM {self.table} WHERE {' AND '.join(parts)}"
+
+
+@dataclass(slots=True)
+class FullImageStatements:
+    """INSERT, DELETE and UPDATE of one table for images without MISSING values (see full_images)."""
+
+    insert: Callable[[Sequence[Any]], str]
+    delete: Callable[[Sequence[Any]], str]
+    update: Callable[[Sequence[Any], Sequence[Any]], str | None]  # (set image, where image)
+    source: str
+
+
+def _compile_full_images(renderer: TableRenderer) -> FullImageStatements:
+    """Generate the statement functions of a table: one unpacking, one test and one literal call per
+    column, no per-row lists of columns, no generic loops (the TableRenderer methods' exact text)."""
+    n = len(renderer.columns)
+    env: dict[str, Any] = {
+        "INSERT_HEAD": renderer._insert_head,
+        "DELETE_HEAD": f"DELETE FROM {renderer.table} WHERE ",
+        "UPDATE_HEAD": f"UPDATE {renderer.table} SET ",
+        "TAIL": f"{renderer._limit()};",
+    }
+    for i in range(n):
+        name = renderer._names[i]
+        env[f"V{i}"] = renderer._values[i]
+        env[f"W{i}"] = renderer._wheres[i]
+        env[f"EQ{i}"] = f"{name}="
+        env[f"ISNULL{i}"] = f"{name} IS NULL"
+        env[f"NSEQ{i}"] = f"{name}<=>"
+
+    def where(var: str) -> str:
+        if renderer.key:
+            parts = [
+                f"{{EQ{i} + V{i}({var}{i}) if {var}{i} is not None else ISNULL{i}}}" for i in renderer.key
+            ]
+        else:
+            parts = [f'{{NSEQ{i}}}{{"NULL" if {var}{i} is None else W{i}({var}{i})}}' for i in range(n)]
+        return "f'" + " AND ".join(parts) + "'"
+
+    values = ", ".join(f'{{"NULL" if v{i} is None else V{i}(v{i})}}' for i in range(n))
+    unpack_v = "".join(f"v{i}, " for i in range(n))
+    unpack_s = "".join(f"s{i}, " for i in range(n))
+    unpack_w = "".join(f"w{i}, " for i in range(n))
+    lines = [
+        "def insert(image):",
+        f"    {unpack_v}= image",
+        f"    return f'{{INSERT_HEAD}}{values});'",
+        "def delete(image):",
+        f"    {unpack_w}= image",
+        f"    return DELETE_HEAD + {where('w')} + TAIL",
+        "def update(set_image, where_image):",
+        f"    {unpack_s}= set_image",
+        f"    {unpack_w}= where_image",
+        "    sets = []",
+    ]
+    for i in range(n):
+        lines.append(f"    if w{i} != s{i}:")
+        lines.append(f'        sets.append(EQ{i} + ("NULL" if s{i} is None else V{i}(s{i})))')
+    lines += [
+        "    if not sets:",
+        "        return None",
+        f"    return UPDATE_HEAD + ', '.join(sets) + ' WHERE ' + {where('w')} + TAIL",
+    ]
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<statements of {renderer.table}>", "exec"), env)
+    return FullImageStatements(env["insert"], env["delete"], env["update"], source)

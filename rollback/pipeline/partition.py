@@ -45,7 +45,7 @@ from rollback.pipeline.plan import Partition, SchemaKey, schema_key
 from rollback.pipeline.storage import ByteRange
 from rollback.records import batch_records, record_json
 from rollback.schema import TableSchema
-from rollback.sql import TableRenderer
+from rollback.sql import FullImageStatements, TableRenderer
 
 if TYPE_CHECKING:
     from rollback.flashback import Filters, GtidFilter
@@ -252,6 +252,24 @@ _encode_string = json.encoder.encode_basestring  # the C encoder json.dumps(ensu
 
 def _json(value: str | None) -> str:
     return "null" if value is None else _encode_string(value)
+
+
+def _full_image_statements(full: FullImageStatements, kind: str, rows: list, forward: bool) -> list[str]:
+    """What invert_rows (flashback, newest row first) or forward_row (`sql`) render for rows with
+    FULL images, through the table's generated statement functions."""
+    if forward:
+        if kind == "insert":
+            return [full.insert(row) for row in rows]
+        if kind == "delete":
+            return [full.delete(row) for row in rows]
+        statements = [full.update(after, before) for before, after in rows]
+    else:
+        if kind == "insert":
+            return [full.delete(row) for row in reversed(rows)]
+        if kind == "delete":
+            return [full.insert(row) for row in reversed(rows)]
+        statements = [full.update(before, after) for before, after in reversed(rows)]
+    return [sql for sql in statements if sql is not None]
 
 
 def _fixed_unsigned(unsigned: tuple[bool, ...] | None) -> Callable[[TableMap], tuple[bool, ...] | None]:
@@ -482,6 +500,15 @@ class _Run:
         script: list[str] = []
         plan: list[str] = []
         with_plan = self.job.plan
+        full = renderer.full_images() if complete and not with_plan else None
+        if full is not None:
+            # Every column in both images: nothing is irreversible, the statements need no checks.
+            script = _full_image_statements(full, kind, rows, self.job.mode == "forward")
+            if script:
+                self.spool.add("\n".join(script) + "\n", "")
+                current.statements += len(script)
+                self.statements += len(script)
+            return
         # Plan lines as json.dumps(..., ensure_ascii=False) writes them, built from prepared pieces.
         head = f'{{"file": {_json(batch.file)}, "pos": {batch.pos}, "table": {_json(table)}, '
         tail = f', "tx": {current.ordinal}, "gtid": {_json(current.tx.gtid)}, "sql": '
