@@ -54,6 +54,8 @@ def _spark_conf_from_env() -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "8",
     }
+    log4j = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j}"
     prefix = "MYSQL_ROLLBACK_SPARK_CONF_"
     for name, value in os.environ.items():
         if name.startswith(prefix):
