@@ -418,3 +418,38 @@ def test_the_cli_runs_flashback_on_spark_with_partitions_and_parquet(
     assert spark.read.parquet(str(tmp_path / "cli.parquet")).count() == local.changes.count(b"\n")
     with pytest.raises(SystemExit):  # argparse refuses a size it cannot read
         main([*args[:-6], "--partition-size", "1x"])
+
+
+@pytest.mark.corpus
+@pytest.mark.spark
+def test_a_range_of_several_files_splits_and_merges_in_file_order(corpus_file, tmp_path, spark):
+    """Two consecutive binlogs of one MySQL 8.0 server, from inside the first to inside the second."""
+    first, second = (
+        corpus_file(f"rust-us__mysql-cdc-rs/tests/events/8.0/folder/binlog.00069{n}") for n in (3, 4)
+    )
+    with BinlogFile(first) as a, BinlogFile(second) as b:
+        start = [raw.pos for raw in a.events() if raw.type_code == EventType.XID][100] + 31  # after its XID
+        stop = [raw.pos for raw in b.events() if raw.type_code == EventType.XID][-50]
+    rng = RangeSpec([str(first), str(second)], start_position=start, stop_position=stop)
+    unsplit = run(rng, tmp_path, "unsplit", mode="changes", partition_bytes=UNSPLIT)
+    assert unsplit.report.partitions == 2  # one per file
+    split = run(rng, tmp_path, "split", mode="changes", partition_bytes=64 << 10)
+    on_spark = run(rng, tmp_path, "spark", mode="changes", engine="spark", partition_bytes=64 << 10)
+    assert split.report.partitions > 10 and split.same(unsplit) and on_spark.same(unsplit)
+    files = [json.loads(line)["file"] for line in unsplit.changes.decode().splitlines()]
+    assert files == sorted(files) and set(files) == {first.name, second.name}
+
+
+@pytest.mark.corpus
+def test_the_job_writes_to_open_text_streams_as_to_files(corpus_file, tmp_path):
+    import io
+
+    from rollback.flashback import Flashback
+
+    rng = RangeSpec([str(_sakila(corpus_file))])
+    files = run(rng, tmp_path, "files", mode="changes", partition_bytes=256 << 10)
+    script, plan, changes = io.StringIO(), io.StringIO(), io.StringIO()
+    options = Options(mode="changes", partition_bytes=256 << 10, work_dir=str(tmp_path))
+    report = Flashback(rng, Filters(), options).run(script, plan, changes)
+    assert script.getvalue().encode() == files.script and changes.getvalue().encode() == files.changes
+    assert report.to_dict() == files.report.to_dict()
