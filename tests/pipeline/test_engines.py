@@ -26,10 +26,13 @@ from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
 from rollback.flashback import Filters, Options, Progress, RangeSpec, Report, generate
 from rollback.pipeline import partition
 from rollback.schema import ServerSchema
+from tests.e2e import test_flashback_workloads as seed_workload
 from tests.e2e.test_flashback_restore import TABLES, workload
 from tests.pipeline.conftest import corpus_with_rows
 
 UNSPLIT = 1 << 40
+SEED_STEPS = seed_workload.SEED_STEPS
+seed_db = seed_workload.seed_db  # the fixture, here too
 
 
 @dataclass
@@ -468,3 +471,24 @@ def test_the_cli_progress_bar_shows_bytes_events_and_ends_its_line():
     text = out.getvalue()
     assert text.startswith("\r[#####.....]  50.0% 5.2/10.5 MB 50/100 events (spark, 4 partitions)")
     assert "\r[##########] 100.0% 10.5/10.5 MB 100/100 events" in text and text.endswith("\n")
+
+
+@pytest.mark.server
+@pytest.mark.spark
+def test_engines_agree_on_the_seed_benchmark_steps(scratch_server, seed_db, tmp_path, spark):
+    """The seed's steps (32,550-row UPDATEs and INSERT ... SELECT, the ALTERs): each step's range on
+    Spark in 256 KB partitions gives the local unsplit job's bytes."""
+    schema = ServerSchema(scratch_server.connect)
+    for index, step in enumerate(SEED_STEPS):
+        rng = range_of(scratch_server.run_sql(step, database=seed_db))
+        local = run(rng, tmp_path, f"local-{index}", schema=schema, partition_bytes=UNSPLIT)
+        on_spark = run(
+            rng, tmp_path, f"spark-{index}", schema=schema, engine="spark", partition_bytes=256 << 10
+        )
+        assert on_spark.same(local), step
+        no_plan = run(
+            rng, tmp_path, f"no-plan-{index}", False, schema=schema, engine="spark", partition_bytes=256 << 10
+        )
+        assert same_without_plan(no_plan, local), step
+        if local.report.statements > 10_000:
+            assert on_spark.report.engine == "spark" and on_spark.report.partitions >= 3
