@@ -48,12 +48,44 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument("files", nargs="*", metavar="BINLOG_FILE")
-    cmd.add_argument("--start-position", type=int, help="in the first file")
-    cmd.add_argument("--stop-position", type=int, help="in the last file")
+    cmd.add_argument(
+        "files", nargs="*", metavar="BINLOG_FILE", help="binlog files, in log order (or --server)"
+    )
+    cmd.add_argument(
+        "--server",
+        metavar="DSN",
+        help="read the range from this server over the replication protocol, spooled to local files "
+        "(mysql://user:password@host:port/; without a password, $MYSQL_PWD); the schema comes from it too",
+    )
+    cmd.add_argument("--start-file", metavar="FILE", help="with --server: the first binlog file of the range")
+    cmd.add_argument(
+        "--stop-file",
+        metavar="FILE",
+        help="with --server: the last binlog file (default: the start file "
+        "with --stop-position, else the current one)",
+    )
+    cmd.add_argument("--start-position", type=int, help="in the first file (with --server: in --start-file)")
+    cmd.add_argument(
+        "--stop-position", type=int, help="in the last file (with --server: in --stop-file, exclusive)"
+    )
     cmd.add_argument("--gtid", help="MySQL GTID set, or MariaDB GTIDs/ranges (0-1-5,0-1-7..0-1-9)")
-    cmd.add_argument("--start-datetime", help="YYYY-MM-DD HH:MM:SS[+HH:MM]; UTC without an offset")
+    cmd.add_argument(
+        "--start-datetime",
+        help="YYYY-MM-DD HH:MM:SS[+HH:MM]; without an offset: UTC for files, the server's time zone with --server",
+    )
     cmd.add_argument("--stop-datetime", help="exclusive; same format")
+    cmd.add_argument(
+        "--spool",
+        metavar="DIR",
+        help="with --server: where the fetched binlog files are kept and reused "
+        "(default: $MYSQL_ROLLBACK_DATA_DIR/spool, else mysql-rollback-spool in the temp dir)",
+    )
+    cmd.add_argument(
+        "--server-id",
+        type=int,
+        metavar="N",
+        help="with --server: our replica server id (default: random, high)",
+    )
     cmd.add_argument("-d", "--database", action="append", default=[], help="only this database (repeatable)")
     cmd.add_argument("-t", "--table", action="append", default=[], help="only DB.TABLE (repeatable)")
     cmd.add_argument("--type", help="comma-separated: insert,update,delete")
@@ -114,8 +146,27 @@ def _flashback(args: argparse.Namespace) -> int:
     from rollback.pipeline import storage
     from rollback.schema import SchemaSource, ServerSchema, schema_from_file
 
-    if not args.files:
-        raise RangeError("give binlog files (or --server once the live source is configured)")
+    if args.server:
+        if args.files:
+            raise RangeError("give binlog files or --server, not both")
+    else:
+        alone = [
+            flag
+            for flag, value in (
+                ("--start-file", args.start_file),
+                ("--stop-file", args.stop_file),
+                ("--spool", args.spool),
+                ("--server-id", args.server_id),
+            )
+            if value is not None
+        ]
+        if alone:
+            need = "needs" if len(alone) == 1 else "need"
+            raise RangeError(
+                f"{', '.join(alone)} {need} --server (with binlog files, give the files themselves)"
+            )
+        if not args.files:
+            raise RangeError("give binlog files, or --server DSN and a range")
     for path in args.files:
         if storage.is_local(path) and not os.path.exists(storage.local_path(path)):
             raise RangeError(f"{path}: no such binlog file")
@@ -132,14 +183,19 @@ def _flashback(args: argparse.Namespace) -> int:
             schema = schema_from_file(args.schema_file)
         except (OSError, UnicodeDecodeError) as exc:
             raise RangeError(f"--schema-file {args.schema_file}: cannot read it ({exc})") from None
-    rng = RangeSpec(
-        list(args.files),
-        args.start_position,
-        args.stop_position,
-        args.gtid,
-        args.start_datetime,
-        args.stop_datetime,
-    )
+    if args.server:
+        rng, server_schema = _server_range(args)
+        if schema is None:
+            schema = server_schema
+    else:
+        rng = RangeSpec(
+            list(args.files),
+            args.start_position,
+            args.stop_position,
+            args.gtid,
+            args.start_datetime,
+            args.stop_datetime,
+        )
     filters = Filters(
         {d.lower() for d in args.database}, {t.lower() for t in args.table}, types, args.thread_id
     )
@@ -184,6 +240,32 @@ def _flashback(args: argparse.Namespace) -> int:
         )
         return 3
     return 0
+
+
+def _server_range(args: argparse.Namespace) -> tuple[Any, Any]:
+    """--server: the range resolved against the server and spooled; (RangeSpec, the server's schema).
+    The server's warnings (row images, resolution) go to stderr, one line each."""
+    from pathlib import Path
+
+    from rollback.sources.resolve import check_range, default_spool_dir, resolve_server_range
+
+    timed = bool(args.start_datetime or args.stop_datetime)
+    check_range(args.start_file, args.start_position, args.stop_file, args.stop_position, args.gtid, timed)
+    found = resolve_server_range(
+        args.server,
+        Path(args.spool) if args.spool is not None else default_spool_dir(create=True),
+        args.start_file,
+        args.start_position,
+        args.stop_file,
+        args.stop_position,
+        args.gtid,
+        args.start_datetime,
+        args.stop_datetime,
+        server_id=args.server_id,
+    )
+    for warning in found.warnings:
+        print(f"mysql-rollback: warning: {' '.join(warning.split())}", file=sys.stderr)
+    return found.rng, found.schema
 
 
 def _size(text: str) -> int:
