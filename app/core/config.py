@@ -130,7 +130,7 @@ class Settings(BaseSettings):
     servers: Any = "{}"  # JSON object: name -> DSN, or name -> {dsn, binlog_dir}
     api_tokens: str = ""  # name:role:token,...
     spark_master: str = "local[*]"
-    engine: str = "local"  # local | spark
+    engine: str = "spark"  # spark | local (a range that fits in one partition runs in-process)
     workers: int = 2  # jobs running at once
     max_upload_bytes: int = 1 << 30
 
