@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.corpus import CORPUS
 from tests.support.mariadb import ScratchServer, ServerOptions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,10 +45,9 @@ def scratch_server(scratch_server_factory) -> ScratchServer:
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """The shared corpus of real binlogs. CI has it beside the clone; a missing corpus is a failure, not a skip."""
-    path = Path(os.environ.get("MYSQL_ROLLBACK_CORPUS", REPO.parent / "shared" / "corpus")).resolve()
-    if not (path / "INDEX.md").exists():
-        pytest.fail(f"binlog corpus not found at {path} (set MYSQL_ROLLBACK_CORPUS)")
-    return path
+    if not (CORPUS / "INDEX.md").exists():
+        pytest.fail(f"binlog corpus not found at {CORPUS} (set MYSQL_ROLLBACK_CORPUS)")
+    return CORPUS
 
 
 @pytest.fixture(scope="session")

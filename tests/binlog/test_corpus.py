@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import calendar
 import gzip
-import os
 import re
 import struct
 import time
@@ -41,11 +40,10 @@ from rollback.binlog.rows import JsonPartial, JsonText, RowsEvent, decode_partia
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError, UnsupportedEvent
 from rollback.records import batch_records
+from tests.support.corpus import CORPUS, Entry, index_entries
 
 pytestmark = pytest.mark.corpus
 
-REPO = Path(__file__).resolve().parents[2]
-CORPUS = Path(os.environ.get("MYSQL_ROLLBACK_CORPUS", REPO.parent / "shared" / "corpus")).resolve()
 MARIADB_OUT = "_mariadb-binlog-output"
 BB = "blackbeam__rust_mysql_common/test-data/binlogs"
 OSH = "osheroff__mysql-binlog-connector-java/src/test/resources"
@@ -56,50 +54,7 @@ POC = "mariadb-operator__mariadb-poc/mariadb-binlog/binlogs"
 ABSENT = "calvinstephen487-oss__Docker-mysql-backup-and-restore/binlog.000001"
 
 
-# ------------------------------------------------------------------------------------------ INDEX.md
-
-
-@dataclass(frozen=True)
-class Entry:
-    number: int
-    repo: str
-    path: str
-    gunzipped: bool
-    size: int
-    server_version: str
-    checksum: str
-    events: int
-    histogram: str
-    extras: str
-
-    @property
-    def rel(self) -> str:
-        return f"{self.repo.replace('/', '__')}/{self.path}"
-
-
-_ROW = re.compile(
-    r"^\| (\d+) \| ([^|]+?) \| `([^`]+)`( \(gunzipped\))? \| (\d+) \| ([^|]*?) \| ([^|]*?) \| ([^|]*?) "
-    r"\| (\d+) \| ([^|]*?) \| ([^|]*?) \|$"
-)
-
-
-def _index() -> list[Entry]:
-    index = CORPUS / "INDEX.md"
-    if not index.exists():
-        return []
-    entries = []
-    for line in index.read_text(encoding="utf-8").splitlines():
-        m = _ROW.match(line)
-        if m:
-            entries.append(
-                Entry(
-                    int(m[1]), m[2], m[3], bool(m[4]), int(m[5]), m[6], m[8], int(m[9]), m[10], m[11].strip()
-                )
-            )
-    return entries
-
-
-ENTRIES = _index()
+ENTRIES = index_entries()
 PRESENT = [e for e in ENTRIES if e.rel != ABSENT]
 
 

@@ -31,19 +31,15 @@ from rollback.binlog.gtid import (
     encode_mysql_gtid_set,
 )
 from rollback.errors import BinlogFormatError, RangeError, RollbackError
+from tests.support.corpus import CORPUS
 
 U1 = "00000000-0000-0000-0000-000000000001"
 U2 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 U3 = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 
-CORPUS = Path(os.environ.get("MYSQL_ROLLBACK_CORPUS", Path(__file__).parents[2] / ".." / "shared" / "corpus"))
 SEEDS = Path(os.environ.get("MYSQL_ROLLBACK_SEEDS", Path(__file__).parents[2] / ".." / "shared" / "seeds"))
 BLACKBEAM = CORPUS / "blackbeam__rust_mysql_common" / "test-data" / "binlogs"
 MARIADB_POC = CORPUS / "mariadb-operator__mariadb-poc" / "mariadb-binlog" / "binlogs"
-
-
-def needs(path: Path) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(not path.is_dir(), reason=f"{path} not found (set MYSQL_ROLLBACK_CORPUS)")
 
 
 # Seed 002 (MySQL 5.7.19 mysql-bin.000002 at offset 123): a whole PREVIOUS_GTIDS event with its CRC32.
@@ -542,7 +538,6 @@ def first_body(path: Path, type_code: int) -> bytes:
 
 
 @pytest.mark.corpus
-@needs(BLACKBEAM)
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
@@ -556,7 +551,6 @@ def test_previous_gtids_of_real_mysql_files(name, expected):
 
 
 @pytest.mark.corpus
-@needs(CORPUS)
 def test_every_previous_gtids_event_of_the_corpus_reencodes_byte_for_byte():
     seen = 0
     for path in corpus_binlogs():
@@ -570,7 +564,6 @@ def test_every_previous_gtids_event_of_the_corpus_reencodes_byte_for_byte():
 
 
 @pytest.mark.corpus
-@needs(CORPUS)
 def test_gtid_lists_of_the_corpus_match_what_mariadb_binlog_printed():
     compared = 0
     for path in corpus_binlogs():
@@ -597,7 +590,6 @@ def position_after(path: Path) -> MariaGtidPos:
 
 
 @pytest.mark.corpus
-@needs(MARIADB_POC)
 @pytest.mark.parametrize(("this", "following"), [(4, 5), (5, 6), (6, 7), (9, 10)])
 def test_gtid_list_of_a_file_is_where_the_previous_file_ended(this, following):
     ended = position_after(MARIADB_POC / "domain_id_0" / f"mariadb-repl-bin.{this:06d}")
@@ -608,7 +600,6 @@ def test_gtid_list_of_a_file_is_where_the_previous_file_ended(this, following):
 
 
 @pytest.mark.corpus
-@needs(MARIADB_POC)
 def test_range_picks_gtids_of_a_real_mariadb_file():
     gtids = [
         MariaGtid(domain, server_id, seq)

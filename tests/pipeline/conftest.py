@@ -3,31 +3,10 @@
 from __future__ import annotations
 
 import gzip
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.conftest import REPO
-
-CORPUS = REPO.parent / "shared" / "corpus"
-_ROW = re.compile(r"^\| \d+ \| ([^|]+?) \| `([^`]+)`( \(gunzipped\))? \| (\d+) \|.*\|$")
-
-
-def corpus_with_rows() -> list[str]:
-    """Corpus files (relative paths) whose INDEX.md histogram shows rows events, smallest first."""
-    index = CORPUS / "INDEX.md"
-    if not index.exists():
-        return []
-    found = []
-    for line in index.read_text(encoding="utf-8").splitlines():
-        m = _ROW.match(line)
-        if m and "_ROWS" in line:
-            rel = f"{m.group(1).replace('/', '__')}/{m.group(2)}"
-            if (CORPUS / rel).exists():
-                found.append((int(m.group(4)), rel))
-    return [rel for _size, rel in sorted(found)]
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ from rollback.pipeline import partition
 from rollback.schema import ServerSchema
 from tests.e2e import test_flashback_workloads as seed_workload
 from tests.e2e.test_flashback_restore import TABLES, workload
-from tests.pipeline.conftest import corpus_with_rows
+from tests.support.corpus import corpus_with_rows
 
 UNSPLIT = 1 << 40
 SEED_STEPS = seed_workload.SEED_STEPS
