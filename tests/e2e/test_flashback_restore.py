@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 
 import pytest
 
-from rollback.errors import IrreversibleChange
+from rollback.errors import ConflictError, IrreversibleChange
 from rollback.execute import execute_plan
-from rollback.flashback import Filters, Options, RangeSpec, generate
-from rollback.schema import ServerSchema
+from tests.support.restore import apply_with_client, flashback, range_args, run_cli
 
 TABLES = {
     "pk": """CREATE TABLE {db}.pk (
@@ -102,35 +99,12 @@ def test_rollback_of_a_mixed_workload_restores_checksums_and_rows(scratch_server
         ]
     )
     assert checksums(scratch_server, db) != before_sums
-    script, plan = tmp_path / "rollback.sql", tmp_path / "plan.jsonl"
-    report = generate(
-        RangeSpec([str(f) for f in rng.files], rng.start_position, rng.stop_position),
-        Filters(),
-        Options(schema=ServerSchema(scratch_server.connect)),
-        script,
-        plan,
-    )
+    script, _plan, report = flashback(scratch_server, rng, tmp_path)
     assert report.statements > 300
     text = script.read_text()
     assert text.index("SET NAMES utf8mb4") < text.index("BEGIN;")
     # The plain command-line client applies it.
-    with open(script, "rb") as f:
-        subprocess.run(
-            [
-                "mariadb",
-                "--no-defaults",
-                "-h",
-                "127.0.0.1",
-                "-P",
-                str(scratch_server.port),
-                "-u",
-                scratch_server.user,
-                f"-p{scratch_server.password}",
-            ],
-            stdin=f,
-            check=True,
-            capture_output=True,
-        )
+    apply_with_client(scratch_server, script, tcp=True)
     assert checksums(scratch_server, db) == before_sums
     assert rows(scratch_server, db) == before_rows
 
@@ -139,14 +113,7 @@ def test_execution_dry_run_changes_nothing_and_commit_restores(scratch_server, d
     before_sums = checksums(scratch_server, db)
     rng = scratch_server.run_sql(workload(random.Random(4), db, 60, 40_000))
     after_sums = checksums(scratch_server, db)
-    plan = tmp_path / "plan.jsonl"
-    generate(
-        RangeSpec([str(f) for f in rng.files], rng.start_position, rng.stop_position),
-        Filters(),
-        Options(schema=ServerSchema(scratch_server.connect)),
-        tmp_path / "r.sql",
-        plan,
-    )
+    _script, plan, _report = flashback(scratch_server, rng, tmp_path)
     dry = execute_plan(plan, scratch_server.dsn)
     assert dry.dry_run and dry.statements > 0 and not dry.conflicts
     assert checksums(scratch_server, db) == after_sums
@@ -163,16 +130,7 @@ def test_conflicting_row_is_detected_before_anything_is_applied(scratch_server, 
     rng = scratch_server.run_sql([f"UPDATE {db}.conf SET v = 70"])
     scratch_server.run_sql([f"UPDATE {db}.conf SET v = 80 WHERE code = 'c3'"])  # changed after the incident
     after = scratch_server.query(f"CHECKSUM TABLE {db}.conf EXTENDED")
-    plan = tmp_path / "plan.jsonl"
-    generate(
-        RangeSpec([str(f) for f in rng.files], rng.start_position, rng.stop_position),
-        Filters(),
-        Options(schema=ServerSchema(scratch_server.connect)),
-        tmp_path / "r.sql",
-        plan,
-    )
-    from rollback.errors import ConflictError
-
+    _script, plan, _report = flashback(scratch_server, rng, tmp_path)
     with pytest.raises(ConflictError, match="changed since the incident"):
         execute_plan(plan, scratch_server.dsn, commit=True)
     assert scratch_server.query(f"CHECKSUM TABLE {db}.conf EXTENDED") == after
@@ -189,25 +147,10 @@ def test_conflicting_row_is_detected_before_anything_is_applied(scratch_server, 
 
 def test_cli_flashback_prints_script_and_refuses_bad_input(scratch_server, db, tmp_path):
     rng = scratch_server.run_sql([f"DELETE FROM {db}.nopk WHERE a = 1"])
-    cmd = [
-        sys.executable,
-        "-m",
-        "rollback.cli",
-        "flashback",
-        *map(str, rng.files),
-        "--start-position",
-        str(rng.start_position),
-        "--stop-position",
-        str(rng.stop_position),
-        "--schema-dsn",
-        scratch_server.dsn,
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = run_cli("flashback", *range_args(rng), "--schema-dsn", scratch_server.dsn)
     assert out.returncode == 0, out.stderr
     assert "INSERT INTO `restore`.`nopk`" in out.stdout
-    bad = subprocess.run(
-        cmd[:-2] + ["--start-position", str(rng.start_position + 1)], capture_output=True, text=True
-    )
+    bad = run_cli("flashback", *range_args(rng), "--start-position", str(rng.start_position + 1))
     assert bad.returncode == 2
     assert (
         bad.stderr.count("\n") == 1
@@ -226,20 +169,10 @@ def test_minimal_images_restore_updates_and_refuse_deletes_precisely(scratch_ser
     update = server.run_sql(["UPDATE m.t SET a = a + 1 WHERE id <= 3"])
     # The UPDATE's before image holds only the key: the old values of `a` are lost.
     with pytest.raises(IrreversibleChange, match=r"update on m\.t .*missing a"):
-        generate(
-            RangeSpec([str(f) for f in update.files], update.start_position, update.stop_position),
-            Filters(),
-            Options(schema=ServerSchema(server.connect)),
-            tmp_path / "u.sql",
-        )
+        flashback(server, update, tmp_path, name="u")
     delete = server.run_sql(["DELETE FROM m.t WHERE id = 5"])
     with pytest.raises(IrreversibleChange, match=r"delete on m\.t .*missing a, b"):
-        generate(
-            RangeSpec([str(f) for f in delete.files], delete.start_position, delete.stop_position),
-            Filters(),
-            Options(schema=ServerSchema(server.connect)),
-            tmp_path / "d.sql",
-        )
+        flashback(server, delete, tmp_path, name="d")
     assert not (tmp_path / "d.sql").exists()
     assert server.query("CHECKSUM TABLE m.t EXTENDED") != before
 
@@ -252,18 +185,6 @@ def test_noblob_images_restore_updates_of_present_columns(scratch_server_factory
     )
     before = server.query("CHECKSUM TABLE n.t EXTENDED")
     rng = server.run_sql(["UPDATE n.t SET a = a * 7 WHERE id > 1"])
-    script = tmp_path / "n.sql"
-    generate(
-        RangeSpec([str(f) for f in rng.files], rng.start_position, rng.stop_position),
-        Filters(),
-        Options(schema=ServerSchema(server.connect)),
-        script,
-    )
-    conn = server.connect()
-    with conn.cursor() as cur:
-        for statement in script.read_text().split(";\n"):
-            lines = [ln for ln in statement.splitlines() if ln.strip() and not ln.startswith("--")]
-            if lines:
-                cur.execute("\n".join(lines))
-    conn.close()
+    script, _plan, _report = flashback(server, rng, tmp_path, name="n")
+    apply_with_client(server, script)
     assert server.query("CHECKSUM TABLE n.t EXTENDED") == before
