@@ -357,12 +357,10 @@ def _executable(
     return job, target
 
 
-@router.post("/jobs/{job_id}/dry-run")
-@_page
-async def dry_run(request: Request, job_id: str) -> Response:
-    principal, token = _principal(request, "operator")
-    data = await _form(request, token)
-    job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
+async def _run_execution(
+    request: Request, job: Job, target: Any, principal: Principal, *, dry_run: bool, on_conflict: str
+) -> Response:
+    """Run (or dry-run) a job's plan on a target, record it, and show the job's executions."""
     services = _services(request)
     await run_in_threadpool(
         run_execution,
@@ -371,11 +369,20 @@ async def dry_run(request: Request, job_id: str) -> Response:
         services.scrub,
         job,
         target,
-        True,
-        "abort",
+        dry_run,
+        on_conflict,
         principal.name,
     )
-    return RedirectResponse(f"/jobs/{job_id}#executions", status_code=303)
+    return RedirectResponse(f"/jobs/{job.id}#executions", status_code=303)
+
+
+@router.post("/jobs/{job_id}/dry-run")
+@_page
+async def dry_run(request: Request, job_id: str) -> Response:
+    principal, token = _principal(request, "operator")
+    data = await _form(request, token)
+    job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
+    return await _run_execution(request, job, target, principal, dry_run=True, on_conflict="abort")
 
 
 @router.post("/jobs/{job_id}/execute/check")
@@ -402,17 +409,5 @@ async def execute(request: Request, job_id: str) -> Response:
     job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
     if data.get("confirm") != "yes":
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
-    services = _services(request)
     on_conflict = "skip" if data.get("on_conflict") == "skip" else "abort"
-    await run_in_threadpool(
-        run_execution,
-        services.db,
-        services.metrics,
-        services.scrub,
-        job,
-        target,
-        False,
-        on_conflict,
-        principal.name,
-    )
-    return RedirectResponse(f"/jobs/{job_id}#executions", status_code=303)
+    return await _run_execution(request, job, target, principal, dry_run=False, on_conflict=on_conflict)
