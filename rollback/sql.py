@@ -39,10 +39,6 @@ def quote_text(text: str) -> str:
 _UNSAFE_CHARS = re.compile("[\\\\\x00-\x1f\x7f]")
 
 
-def _has_unsafe_chars(text: str) -> bool:
-    return _UNSAFE_CHARS.search(text) is not None
-
-
 def hex_literal(data: bytes, charset: str = "binary") -> str:
     if not data:
         return f"_{charset}''" if charset != "binary" else "_binary''"

@@ -86,11 +86,6 @@ class StreamState:
     # Where the stream is: the current file name (ROTATE may change it in relay logs or spools).
     file_name: str | None = None
 
-    def copy(self) -> StreamState:
-        return StreamState(
-            self.facts, dict(self.table_maps), TxContext(**self.tx.to_dict()), self.path, self.file_name
-        )
-
 
 @dataclass(slots=True)
 class DecodedEvent:
@@ -114,10 +109,6 @@ class RowsBatch:
     server_id: int
     rows: list  # tuples (insert/delete) or (before, after) pairs (update)
     statement_end: bool
-
-
-def _unknown(raw: RawEvent, facts: FormatFacts) -> Any:
-    return ev.Ignored(raw.type_code)
 
 
 def decode_stream(

@@ -317,7 +317,3 @@ def scan_headers(
             raise BinlogFormatError(path, pos, f"event length {length} is impossible here")
         yield pos, type_code, length, timestamp
         pos += length
-
-
-def open_binlog(path: str | Path) -> BinlogFile:
-    return BinlogFile(Path(path))
