@@ -310,8 +310,12 @@ def _copy(src: IO[bytes], dst: _Sink, start: int, length: int) -> None:
 _DDL_CHANGES_SCHEMA = re.compile(r"(?is)^\s*(ALTER|DROP|RENAME|TRUNCATE|CREATE\s+OR\s+REPLACE)\b")
 
 
+_IDENTIFIER = re.compile(r"`((?:[^`]|``)+)`|\b(\w+)\b")
+
+
 def _ddl_names(sql: str) -> set[str]:
-    return {n.lower() for n in re.findall(r"`((?:[^`]|``)+)`|\b(\w+)\b", sql) for n in n if n}
+    """Every identifier a DDL statement names, quoted or bare, lower-cased."""
+    return {(quoted or bare).lower() for quoted, bare in _IDENTIFIER.findall(sql)}
 
 
 def _ddl_hits(ddl: list[dict[str, Any]], changed: Any) -> list[tuple[dict[str, Any], set[str]]]:
