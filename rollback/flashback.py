@@ -45,7 +45,8 @@ from rollback.pipeline.partition import (
     part_path,
 )
 from rollback.pipeline.plan import TARGET_BYTES, Plan, SchemaKey, plan_range
-from rollback.schema import SchemaResolver, SchemaSource, TableSchema
+from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, TableSchema
+from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
 
 SCRIPT_PRELUDE = (
     "SET NAMES utf8mb4;\nSET time_zone = '+00:00';\nSET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO';\n"
@@ -163,6 +164,9 @@ class Report:
     events_total: int = 0
     partitions: int = 0
     engine: str = ""
+    # what the statements set off at the schema server (side_effects.SideEffects.to_dict());
+    # None: not checked (no schema server, or not a flashback)
+    side_effects: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,6 +183,7 @@ class Report:
             "events_total": self.events_total,
             "partitions": self.partitions,
             "engine": self.engine,
+            "side_effects": self.side_effects,
         }
 
 
@@ -491,7 +496,23 @@ class Flashback:
         else:
             summaries = run_local(spec, plan.partitions, note)
         self._collect(out_dir, plan, summaries)
+        self._side_effects()
         return summaries
+
+    def _side_effects(self) -> None:
+        """Triggers, cascading foreign keys and non-transactional tables the reverse statements meet,
+        when a schema server is known (execution reads them again at the target, whatever this says)."""
+        schema = self.options.schema
+        if self.options.mode != "flashback" or not isinstance(schema, ServerSchema):
+            return
+        try:
+            found = detect_with(schema.connector, statement_kinds(self.report.counts))
+        except Exception as exc:  # noqa: BLE001 - a warning: the job's output does not depend on it
+            reason = " ".join(str(exc.args[-1] if exc.args else exc).split())
+            self.report.warnings.append(f"cannot read {SIDE_EFFECTS} from the schema server: {reason}")
+            return
+        self.report.side_effects = found.to_dict()
+        self.report.warnings.extend(found.warnings())
 
     def _collect(self, out_dir: str, plan: Plan, summaries: list[Summary]) -> None:
         """The report from the summaries; raises the error the job stops with, if any."""
@@ -618,6 +639,13 @@ class Flashback:
         lines.append(f"-- transactions: {report.transactions}, statements: {report.statements}")
         for (table, kind), rows in sorted(report.counts.items()):
             lines.append(f"-- rows: {table} {kind} {rows}")
+        if self.options.mode == "flashback":
+            found = report.side_effects
+            if found is None:
+                state = "not checked (no schema server)"
+            else:
+                state = "see the warnings below" if any(found.values()) else "none found"
+            lines.append(f"-- {SIDE_EFFECTS}: {state}; execution checks them at the target")
         for warning in report.warnings:
             lines.append(f"-- warning: {_comment(warning)}")
         for item in self._irreversible(out_dir, summaries):

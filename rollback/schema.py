@@ -218,6 +218,11 @@ class ServerSchema:
         self._connect = connect  # a callable returning a DB-API connection
         self._cache: dict[tuple[str, str], TableSchema | None] = {}
 
+    @property
+    def connector(self) -> Any:
+        """The callable opening a connection to the server (for other readers of its information_schema)."""
+        return self._connect
+
     def lookup(self, database: str, table: str) -> TableSchema | None:
         key = (database, table)
         if key not in self._cache:
