@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
+    from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT
+
     cmd.add_argument(
         "files", nargs="*", metavar="BINLOG_FILE", help="binlog files, in log order (or --server)"
     )
@@ -132,8 +134,45 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--dry-run", action="store_true", help="with --execute: roll back at the end (the default)"
     )
-    cmd.add_argument("--single-transaction", action="store_true", help="apply everything in one transaction")
+    transactions = cmd.add_mutually_exclusive_group()
+    transactions.add_argument(
+        "--single-transaction",
+        action="store_true",
+        help="with --execute: apply everything in one transaction (the default; kept for old scripts)",
+    )
+    transactions.add_argument(
+        "--per-transaction",
+        action="store_true",
+        help="with --execute --commit: commit per original transaction (a failure leaves the earlier ones "
+        "applied, and names them)",
+    )
     cmd.add_argument("--on-conflict", choices=("abort", "skip"), default="abort")
+    cmd.add_argument(
+        "--accept-triggers",
+        action="store_true",
+        help="with --execute: run even though the statements fire triggers again",
+    )
+    cmd.add_argument(
+        "--accept-cascades",
+        action="store_true",
+        help="with --execute --commit: run even though foreign keys cascade (or cascaded) to child tables",
+    )
+    cmd.add_argument(
+        "--accept-non-transactional",
+        action="append",
+        default=[],
+        metavar="TABLE[,TABLE]",
+        help="with --execute --commit: run on these non-transactional DB.TABLEs, whose changes a failure "
+        "cannot roll back (repeatable)",
+    )
+    cmd.add_argument(
+        "--lock-wait-timeout",
+        type=int,
+        default=DEFAULT_LOCK_WAIT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"with --execute: how long a check waits for a row another session holds "
+        f"(default {DEFAULT_LOCK_WAIT_TIMEOUT})",
+    )
 
 
 def _flashback(args: argparse.Namespace) -> int:
@@ -229,8 +268,14 @@ def _flashback(args: argparse.Namespace) -> int:
                 plan,
                 args.target,
                 commit=args.commit and not args.dry_run,
-                single_transaction=args.single_transaction,
+                single_transaction=not args.per_transaction,
                 on_conflict=args.on_conflict,
+                accept_triggers=args.accept_triggers,
+                accept_cascades=args.accept_cascades,
+                accept_non_transactional=[
+                    t.strip() for item in args.accept_non_transactional for t in item.split(",") if t.strip()
+                ],
+                lock_wait_timeout=args.lock_wait_timeout,
             )
             print(json.dumps({"execution": result.to_dict()}), file=sys.stderr)
     if report.irreversible_count:

@@ -1,16 +1,26 @@
 """Verified execution of a rollback plan against a target server: all or nothing.
 
-Every statement runs after its check (the row is still as the binlog left it, or its key is
-free for a re-insert) and must affect exactly one row. The checks run inside the same
-transaction, in execution order, so each one sees the state the later changes' reversal left.
-A dry run does everything and rolls back. Commit mode first runs the dry run; conflicts stop
-it before anything is applied (or are skipped with on_conflict="skip").
+Before anything runs, the target is asked what the plan's statements would do beyond their rows
+(rollback/side_effects.py: triggers, cascading foreign keys, tables without transactions) and how
+big a statement it accepts (max_allowed_packet): what the caller did not accept is refused, and a
+statement that cannot be sent is refused, before a single statement runs.
+
+Every statement runs after its check (the row is still as the binlog left it, or its key is free for
+a re-insert) and must affect exactly one row. The checks are locking reads (SELECT ... FOR UPDATE)
+inside the transaction that applies, in execution order: each one sees the state the later changes'
+reversal left, and a row another session changes concurrently is either waited for and then seen as
+changed (a conflict), or reported as locked after the lock wait timeout, never overwritten.
+
+A dry run does everything and rolls back, except on non-transactional tables, where it only runs the
+checks (reads). Commit mode first runs the dry run (conflicts stop it before anything is applied, or
+are skipped with on_conflict="skip"), then everything again in one transaction, or committing per
+original transaction when asked.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +29,19 @@ from urllib.parse import unquote, urlparse
 import pymysql
 
 from rollback.errors import ConflictError, RollbackError, SourceError
+from rollback.side_effects import (
+    SideEffects,
+    cascade_warning,
+    detect,
+    plan_statement_kinds,
+    trigger_warning,
+)
 
 PRELUDE = ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
+LOCKING = " FOR UPDATE"
+DEFAULT_LOCK_WAIT_TIMEOUT = 10  # seconds a check waits for a row another session holds
+LOCK_ERRORS = {1205: "row locked by another session", 1213: "deadlock with another session"}
+LISTED_TRANSACTIONS = 10  # transactions named in an error message; the result lists them all
 
 
 @dataclass
@@ -31,7 +52,18 @@ class ExecutionResult:
     rows_affected: int = 0
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     skipped: int = 0
-    transactions_committed: int = 0  # per-transaction mode: committed before the end (or an error)
+    # per-transaction mode: the original transactions whose reversal is committed, in commit order
+    transactions_applied: list[dict[str, Any]] = field(default_factory=list)
+    side_effects: dict[str, Any] = field(default_factory=dict)  # what the target said (SideEffects.to_dict)
+    # dry run: non-transactional tables whose statements were not run, only their checks
+    read_only_tables: list[str] = field(default_factory=list)
+    unverified: int = 0  # of their checks, those that depend on statements the dry run did not run
+    # commit: statements run on non-transactional tables (they stay whatever happens next), per table
+    non_transactional_applied: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def transactions_committed(self) -> int:
+        return len(self.transactions_applied)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,13 +74,26 @@ class ExecutionResult:
             "conflicts": self.conflicts,
             "skipped": self.skipped,
             "transactions_committed": self.transactions_committed,
+            "transactions_applied": self.transactions_applied,
+            "side_effects": self.side_effects,
+            "read_only_tables": self.read_only_tables,
+            "unverified": self.unverified,
+            "non_transactional_applied": self.non_transactional_applied,
         }
 
 
 class ExecutionFailed(RollbackError):
-    """A statement affected a number of rows other than one: everything was rolled back."""
+    """A statement failed or affected a number of rows other than one; the message says what stays applied."""
 
     exit_code = 3
+
+    def __init__(self, message: str, result: ExecutionResult | None = None):
+        super().__init__(message)
+        self.result = result  # how far the failed pass got (transactions committed in per-transaction mode)
+
+
+class ExecutionRefused(RollbackError):
+    """The plan cannot or may not run on this target as asked: refused before any statement ran."""
 
 
 def parse_dsn(dsn: str) -> dict[str, Any]:
@@ -96,72 +141,131 @@ def _where(step: dict[str, Any]) -> str:
     return f"{step.get('file')}:{step.get('pos')} ({step.get('table')}, reverse of {step.get('type')})"
 
 
+def _transaction(item: dict[str, Any]) -> str:
+    gtid = f"gtid {item['gtid']}, " if item.get("gtid") else ""
+    return f"transaction {item['tx']} ({gtid}{item['file']}:{item['pos']})"
+
+
 def _applied(result: ExecutionResult) -> str:
-    """What an error leaves behind: nothing, or the transactions committed before it (per-transaction mode)."""
-    if result.transactions_committed:
-        return (
-            f"{result.transactions_committed} earlier transaction(s) stay committed, this one was rolled back "
-            "(--single-transaction applies all or nothing)"
+    """What an error leaves behind: nothing, or the transactions committed before it (per-transaction
+    mode) and what already ran on tables without transactions."""
+    parts = []
+    done = result.transactions_applied
+    if done:
+        named = ", ".join(_transaction(t) for t in done[:LISTED_TRANSACTIONS])
+        more = f" and {len(done) - LISTED_TRANSACTIONS} more" if len(done) > LISTED_TRANSACTIONS else ""
+        parts.append(
+            f"{len(done)} earlier transaction(s) stay committed: {named}{more}; this one was rolled back "
+            "(without --per-transaction everything is one transaction)"
         )
-    return "nothing was applied"
+    kept = result.non_transactional_applied
+    if kept:
+        if not done:
+            parts.append("the changes to transactional tables were rolled back")
+        tables = ", ".join(f"{table} ({n})" for table, n in kept.items())
+        parts.append(
+            f"but the {sum(kept.values())} statement(s) already run on non-transactional tables stay applied: "
+            f"{tables}"
+        )
+    return "; ".join(parts) if parts else "nothing was applied"
 
 
-def _execute(cur: Any, sql: str, step: dict[str, Any], result: ExecutionResult) -> int:
-    try:
-        return int(cur.execute(sql))
-    except pymysql.err.MySQLError as exc:
-        reason = exc.args[-1] if exc.args else exc
-        raise ExecutionFailed(
-            f"the target refused the statement at {_where(step)}: {reason}; {_applied(result)}: {sql[:300]}"
-        ) from None
+@dataclass
+class _Pass:
+    """One pass over the plan on one connection."""
 
+    plan: list[dict[str, Any]]
+    on_conflict: str
+    result: ExecutionResult
+    per_transaction: bool
+    lock_wait_timeout: int
+    read_only: set[str]  # lower-cased tables whose statements this pass must not run (dry run)
+    non_transactional: set[str]  # lower-cased tables whose changes no rollback undoes
+    last: dict[str, Any] | None = None  # per-transaction mode: the transaction open at the end
 
-def _run(
-    conn: Any, plan: list[dict[str, Any]], on_conflict: str, result: ExecutionResult, per_transaction: bool
-) -> None:
-    with conn.cursor() as cur:
-        for sql in PRELUDE:
-            cur.execute(sql)
-        current_tx = None
-        for step in plan:
-            if per_transaction and step["tx"] != current_tx:
-                if current_tx is not None:
-                    conn.commit()
-                    result.transactions_committed += 1
-                current_tx = step["tx"]
-                cur.execute("BEGIN")
-            if step.get("check"):
-                _execute(cur, step["check"], step, result)
-                found = cur.fetchone()[0]
-                expect = step["expect"]
-                ok = found == 0 if expect == 0 else found >= 1
-                if not ok:
-                    conflict = {
-                        "file": step.get("file"),
-                        "pos": step.get("pos"),
-                        "table": step.get("table"),
-                        "statement": step["sql"],
-                        "found": found,
-                        "reason": "the row's key is taken"
-                        if expect == 0
-                        else "the row changed since the incident",
-                    }
-                    result.conflicts.append(conflict)
-                    if on_conflict == "skip":
-                        result.skipped += 1
-                        continue
-                    raise ConflictError(
-                        f"conflict at {_where(step)}: {conflict['reason']}; {_applied(result)} "
-                        "(--on-conflict skip leaves such rows alone)"
-                    )
-            affected = _execute(cur, step["sql"], step, result)
-            result.statements += 1
-            if affected != 1:
+    def _execute(self, cur: Any, sql: str, step: dict[str, Any]) -> int:
+        try:
+            return int(cur.execute(sql))
+        except pymysql.err.MySQLError as exc:
+            code = exc.args[0] if exc.args else None
+            reason = exc.args[-1] if exc.args else exc
+            if code in LOCK_ERRORS:
                 raise ExecutionFailed(
-                    f"statement at {_where(step)} affected {affected} rows, not 1; {_applied(result)}: "
-                    f"{step['sql'][:300]}"
-                )
-            result.rows_affected += affected
+                    f"{LOCK_ERRORS[code]} at {_where(step)}: {reason} (waited up to {self.lock_wait_timeout}s, "
+                    f"--lock-wait-timeout); {_applied(self.result)}",
+                    self.result,
+                ) from None
+            raise ExecutionFailed(
+                f"the target refused the statement at {_where(step)}: {reason}; {_applied(self.result)}: "
+                f"{sql[:300]}",
+                self.result,
+            ) from None
+
+    def run(self, conn: Any) -> None:
+        result = self.result
+        touched: set[str] = set()  # read-only tables with a statement this pass did not run
+        with conn.cursor() as cur:
+            for sql in PRELUDE:
+                cur.execute(sql)
+            cur.execute(f"SET SESSION innodb_lock_wait_timeout = {int(self.lock_wait_timeout)}")
+            current: dict[str, Any] | None = None
+            for step in self.plan:
+                if self.per_transaction and (current is None or step["tx"] != current["tx"]):
+                    if current is not None:
+                        conn.commit()
+                        result.transactions_applied.append(current)
+                    current = {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
+                    cur.execute("BEGIN")
+                table = str(step.get("table"))
+                key = table.lower()
+                read_only = key in self.read_only
+                if step.get("check"):
+                    self._execute(cur, step["check"] + LOCKING, step)
+                    found = cur.fetchone()[0]
+                    expect = step["expect"]
+                    if not (found == 0 if expect == 0 else found >= 1):
+                        if read_only and key in touched:
+                            # the row may be one a statement this dry run did not run would have changed
+                            result.unverified += 1
+                            continue
+                        self._conflict(step, found)
+                        continue
+                if read_only:
+                    touched.add(key)
+                    continue
+                affected = self._execute(cur, step["sql"], step)
+                if key in self.non_transactional:
+                    result.non_transactional_applied[table] = (
+                        result.non_transactional_applied.get(table, 0) + 1
+                    )
+                result.statements += 1
+                if affected != 1:
+                    raise ExecutionFailed(
+                        f"statement at {_where(step)} affected {affected} rows, not 1; {_applied(result)}: "
+                        f"{step['sql'][:300]}",
+                        result,
+                    )
+                result.rows_affected += affected
+            self.last = current
+
+    def _conflict(self, step: dict[str, Any], found: int) -> None:
+        expect = step["expect"]
+        conflict = {
+            "file": step.get("file"),
+            "pos": step.get("pos"),
+            "table": step.get("table"),
+            "statement": step["sql"],
+            "found": found,
+            "reason": "the row's key is taken" if expect == 0 else "the row changed since the incident",
+        }
+        self.result.conflicts.append(conflict)
+        if self.on_conflict == "skip":
+            self.result.skipped += 1
+            return
+        raise ConflictError(
+            f"conflict at {_where(step)}: {conflict['reason']}; {_applied(self.result)} "
+            "(--on-conflict skip leaves such rows alone)"
+        )
 
 
 def _rollback_quietly(conn: Any) -> None:
@@ -171,32 +275,124 @@ def _rollback_quietly(conn: Any) -> None:
         pass  # a lost connection rolls back on the server by itself
 
 
-def _attempt(
-    factory: Callable[[], Any],
-    plan: list[dict[str, Any]],
-    on_conflict: str,
-    result: ExecutionResult,
-    per_transaction: bool,
-    commit: bool,
-) -> None:
+def _close_quietly(conn: Any) -> None:
+    try:
+        conn.close()
+    except pymysql.err.MySQLError:
+        pass
+
+
+def _attempt(factory: Callable[[], Any], one: _Pass, commit: bool) -> None:
     """One pass over the plan on a fresh connection; commit at the end or roll everything back."""
     conn = factory()
+    result = one.result
     try:
         conn.begin()
-        _run(conn, plan, on_conflict, result, per_transaction)
+        one.run(conn)
         if commit:
             conn.commit()
             result.committed = True
+            if one.last is not None:
+                result.transactions_applied.append(one.last)
     except pymysql.err.MySQLError as exc:
         reason = exc.args[-1] if exc.args else exc
-        raise ExecutionFailed(f"the target failed during execution: {reason}; {_applied(result)}") from None
+        raise ExecutionFailed(
+            f"the target failed during execution: {reason}; {_applied(result)}", result
+        ) from None
     finally:
         if not result.committed:
             _rollback_quietly(conn)
-        try:
-            conn.close()
-        except pymysql.err.MySQLError:
-            pass
+        _close_quietly(conn)
+
+
+def _check_sizes(plan: list[dict[str, Any]], max_packet: int) -> None:
+    """Every statement and check must fit in one packet (the query and its command byte, under
+    max_allowed_packet): a script run would otherwise fail halfway."""
+    for n, step in enumerate(plan, 1):
+        for what, sql in (("", step["sql"]), ("the check query of ", step.get("check"))):
+            if not sql:
+                continue
+            if what:
+                sql += LOCKING
+            size = len(sql.encode("utf-8", "surrogateescape"))
+            if size + 1 >= max_packet:
+                raise ExecutionRefused(
+                    f"{what}statement {n} of {len(plan)} ({step.get('file')}:{step.get('pos')}, {step.get('table')}) "
+                    f"is {size} bytes, too big for the target's max_allowed_packet of {max_packet} bytes; "
+                    f"raise it on the target (SET GLOBAL max_allowed_packet = {_packet_for(size)}) and run "
+                    "again; nothing was run"
+                )
+
+
+def _packet_for(size: int) -> int:
+    """A max_allowed_packet (a multiple of 1024) that holds a statement of `size` bytes."""
+    return (size + 1024) // 1024 * 1024 + 1024
+
+
+def _first_at(plan: list[dict[str, Any]]) -> dict[str, str]:
+    """db.table (lower-cased) -> the position of its first statement in execution order."""
+    first: dict[str, str] = {}
+    for step in plan:
+        first.setdefault(str(step.get("table")).lower(), f"{step.get('file')}:{step.get('pos')}")
+    return first
+
+
+def _refusals(
+    found: SideEffects,
+    plan: list[dict[str, Any]],
+    commit: bool,
+    accept_triggers: bool,
+    accept_cascades: bool,
+    accepted_tables: set[str],
+) -> list[str]:
+    """What the caller did not accept. Triggers even in a dry run (they may write to tables a rollback
+    does not undo); cascades and non-transactional tables only when committing (a dry run's cascades
+    roll back with it, and it never writes to a non-transactional table)."""
+    first = _first_at(plan)
+    reasons = []
+    if found.triggers and not accept_triggers:
+        t = found.triggers[0]
+        more = f" (and {len(found.triggers) - 1} more trigger(s))" if len(found.triggers) > 1 else ""
+        reasons.append(
+            f"{trigger_warning(t)}; first at {first.get(t['table'].lower())}{more}; "
+            "--accept-triggers runs the plan anyway"
+        )
+    if commit and found.cascades and not accept_cascades:
+        c = found.cascades[0]
+        more = f" (and {len(found.cascades) - 1} more)" if len(found.cascades) > 1 else ""
+        reasons.append(
+            f"{cascade_warning(c)}; first at {first.get(c['parent'].lower())}{more}; "
+            "--accept-cascades runs the plan anyway"
+        )
+    missing = [n for n in found.non_transactional if n["table"].lower() not in accepted_tables]
+    if commit and missing:
+        named = ", ".join(
+            f"{n['table']} ({n['engine']}) first at {first.get(n['table'].lower())}" for n in missing
+        )
+        reasons.append(
+            f"non-transactional table(s) {named}: a commit that fails halfway cannot roll back what already "
+            f"ran on them; --accept-non-transactional {','.join(n['table'] for n in missing)} accepts that risk"
+        )
+    return reasons
+
+
+def _preflight(factory: Callable[[], Any], plan: list[dict[str, Any]]) -> SideEffects:
+    """The target's max_allowed_packet against every statement, and what the statements set off."""
+    conn = factory()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@max_allowed_packet")
+            max_packet = int(cur.fetchone()[0])
+        _check_sizes(plan, max_packet)
+        return detect(conn, plan_statement_kinds(plan))
+    except pymysql.err.MySQLError as exc:
+        reason = exc.args[-1] if exc.args else exc
+        raise ExecutionFailed(
+            f"cannot read the target's settings and schema: {reason}; nothing was run"
+        ) from None
+    finally:
+        _rollback_quietly(conn)
+        _close_quietly(conn)
 
 
 def execute_plan(
@@ -205,18 +401,45 @@ def execute_plan(
     commit: bool = False,
     single_transaction: bool = True,
     on_conflict: str = "abort",
+    *,
+    accept_triggers: bool = False,
+    accept_cascades: bool = False,
+    accept_non_transactional: Iterable[str] = (),
+    lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT,
 ) -> ExecutionResult:
     """Run the plan on the target (a DSN or a connection factory). Dry run unless commit=True.
 
-    The dry run applies everything, checks included, in one transaction and rolls it back: a conflict or a
-    refused statement stops the job there, before anything is applied. Commit mode then runs it for real.
+    Refused before anything runs (ExecutionRefused): a statement over the target's max_allowed_packet;
+    triggers the statements fire, unless accept_triggers; when committing, cascading foreign keys
+    unless accept_cascades, and non-transactional tables not named in accept_non_transactional.
+    The dry run applies everything, checks included, in one transaction and rolls it back (statements
+    on non-transactional tables are not run, only their checks): a conflict or a refused statement
+    stops the job there, before anything is applied. Commit mode then runs it for real, in one
+    transaction unless single_transaction=False (a commit per original transaction).
     """
+    if lock_wait_timeout < 1:
+        raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
     plan = list(read_plan(plan_path))
     factory = (lambda: connect(target)) if isinstance(target, str) else target
-    dry = ExecutionResult(dry_run=True)
-    _attempt(factory, plan, on_conflict, dry, per_transaction=False, commit=False)
+    found = _preflight(factory, plan)
+    accepted = {t.strip().lower() for t in accept_non_transactional if t.strip()}
+    reasons = _refusals(found, plan, commit, accept_triggers, accept_cascades, accepted)
+    if reasons:
+        raise ExecutionRefused("refused, nothing was run: " + "; ".join(reasons))
+    non_transactional = {t.lower() for t in found.non_transactional_tables}
+    dry = ExecutionResult(dry_run=True, side_effects=found.to_dict())
+    dry.read_only_tables = sorted(found.non_transactional_tables)
+    _attempt(
+        factory,
+        _Pass(plan, on_conflict, dry, False, lock_wait_timeout, non_transactional, non_transactional),
+        commit=False,
+    )
     if not commit:
         return dry
-    real = ExecutionResult(dry_run=False)
-    _attempt(factory, plan, on_conflict, real, per_transaction=not single_transaction, commit=True)
+    real = ExecutionResult(dry_run=False, side_effects=found.to_dict())
+    _attempt(
+        factory,
+        _Pass(plan, on_conflict, real, not single_transaction, lock_wait_timeout, set(), non_transactional),
+        commit=True,
+    )
     return real

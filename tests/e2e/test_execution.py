@@ -167,7 +167,7 @@ def test_failure_after_the_dry_run_rolls_back_everything_the_run_started(scratch
 
     def factory():
         connections.append(1)
-        if len(connections) == 2:  # the real run's connection: the concurrent writer goes first
+        if len(connections) == 3:  # the target read, the dry run, then the real run: the writer goes first
             scratch_server.run_sql([f"INSERT INTO {DB}.loose VALUES (5, 99)"])
         return scratch_server.connect(autocommit=False)
 
@@ -378,12 +378,13 @@ def test_per_transaction_mode_says_what_stays_committed_when_a_late_failure_stop
 
     def factory():
         connections.append(1)
-        if len(connections) == 2:
+        if len(connections) == 3:  # the target read, the dry run, then the real run
             scratch_server.run_sql([f"INSERT INTO {DB}.loose VALUES (5, 99)"])
         return scratch_server.connect(autocommit=False)
 
     with pytest.raises(
-        ExecutionFailed, match=r"4 earlier transaction\(s\) stay committed, this one was rolled back"
+        ExecutionFailed,
+        match=r"4 earlier transaction\(s\) stay committed: transaction \d+ .*; this one was rolled back",
     ):
         execute_plan(incident["plan"], factory, commit=True, single_transaction=False)
     now = snapshot(scratch_server, TABLES)
