@@ -115,6 +115,13 @@ class Execution(Base):
     skipped: Mapped[int] = mapped_column(Integer, default=0)
     conflicts: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONText())
     error: Mapped[str | None] = mapped_column(Text)
+    # what the request accepted: {triggers, cascades, non_transactional: [db.table]}
+    accepted: Mapped[dict[str, Any] | None] = mapped_column(JSONText())
+    # what the target said the statements set off (rollback.side_effects.SideEffects.to_dict())
+    side_effects: Mapped[dict[str, Any] | None] = mapped_column(JSONText())
+    # per_transaction, lock_wait_timeout, and the result's transactions_applied, read_only_tables,
+    # unverified, non_transactional_applied
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSONText())
 
     job: Mapped[Job] = relationship(back_populates="executions")
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.config import ServerConfig
 from rollback.errors import RollbackError
+from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT
 from rollback.flashback import GtidFilter, parse_datetime
 
 FILE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$"
@@ -239,6 +240,11 @@ class SummaryOut(BaseModel):
     ddl: list[dict[str, Any]]
     server_version: str | None
     row_images: list[str]
+    side_effects: dict[str, Any] | None = Field(
+        None,
+        description="triggers, cascading foreign keys and non-transactional tables the reverse statements "
+        "meet at the schema server (null: not checked); every execution checks them again at its target",
+    )
 
 
 class ExecutionCreate(BaseModel):
@@ -247,6 +253,27 @@ class ExecutionCreate(BaseModel):
     target: str = Field(..., max_length=64, description="a configured server name")
     dry_run: bool = True
     on_conflict: Literal["abort", "skip"] = "abort"
+    accept_triggers: bool = Field(
+        False, description="run although the statements fire triggers again (refused otherwise, dry runs too)"
+    )
+    accept_cascades: bool = Field(
+        False, description="commit although foreign keys cascade, or cascaded, to child tables"
+    )
+    accept_non_transactional: list[Annotated[str, Field(min_length=3, max_length=129)]] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="db.table: commit although a failure cannot roll back these non-transactional tables "
+        "(every such table of the plan must be named)",
+    )
+    per_transaction: bool = Field(
+        False, description="commit per original transaction instead of all or nothing"
+    )
+    lock_wait_timeout: int = Field(
+        DEFAULT_LOCK_WAIT_TIMEOUT,
+        ge=1,
+        le=3600,
+        description="seconds a check waits for a row another session holds",
+    )
 
 
 class ExecutionOut(BaseModel):
@@ -258,13 +285,20 @@ class ExecutionOut(BaseModel):
     requested_by: str
     created_at: datetime
     finished_at: datetime | None
-    state: Literal["running", "succeeded", "conflict", "failed"]
+    state: Literal["running", "succeeded", "conflict", "failed", "refused"]
     committed: bool
     statements: int
     rows_affected: int
     skipped: int
     conflicts: list[dict[str, Any]]
     error: str | None
+    accepted: dict[str, Any]
+    side_effects: dict[str, Any] | None
+    per_transaction: bool
+    transactions_applied: list[dict[str, Any]]
+    read_only_tables: list[str]
+    unverified: int
+    non_transactional_applied: dict[str, int]
 
 
 class UploadOut(BaseModel):

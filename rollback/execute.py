@@ -95,6 +95,10 @@ class ExecutionFailed(RollbackError):
 class ExecutionRefused(RollbackError):
     """The plan cannot or may not run on this target as asked: refused before any statement ran."""
 
+    def __init__(self, message: str, side_effects: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.side_effects = side_effects  # what the target reported, when the refusal is about it
+
 
 def parse_dsn(dsn: str) -> dict[str, Any]:
     """mysql://user:password@host:port/[database] -> PyMySQL connect arguments."""
@@ -425,7 +429,7 @@ def execute_plan(
     accepted = {t.strip().lower() for t in accept_non_transactional if t.strip()}
     reasons = _refusals(found, plan, commit, accept_triggers, accept_cascades, accepted)
     if reasons:
-        raise ExecutionRefused("refused, nothing was run: " + "; ".join(reasons))
+        raise ExecutionRefused("refused, nothing was run: " + "; ".join(reasons), found.to_dict())
     non_transactional = {t.lower() for t in found.non_transactional_tables}
     dry = ExecutionResult(dry_run=True, side_effects=found.to_dict())
     dry.read_only_tables = sorted(found.non_transactional_tables)

@@ -331,6 +331,7 @@ class JobRunner:
                     "engine",
                     "partitions",
                     "events_total",
+                    "side_effects",
                 )
             },
             "script_path": str(out.script),

@@ -25,14 +25,18 @@ from app.core.security import Principal, csrf_token
 from app.models import Execution, Job
 from app.schemas import JobCreate, check_job_request
 from app.services import artifacts
-from app.services.executions import conflict_check, run_execution
+from app.services.executions import ExecutionOptions, conflict_check, run_execution
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
 from rollback.errors import RollbackError
+from rollback.execute import ExecutionRefused
+from rollback.side_effects import SideEffects
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
+templates.env.filters["side_effect_warnings"] = lambda found: SideEffects(**found).warnings()
 PREVIEW_LINES = 200
+LIST_FIELDS = ("types", "accept_non_transactional")
 
 
 class _Stop(Exception):
@@ -71,7 +75,7 @@ async def _form(request: Request, token: str) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for key in form:
         values = form.getlist(key)
-        data[key] = values if len(values) > 1 or key == "types" else values[0]
+        data[key] = values if len(values) > 1 or key in LIST_FIELDS else values[0]
     if data.get("csrf") != csrf_token(token):
         raise _Stop(HTMLResponse("<p>The form expired; reload the page and try again.</p>", status_code=403))
     return data
@@ -357,10 +361,26 @@ def _executable(
     return job, target
 
 
+def _options(data: dict[str, Any]) -> ExecutionOptions:
+    """The acceptances the form's checkboxes carry (the web form always commits all or nothing)."""
+    return ExecutionOptions(
+        accept_triggers=data.get("accept_triggers") == "on",
+        accept_cascades=data.get("accept_cascades") == "on",
+        accept_non_transactional=[str(t) for t in data.get("accept_non_transactional", []) if t],
+    )
+
+
 async def _run_execution(
-    request: Request, job: Job, target: Any, principal: Principal, *, dry_run: bool, on_conflict: str
+    request: Request,
+    job: Job,
+    target: Any,
+    principal: Principal,
+    options: ExecutionOptions,
+    *,
+    dry_run: bool,
+    on_conflict: str,
 ) -> Response:
-    """Run (or dry-run) a job's plan on a target, record it, and show the job's executions."""
+    """Run (or dry-run) a job's plan on a target, record it (a refusal too), and show the job's executions."""
     services = _services(request)
     await run_in_threadpool(
         run_execution,
@@ -372,6 +392,7 @@ async def _run_execution(
         dry_run,
         on_conflict,
         principal.name,
+        options,
     )
     return RedirectResponse(f"/jobs/{job.id}#executions", status_code=303)
 
@@ -382,7 +403,9 @@ async def dry_run(request: Request, job_id: str) -> Response:
     principal, token = _principal(request, "operator")
     data = await _form(request, token)
     job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
-    return await _run_execution(request, job, target, principal, dry_run=True, on_conflict="abort")
+    return await _run_execution(
+        request, job, target, principal, _options(data), dry_run=True, on_conflict="abort"
+    )
 
 
 @router.post("/jobs/{job_id}/execute/check")
@@ -392,12 +415,23 @@ async def execute_check(request: Request, job_id: str) -> Response:
     principal, token = _principal(request, "admin")
     data = await _form(request, token)
     job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
+    options = _options(data)
+    found = None
     try:
-        check = await run_in_threadpool(conflict_check, job, target)
+        check = await run_in_threadpool(conflict_check, job, target, options)
         error = None
     except RollbackError as exc:
         check, error = None, _services(request).scrub(exc.one_line())
-    context = {"job": job_out(job), "target": target.name, "check": check, "error": error}
+        if isinstance(exc, ExecutionRefused):
+            found = exc.side_effects
+    context = {
+        "job": job_out(job),
+        "target": target.name,
+        "check": check,
+        "error": error,
+        "side_effects_found": found,
+        "accept_triggers": options.accept_triggers,
+    }
     return _render(request, "execute_confirm.html", context, 200, principal, token)
 
 
@@ -410,4 +444,6 @@ async def execute(request: Request, job_id: str) -> Response:
     if data.get("confirm") != "yes":
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
     on_conflict = "skip" if data.get("on_conflict") == "skip" else "abort"
-    return await _run_execution(request, job, target, principal, dry_run=False, on_conflict=on_conflict)
+    return await _run_execution(
+        request, job, target, principal, _options(data), dry_run=False, on_conflict=on_conflict
+    )

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.app.test_migrations import HEAD
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -47,7 +49,7 @@ def test_the_image_finds_its_migrations_through_the_environment(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert run.returncode == 0 and "revision 0001" in run.stdout, run.stderr
+    assert run.returncode == 0 and f"revision {HEAD}" in run.stdout, run.stderr
 
 
 def test_hadolint_finds_nothing_when_it_is_installed():

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect
 
 from app import db
 from app.models import Base
+
+HEAD = ScriptDirectory(str(db.migrations_dir())).get_current_head()
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = {"jobs", "executions", "uploads", "api_tokens"}
@@ -30,7 +33,7 @@ def _check_round_trip(url: str) -> None:
                 MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
             )
         assert diff == []
-        assert db.current_revision(url) == "0001"
+        assert db.current_revision(url) == HEAD
         db.downgrade(url, "base")
         assert set(inspect(engine).get_table_names()) & TABLES == set()
         assert db.current_revision(url) is None
@@ -66,7 +69,7 @@ def test_db_upgrade_command_creates_the_job_database(tmp_path):
         text=True,
     )
     assert run.returncode == 0, run.stderr
-    assert "revision 0001" in run.stdout
+    assert f"revision {HEAD}" in run.stdout
     assert (tmp_path / "data" / "jobs.sqlite3").exists()
     down = subprocess.run(
         [sys.executable, "-m", "rollback.cli", "db", "downgrade", "base"],

@@ -9,13 +9,14 @@ from sqlalchemy import select
 from app.api.deps import Operator, ServicesDep, Viewer
 from app.api.routes.jobs import NOT_FOUND, NOT_READY, finished_job, get_job
 from app.models import Execution, Job
-from app.schemas import ERRORS, ExecutionCreate, ExecutionOut
-from app.services.executions import run_execution
+from app.schemas import ERRORS, ErrorOut, ExecutionCreate, ExecutionOut
+from app.services.executions import ExecutionOptions, run_execution
 
 router = APIRouter(prefix="/api/jobs", tags=["executions"])
 
 
 def execution_out(record: Execution) -> ExecutionOut:
+    details = record.details or {}
     return ExecutionOut(
         id=record.id,
         job_id=record.job_id,
@@ -32,6 +33,13 @@ def execution_out(record: Execution) -> ExecutionOut:
         skipped=record.skipped,
         conflicts=record.conflicts or [],
         error=record.error,
+        accepted=record.accepted or {},
+        side_effects=record.side_effects,
+        per_transaction=bool(details.get("per_transaction")),
+        transactions_applied=details.get("transactions_applied", []),
+        read_only_tables=details.get("read_only_tables", []),
+        unverified=details.get("unverified", 0),
+        non_transactional_applied=details.get("non_transactional_applied", {}),
     )
 
 
@@ -48,13 +56,31 @@ def executable_job(services: ServicesDep, job_id: str) -> Job:
     "/{job_id}/executions",
     status_code=201,
     response_model=ExecutionOut,
-    responses={**ERRORS, **NOT_FOUND, **NOT_READY, 422: {"description": "invalid request"}},
+    responses={
+        **ERRORS,
+        **NOT_FOUND,
+        **NOT_READY,
+        422: {"description": "invalid request"},
+        409: {
+            "model": ErrorOut,
+            "description": "refused before anything ran (recorded with state `refused`): a statement over the "
+            "target's max_allowed_packet, or side effects the request did not accept",
+        },
+    },
 )
 def create_execution(job_id: str, req: ExecutionCreate, services: ServicesDep, who: Operator) -> ExecutionOut:
     """Run the job's plan on `target`: conflict check first, one row per statement, all or nothing.
 
     `dry_run` (the default) rolls back at the end and needs the operator role; `dry_run: false`
     commits and needs the admin role. The outcome is in `state` (succeeded, conflict, failed).
+
+    Before anything runs, the target is asked what the statements set off. Triggers that would fire
+    again are refused unless `accept_triggers` (dry runs too); a commit is refused on cascading foreign
+    keys unless `accept_cascades`, and on non-transactional tables unless each is named in
+    `accept_non_transactional` (a dry run never writes to them: it only runs their checks). A refusal
+    answers 409 with the reason, and is recorded. `per_transaction` commits per original transaction
+    instead of all or nothing; `lock_wait_timeout` bounds how long a check waits for a row another
+    session holds.
     """
     if not req.dry_run and not who.has("admin"):
         raise HTTPException(
@@ -73,9 +99,26 @@ def create_execution(job_id: str, req: ExecutionCreate, services: ServicesDep, w
                 }
             ]
         )
-    record = run_execution(
-        services.db, services.metrics, services.scrub, job, target, req.dry_run, req.on_conflict, who.name
+    options = ExecutionOptions(
+        accept_triggers=req.accept_triggers,
+        accept_cascades=req.accept_cascades,
+        accept_non_transactional=list(req.accept_non_transactional),
+        per_transaction=req.per_transaction,
+        lock_wait_timeout=req.lock_wait_timeout,
     )
+    record = run_execution(
+        services.db,
+        services.metrics,
+        services.scrub,
+        job,
+        target,
+        req.dry_run,
+        req.on_conflict,
+        who.name,
+        options,
+    )
+    if record.state == "refused":
+        raise HTTPException(409, record.error)
     return execution_out(record)
 
 
