@@ -1,7 +1,8 @@
 """The DBA web form in a real browser: Playwright driving Debian's Chromium against `mysql-rollback serve`.
 
 Covers: sign in, a validation error shown next to its field, starting a job, watching it finish,
-the paged and highlighted preview, a dry run, and execute (conflict check, confirmation, commit).
+the paged and highlighted preview, a dry run, and execute (conflict check, confirmation, commit);
+side effects (a trigger, a MyISAM table) listed on the job page and accepted before they run.
 Screenshots of the three pages land in test-artifacts/browser/.
 """
 
@@ -159,3 +160,71 @@ def test_start_watch_preview_dry_run_and_execute_in_the_browser(browser, service
     page.close()
     assert {p.name for p in ARTIFACTS.glob("*.png")} == {"new-job-with-error.png", "job.png", "jobs.png"}
     shutil.copy(service.log_path, ARTIFACTS / "service.log")
+
+
+def test_the_execute_panel_shows_side_effects_and_asks_for_each_acceptance(browser, service, scratch_server):
+    """A trigger and a MyISAM table: the job page lists them, the dry run needs its box ticked, and the
+    confirmation asks for the non-transactional table before it commits."""
+    from playwright.sync_api import expect
+
+    scratch_server.run_sql(
+        [
+            "DROP DATABASE IF EXISTS websafe",
+            "CREATE DATABASE websafe",
+            "CREATE TABLE websafe.acct (id INT PRIMARY KEY, v INT)",
+            "CREATE TABLE websafe.audit (n INT AUTO_INCREMENT PRIMARY KEY, id INT)",
+            "CREATE TRIGGER websafe.acct_audit AFTER INSERT ON websafe.acct "
+            "FOR EACH ROW INSERT INTO websafe.audit (id) VALUES (NEW.id)",
+            "CREATE TABLE websafe.hits (id INT PRIMARY KEY, n INT) ENGINE=MyISAM",
+            "INSERT INTO websafe.acct VALUES (1, 1), (2, 2)",
+            "INSERT INTO websafe.hits VALUES (1, 0)",
+        ]
+    )
+    done = scratch_server.run_sql(
+        ["DELETE FROM websafe.acct WHERE id = 2", "UPDATE websafe.hits SET n = 5"], own_file=True
+    )
+    hits = scratch_server.query("SELECT n FROM websafe.hits")
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(20_000)
+    page.goto(service.url + "/login")
+    page.fill("#token", ADMIN)
+    page.click("button[type=submit]")
+    page.goto(service.url + "/jobs/new")
+    page.fill("#start_file", done.start_file)
+    page.fill("#start_position", "4")
+    page.fill("#databases", "websafe")
+    page.click("#start")
+    expect(page).to_have_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
+    expect(page.locator("#job-state")).to_have_text("succeeded", timeout=60_000)
+    page.reload()
+    effects = page.locator("#executions #side-effects")
+    expect(effects).to_contain_text("trigger websafe.acct_audit (AFTER INSERT on websafe.acct) fires again")
+    expect(effects).to_contain_text("websafe.hits is a MyISAM table")
+    page.screenshot(path=str(ARTIFACTS / "job-side-effects.png"), full_page=True)
+
+    # A dry run without letting the trigger fire is refused and recorded; with the box ticked it runs,
+    # and only reads the MyISAM table.
+    page.click("#dry-run")
+    expect(page.locator("tr.execution").first).to_contain_text("refused")
+    expect(page.locator("tr.execution").first).to_contain_text("--accept-triggers")
+    page.check("#dry-accept-triggers")
+    page.click("#dry-run")
+    expect(page.locator("tr.execution").nth(1)).to_contain_text("succeeded")
+    expect(page.locator("tr.execution").nth(1)).to_contain_text("checked by reads only: websafe.hits")
+    assert scratch_server.query("SELECT n FROM websafe.hits") == hits
+
+    # Execute: the confirmation lists the target's side effects and asks for the MyISAM table.
+    page.check("#exec-accept-triggers")
+    page.click("#execute")
+    expect(page.locator("#target-side-effects")).to_contain_text("websafe.hits is a MyISAM table")
+    expect(page.locator("#read-only-tables")).to_contain_text("websafe.hits")
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.check(".accept-non-transactional")
+    page.screenshot(path=str(ARTIFACTS / "execute-side-effects.png"), full_page=True)
+    page.click("#confirm")
+    expect(page.locator("tr.execution").nth(2)).to_contain_text("commit")
+    expect(page.locator("tr.execution").nth(2)).to_contain_text("succeeded")
+    assert scratch_server.query("SELECT n FROM websafe.hits") == [(0,)]
+    assert scratch_server.query("SELECT id FROM websafe.acct ORDER BY id") == [(1,), (2,)]
+    page.close()
