@@ -92,6 +92,14 @@ class ExecutionFailed(RollbackError):
         self.result = result  # how far the failed pass got (transactions committed in per-transaction mode)
 
 
+class ExecutionConflict(ConflictError):
+    """A conflict stopped the execution; the message says what stays applied."""
+
+    def __init__(self, message: str, result: ExecutionResult):
+        super().__init__(message)
+        self.result = result  # how far the pass got (transactions committed in per-transaction mode)
+
+
 class ExecutionRefused(RollbackError):
     """The plan cannot or may not run on this target as asked: refused before any statement ran."""
 
@@ -266,9 +274,10 @@ class _Pass:
         if self.on_conflict == "skip":
             self.result.skipped += 1
             return
-        raise ConflictError(
+        raise ExecutionConflict(
             f"conflict at {_where(step)}: {conflict['reason']}; {_applied(self.result)} "
-            "(--on-conflict skip leaves such rows alone)"
+            "(--on-conflict skip leaves such rows alone)",
+            self.result,
         )
 
 

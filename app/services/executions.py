@@ -19,7 +19,13 @@ from app.metrics import Metrics
 from app.models import Execution, Job, utcnow
 from app.services.jobs import Scrubber
 from rollback.errors import ConflictError, RollbackError
-from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT, ExecutionFailed, ExecutionRefused, execute_plan
+from rollback.execute import (
+    DEFAULT_LOCK_WAIT_TIMEOUT,
+    ExecutionConflict,
+    ExecutionFailed,
+    ExecutionRefused,
+    execute_plan,
+)
 
 log = logging.getLogger("mysql_rollback.executions")
 
@@ -130,6 +136,9 @@ def run_execution(
             values = {"state": "refused", "error": scrub(exc.one_line()), "side_effects": exc.side_effects}
         except ConflictError as exc:
             values = {"state": "conflict", "error": scrub(exc.one_line())}
+            if isinstance(exc, ExecutionConflict):
+                outcome = exc.result.to_dict()
+                values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
             try:
                 check = conflict_check(job, target, options)
                 values["conflicts"] = check["conflicts"]

@@ -95,6 +95,9 @@ def test_the_api_lists_side_effects_refuses_what_is_not_accepted_and_runs_what_i
     commit |= {"accept_cascades": True, "accept_non_transactional": [f"{DB}.counter"]}
     done = client.post(url, json=commit, headers=auth(ADMIN))
     assert done.status_code == 201 and done.json()["committed"], done.text
+    assert done.json()["per_transaction"] is False and done.json()["non_transactional_applied"] == {
+        f"{DB}.counter": 1
+    }
     assert done.json()["accepted"] == {
         "triggers": True,
         "cascades": True,
