@@ -5,7 +5,7 @@
 Starts a scratch MariaDB (binlog_row_metadata=FULL, so the schema comes from the binlog) and writes
 each workload into a binlog file of its own:
 
-    seed    the seed benchmark's steps (../shared/seeds/000_*): t1 (32,550 rows) updated, t3 filled
+    seed    the steps of the seed document's benchmark (000): t1 (32,550 rows) updated, t3 filled
             and updated, except the ALTERs (a flashback range may not cross them)
     mixed   --rows row changes: 40% INSERT, 40% UPDATE, 20% DELETE in transactions of 1,000-row
             statements, over int, bigint unsigned, decimal, varchar utf8mb4, datetime(6), enum,

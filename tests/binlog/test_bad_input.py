@@ -40,7 +40,7 @@ FUZZ_FILES = [
     "osheroff__mysql-binlog-connector-java/src/test/resources/mysql-bin.compressed",
     "go-mysql-org__go-mysql/replication/t/tcb-eval002c-bin.003320",
     "apecloud__mysql-binlog-connector-rust/tests/parse_file_tests/mysql-bin.000057",
-    "blackbeam__rust_mysql_common/test-data/binlogs/ver_trunk_row_v2.001",  # no checksums
+    "alibaba__canal/parse/src/test/resources/binlog/mysql-bin.000002",  # 5.1, v1 rows, no checksums
 ]
 
 

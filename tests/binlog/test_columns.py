@@ -1,8 +1,8 @@
 """Column layer: table-map metadata, ColumnSpec and the value of every MySQL type.
 
-Vectors come from the seed documents in ../shared/seeds (001: the gangshen "MySQL Binlog"
-series with time_table / number_table / test1 dumps; 003: the 8.0.22 Table_map/Write_rows
-pair). Where a seed and the server source disagree, the source wins and a comment says so.
+Vectors were transcribed from the seed documents (web pages kept outside the repository; 001: the
+gangshen "MySQL Binlog" series with time_table / number_table / test1 dumps; 003: the 8.0.22
+Table_map/Write_rows pair). Where a seed and the server source disagree, the source wins and a comment says so.
 
 The property tests encode values with the small encoders below, written from the server's
 layouts independently of the decoder code, and check that decoding gives the value back.

@@ -1,5 +1,8 @@
-"""Conformance over the real-world corpus (../shared/corpus): binlogs written by MySQL 5.0-9.6 and
-MariaDB 10.0-11.8, collected from public test suites.
+"""Conformance over real-world binlogs written by MySQL 5.0-9.6 and MariaDB 10.0-11.8, collected from
+public test suites: the vendored set (tests/corpus) always, and the extended corpus (the folder
+MYSQL_ROLLBACK_CORPUS names) as a second lane when given. Tests that walk a whole corpus run once per
+lane (ids `vendored:...`, `extended:...`); tests of one file's facts read the vendored copy, or need
+the extended corpus (marker `extended`) when the file is not vendored.
 
 * Every file listed in INDEX.md decodes to its end with CRC32 verified and as many top-level events
   as INDEX.md counts, or stops with the specific error its name (or ORACLES.md) announces.
@@ -40,26 +43,24 @@ from rollback.binlog.rows import JsonPartial, JsonText, RowsEvent, decode_partia
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError, UnsupportedEvent
 from rollback.records import batch_records
-from tests.support.corpus import CORPUS, Entry, index_entries
+from tests.support.corpus import LANES, MARIADB_OUT, VENDORED, Corpus, Entry, lane_ids, lanes_and
 
 pytestmark = pytest.mark.corpus
 
-MARIADB_OUT = "_mariadb-binlog-output"
 BB = "blackbeam__rust_mysql_common/test-data/binlogs"
 OSH = "osheroff__mysql-binlog-connector-java/src/test/resources"
 RUST_US = "rust-us__mysql-cdc-rs/tests/events"
 POC = "mariadb-operator__mariadb-poc/mariadb-binlog/binlogs"
 
-# INDEX.md lists it, the collection does not hold it (2.9 MB, left out of the shared copy).
+# The extended corpus's INDEX.md lists it, its folder does not hold it (2.9 MB, left out of the copy).
 ABSENT = "calvinstephen487-oss__Docker-mysql-backup-and-restore/binlog.000001"
 
 
-ENTRIES = index_entries()
-PRESENT = [e for e in ENTRIES if e.rel != ABSENT]
+def present(lane: Corpus) -> list[Entry]:
+    return [e for e in lane.entries if e.rel != ABSENT]
 
 
-def _ids(entries: list[Entry]) -> list[str]:
-    return [e.rel for e in entries]
+LANE_ENTRIES = [(lane, entry) for lane in LANES for entry in present(lane)]
 
 
 # ----------------------------------------------------------------------------------------- decoding
@@ -104,22 +105,24 @@ def decode_file(path: Path, specs_for: SpecsFor | None = None) -> Decoding:
 
 
 @pytest.fixture(scope="module")
-def corpus(corpus_dir, tmp_path_factory) -> Callable[[str], Decoding]:
-    """rel path -> its Decoding, decoded once per module; `.gz` files are gunzipped first."""
-    cache: dict[str, Decoding] = {}
+def corpus(tmp_path_factory) -> Callable[..., Decoding]:
+    """(rel path, lane = the vendored set) -> its Decoding, decoded once per module; `.gz` files are
+    gunzipped first."""
+    cache: dict[tuple[str, str], Decoding] = {}
     unzipped = tmp_path_factory.mktemp("corpus")
 
-    def get(rel: str) -> Decoding:
-        if rel not in cache:
-            cache[rel] = decode_file(local_path(corpus_dir, rel, unzipped))
-        return cache[rel]
+    def get(rel: str, lane: Corpus = VENDORED) -> Decoding:
+        key = (lane.lane, rel)
+        if key not in cache:
+            cache[key] = decode_file(local_path(lane.path(rel), unzipped / lane.lane))
+        return cache[key]
 
     return get
 
 
-def local_path(corpus_dir: Path, rel: str, unzipped: Path) -> Path:
-    path = corpus_dir / rel
+def local_path(path: Path, unzipped: Path) -> Path:
     if path.suffix == ".gz":
+        unzipped.mkdir(exist_ok=True)
         target = unzipped / path.name[: -len(".gz")]
         if not target.exists():
             target.write_bytes(gzip.decompress(path.read_bytes()))
@@ -167,16 +170,38 @@ BROKEN: dict[str, tuple[type[BinlogFormatError], int, str, int]] = {
 }
 
 
-def test_every_indexed_file_is_present_except_the_one_known_absent(corpus_dir):
-    assert len(ENTRIES) >= 120, "INDEX.md table not parsed"
-    missing = [e.rel for e in ENTRIES if not (corpus_dir / e.rel).exists()]
+def test_the_vendored_index_lists_exactly_the_vendored_binlogs():
+    """INDEX.md of tests/corpus and the folder agree: every binlog there is listed, at its listed size."""
+    listed = {e.rel for e in VENDORED.entries}
+    assert len(listed) >= 50, "INDEX.md table not parsed"
+    on_disk = {p.relative_to(VENDORED.root).as_posix() for p in VENDORED.binlogs()}
+    sizes = {}
+    for e in VENDORED.entries:
+        data = VENDORED.path(e.rel).read_bytes()
+        sizes[e.rel] = len(gzip.decompress(data) if e.gunzipped else data)
+    assert sizes == {e.rel: e.size for e in VENDORED.entries}
+    # the files that are not found by their magic: the gzipped one, and the one a UTF-8 round trip mangled
+    assert listed - on_disk == {
+        f"{OSH}/mysql-bin.sakila.gz",
+        "alibaba__canal/parse/src/test/resources/binlog/tsdb/mysql-bin.000001",
+    }
+    assert {rel for rel in BROKEN if VENDORED.has(rel)} == {rel for rel in BROKEN if rel in listed}
+
+
+@pytest.mark.extended
+def test_every_extended_file_is_present_except_the_one_known_absent(extended_corpus):
+    entries = extended_corpus.entries
+    assert len(entries) >= 120, "INDEX.md table not parsed"
+    missing = [e.rel for e in entries if not extended_corpus.has(e.rel)]
     assert missing == [ABSENT]
-    assert set(BROKEN) <= {e.rel for e in PRESENT}
+    assert set(BROKEN) <= {e.rel for e in present(extended_corpus)}
+    decoding = [e for e in present(extended_corpus) if e.rel not in BROKEN]
+    assert len(decoding) >= 112  # 122 listed, one absent, nine broken on purpose
 
 
-@pytest.mark.parametrize("entry", PRESENT, ids=_ids(PRESENT))
-def test_corpus_file_decodes_to_its_end_or_fails_as_announced(entry: Entry, corpus):
-    result = corpus(entry.rel)
+@pytest.mark.parametrize(("lane", "entry"), LANE_ENTRIES, ids=[lane.id(e.rel) for lane, e in LANE_ENTRIES])
+def test_corpus_file_decodes_to_its_end_or_fails_as_announced(lane: Corpus, entry: Entry, corpus):
+    result = corpus(entry.rel, lane)
     broken = BROKEN.get(entry.rel)
     if broken is None:
         assert result.error is None, f"{entry.rel}: {result.error}"
@@ -422,16 +447,18 @@ def test_seventeen_decimal_rows_match_mysql_rounding_of_ddsql(corpus, corpus_dir
     assert rows[2][1] == Decimal("99.99")  # '12345' into DECIMAL(4,2): clamped
 
 
-def test_mariadb_poc_gtid_ranges_and_file_starts(corpus, corpus_dir):
-    files = sorted((corpus_dir / POC).rglob("mariadb-repl-bin.*"))
+@pytest.mark.extended
+def test_mariadb_poc_gtid_ranges_and_file_starts(corpus, extended_corpus):
+    files = sorted(extended_corpus.path(POC).rglob("mariadb-repl-bin.*"))
     assert len(files) == 10
     for path in files:
-        result = corpus(path.relative_to(corpus_dir).as_posix())
+        result = corpus(path.relative_to(extended_corpus.root).as_posix(), extended_corpus)
         assert result.error is None
         kinds = [d.raw.type_code for d in result.events[:3]]
         assert kinds == [EventType.FORMAT_DESCRIPTION, EventType.GTID_LIST, EventType.BINLOG_CHECKPOINT]
         assert {d.raw.server_id for d in result.events} == {10}
-    gtids = [g.text for g in corpus(f"{POC}/domain_id_0/mariadb-repl-bin.000002").of_type(ev.MariaGtid)]
+    second = corpus(f"{POC}/domain_id_0/mariadb-repl-bin.000002", extended_corpus)
+    gtids = [g.text for g in second.of_type(ev.MariaGtid)]
     assert gtids[0] == "0-10-250080" and gtids[-1] == "0-10-254512"
     assert len(gtids) == 4433 and len(set(gtids)) == 4433
 
@@ -682,8 +709,9 @@ def compare_with_mysqlbinlog(result: Decoding, text: bytes, complete: bool) -> i
     return compared
 
 
-def _mariadb_outputs() -> list[str]:
-    root = CORPUS / MARIADB_OUT
+def _mariadb_outputs(lane: Corpus) -> list[str]:
+    """The files whose mariadb-binlog output holds row images."""
+    root = lane.root / MARIADB_OUT
     if not root.is_dir():
         return []
     return sorted(
@@ -693,9 +721,9 @@ def _mariadb_outputs() -> list[str]:
     )
 
 
-def _status() -> dict[str, tuple[int, str]]:
+def _status(lane: Corpus) -> dict[str, tuple[int, str]]:
     status = {}
-    path = CORPUS / MARIADB_OUT / "STATUS.tsv"
+    path = lane.root / MARIADB_OUT / "STATUS.tsv"
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.startswith("#") or not line.strip():
@@ -705,44 +733,51 @@ def _status() -> dict[str, tuple[int, str]]:
     return status
 
 
-MARIADB_OUTPUTS = _mariadb_outputs()
-STATUS = _status()
+MARIADB_OUTPUTS = {lane.lane: _mariadb_outputs(lane) for lane in LANES}
+STATUS = {lane.lane: _status(lane) for lane in LANES}
+WITH_ROWS_PRINTED = lanes_and(lambda lane: MARIADB_OUTPUTS[lane.lane])
+PRINTED = lanes_and(lambda lane: [r for r in sorted(STATUS[lane.lane]) if lane.mariadb_output(r).exists()])
 
 
-@pytest.mark.parametrize("rel", MARIADB_OUTPUTS)
-def test_row_values_agree_with_mariadb_binlog(rel, corpus, corpus_dir):
-    result = corpus(rel)
-    text = (corpus_dir / MARIADB_OUT / f"{rel}.txt").read_bytes()
-    rc, message = STATUS.get(rel, (0, ""))
+@pytest.mark.parametrize(("lane", "rel"), WITH_ROWS_PRINTED, ids=lane_ids(WITH_ROWS_PRINTED))
+def test_row_values_agree_with_mariadb_binlog(lane, rel, corpus):
+    result = corpus(rel, lane)
+    text = lane.mariadb_output(rel).read_bytes()
+    rc, message = STATUS[lane.lane].get(rel, (0, ""))
     # The tool printed every row unless it stopped early (a non-zero exit or an error line), or we
     # stopped where the file is broken.
     complete = rc == 0 and not message.startswith("ERROR") and result.error is None
     assert compare_with_mysqlbinlog(result, text, complete) > 0
 
 
-def test_mariadb_binlog_comparison_covers_the_corpus_rows(corpus):
+# lane -> (files with row images printed, row values compared): at least these many
+COVERAGE = {"vendored": (27, 3800), "extended": (45, 31000)}
+
+
+@pytest.mark.parametrize("lane", LANES, ids=[lane.lane for lane in LANES])
+def test_mariadb_binlog_comparison_covers_the_corpus_rows(lane, corpus):
+    outputs = MARIADB_OUTPUTS[lane.lane]
     compared = sum(
-        compare_with_mysqlbinlog(
-            corpus(rel), (CORPUS / MARIADB_OUT / f"{rel}.txt").read_bytes(), complete=False
-        )
-        for rel in MARIADB_OUTPUTS
+        compare_with_mysqlbinlog(corpus(rel, lane), lane.mariadb_output(rel).read_bytes(), complete=False)
+        for rel in outputs
     )
-    assert len(MARIADB_OUTPUTS) >= 45
-    assert compared >= 31000
+    files, values = COVERAGE[lane.lane]
+    assert len(outputs) >= files
+    assert compared >= values
 
 
 _AT = re.compile(rb"^# at (\d+)\r?$")
 _END = re.compile(rb"^#\d{6} +\d+:\d\d:\d\d server id \d+ +end_log_pos (\d+)")
 
 
-@pytest.mark.parametrize("rel", [r for r in sorted(STATUS) if (CORPUS / MARIADB_OUT / f"{r}.txt").exists()])
-def test_event_positions_agree_with_mariadb_binlog(rel, corpus, corpus_dir):
-    result = corpus(rel)
+@pytest.mark.parametrize(("lane", "rel"), PRINTED, ids=lane_ids(PRINTED))
+def test_event_positions_agree_with_mariadb_binlog(lane, rel, corpus):
+    result = corpus(rel, lane)
     if result.facts is None:
         return
     ends = {d.raw.pos: d.raw.next_pos for d in result.events if d.raw.pos == d.outer_pos}
     stop = result.error.offset if result.error is not None and result.error.offset is not None else None
-    lines = (corpus_dir / MARIADB_OUT / f"{rel}.txt").read_bytes().splitlines()
+    lines = lane.mariadb_output(rel).read_bytes().splitlines()
     # `# at` and the header lines are not always adjacent (the tool holds back ANNOTATE_ROWS and table
     # maps until their rows event), so positions and end_log_pos values are checked as sets.
     printed = [int(m[1]) for m in map(_AT.match, lines) if m]
@@ -763,14 +798,20 @@ def _read_dump(path: Path) -> bytes:
     return raw
 
 
-def _rust_us_dumps() -> list[str]:
-    root = CORPUS / RUST_US
+def _rust_us_dumps(lane: Corpus) -> list[str]:
+    root = lane.path(RUST_US)
     if not root.is_dir():
         return []
     # 8.0/02_query_bigger/dump.txt holds only the command line, nothing to compare
     return sorted(
-        p.parent.relative_to(CORPUS).as_posix() for p in root.rglob("dump.txt") if b"# at " in _read_dump(p)
+        p.parent.relative_to(lane.root).as_posix()
+        for p in root.rglob("dump.txt")
+        if b"# at " in _read_dump(p)
     )
+
+
+DUMPS = lanes_and(_rust_us_dumps)
+SHOWN = [(lane, folder) for lane, folder in DUMPS if lane.path(folder).joinpath("show.txt").exists()]
 
 
 def _binlog_in(folder: Path) -> Path:
@@ -778,12 +819,12 @@ def _binlog_in(folder: Path) -> Path:
     return found
 
 
-@pytest.mark.parametrize("folder", _rust_us_dumps())
-def test_rows_and_positions_agree_with_mysql_mysqlbinlog_dumps(folder, corpus, corpus_dir):
-    binlog = _binlog_in(corpus_dir / folder)
-    result = corpus(binlog.relative_to(corpus_dir).as_posix())
+@pytest.mark.parametrize(("lane", "folder"), DUMPS, ids=lane_ids(DUMPS))
+def test_rows_and_positions_agree_with_mysql_mysqlbinlog_dumps(lane, folder, corpus):
+    binlog = _binlog_in(lane.path(folder))
+    result = corpus(binlog.relative_to(lane.root).as_posix(), lane)
     assert result.error is None
-    dump = _read_dump(corpus_dir / folder / "dump.txt")
+    dump = _read_dump(lane.path(folder) / "dump.txt")
     if b"\n### " in dump:
         assert compare_with_mysqlbinlog(result, dump, complete=True) > 0
     ends = {d.raw.pos: d.raw.next_pos for d in result.events if d.raw.pos == d.outer_pos}
@@ -809,11 +850,11 @@ _SHOW_NAMES = {
 }
 
 
-@pytest.mark.parametrize("folder", [f for f in _rust_us_dumps() if (CORPUS / f / "show.txt").exists()])
-def test_events_agree_with_show_binlog_events(folder, corpus, corpus_dir):
-    binlog = _binlog_in(corpus_dir / folder)
-    result = corpus(binlog.relative_to(corpus_dir).as_posix())
-    show = _read_dump(corpus_dir / folder / "show.txt").decode("utf-8")
+@pytest.mark.parametrize(("lane", "folder"), SHOWN, ids=lane_ids(SHOWN))
+def test_events_agree_with_show_binlog_events(lane, folder, corpus):
+    binlog = _binlog_in(lane.path(folder))
+    result = corpus(binlog.relative_to(lane.root).as_posix(), lane)
+    show = _read_dump(lane.path(folder) / "show.txt").decode("utf-8")
     listed = [
         (int(m[1]), _SHOW_NAMES[m[2]], int(m[3]), int(m[4]))
         for m in re.finditer(r"^\| \S+ +\| +(\d+) \| (\w+) +\| +(\d+) \| +(\d+) \|", show, re.M)

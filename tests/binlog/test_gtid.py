@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 import zlib
@@ -31,15 +30,14 @@ from rollback.binlog.gtid import (
     encode_mysql_gtid_set,
 )
 from rollback.errors import BinlogFormatError, RangeError, RollbackError
-from tests.support.corpus import CORPUS
+from tests.support.corpus import LANES, VENDORED, Corpus
 
 U1 = "00000000-0000-0000-0000-000000000001"
 U2 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 U3 = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 
-SEEDS = Path(os.environ.get("MYSQL_ROLLBACK_SEEDS", Path(__file__).parents[2] / ".." / "shared" / "seeds"))
-BLACKBEAM = CORPUS / "blackbeam__rust_mysql_common" / "test-data" / "binlogs"
-MARIADB_POC = CORPUS / "mariadb-operator__mariadb-poc" / "mariadb-binlog" / "binlogs"
+BLACKBEAM = VENDORED.path("blackbeam__rust_mysql_common/test-data/binlogs")
+MARIADB_POC = "mariadb-operator__mariadb-poc/mariadb-binlog/binlogs"  # MariaDB 11.8, extended corpus only
 
 
 # Seed 002 (MySQL 5.7.19 mysql-bin.000002 at offset 123): a whole PREVIOUS_GTIDS event with its CRC32.
@@ -273,10 +271,9 @@ def test_seed_previous_gtids_event_decodes_to_the_set_mysql_shows():
     assert encode_mysql_gtid_set(s) == body
 
 
-def test_seed_document_holds_the_event_bytes():
-    seed = next(SEEDS.glob("002_*.txt"), None) if SEEDS.is_dir() else None
-    if seed is None:
-        pytest.skip(f"seed documents not found at {SEEDS}")
+@pytest.mark.seeds
+def test_seed_document_holds_the_event_bytes(seeds_dir):
+    (seed,) = seeds_dir.glob("002_*.txt")
     dump = bytearray()
     for line in seed.read_text(encoding="utf-8").splitlines():
         if re.match(r"[0-9a-f]{8}\s", line):
@@ -521,16 +518,9 @@ def events(path: Path) -> Iterator[tuple[int, int, int, bytes]]:
         pos += length
 
 
-def corpus_binlogs() -> list[Path]:
-    if not CORPUS.is_dir():
-        return []
-    return sorted(
-        path
-        for path in CORPUS.rglob("*")
-        if path.is_file()
-        and path.relative_to(CORPUS).parts[0] != "_mariadb-binlog-output"
-        and path.open("rb").read(4) == b"\xfebin"
-    )
+LANE_IDS = [lane.lane for lane in LANES]
+# lane -> (PREVIOUS_GTIDS events re-encoded, GTID_LIST events compared with mariadb-binlog): at least
+MINIMUM = {"vendored": (40, 2), "extended": (50, 10)}
 
 
 def first_body(path: Path, type_code: int) -> bytes:
@@ -551,30 +541,32 @@ def test_previous_gtids_of_real_mysql_files(name, expected):
 
 
 @pytest.mark.corpus
-def test_every_previous_gtids_event_of_the_corpus_reencodes_byte_for_byte():
+@pytest.mark.parametrize("lane", LANES, ids=LANE_IDS)
+def test_every_previous_gtids_event_of_the_corpus_reencodes_byte_for_byte(lane: Corpus):
     seen = 0
-    for path in corpus_binlogs():
+    for path in lane.binlogs():
         for offset, type_code, _, body in events(path):
             if type_code != PREVIOUS_GTIDS:
                 continue
             s = decode_mysql_gtid_set(body)
             assert encode_mysql_gtid_set(s, tagged=body[7] == 1) == body, (path, offset)
             seen += 1
-    assert seen >= 50
+    assert seen >= MINIMUM[lane.lane][0]
 
 
 @pytest.mark.corpus
-def test_gtid_lists_of_the_corpus_match_what_mariadb_binlog_printed():
+@pytest.mark.parametrize("lane", LANES, ids=LANE_IDS)
+def test_gtid_lists_of_the_corpus_match_what_mariadb_binlog_printed(lane: Corpus):
     compared = 0
-    for path in corpus_binlogs():
+    for path in lane.binlogs():
         lists = [decode_mariadb_gtid_list(body) for _, t, _, body in events(path) if t == MARIADB_GTID_LIST]
-        printed = CORPUS / "_mariadb-binlog-output" / f"{path.relative_to(CORPUS)}.txt"
+        printed = lane.mariadb_output(path.relative_to(lane.root).as_posix())
         if not lists or not printed.is_file():
             continue
         shown = re.findall(r"Gtid list \[([^\]]*)\]", printed.read_text(encoding="utf-8", errors="replace"))
         assert [MariaGtidPos.parse(text) for text in shown] == [gtid_list.pos for gtid_list in lists], path
         compared += len(lists)
-    assert compared >= 10
+    assert compared >= MINIMUM[lane.lane][1]
 
 
 def position_after(path: Path) -> MariaGtidPos:
@@ -590,20 +582,52 @@ def position_after(path: Path) -> MariaGtidPos:
 
 
 @pytest.mark.corpus
+@pytest.mark.extended
 @pytest.mark.parametrize(("this", "following"), [(4, 5), (5, 6), (6, 7), (9, 10)])
-def test_gtid_list_of_a_file_is_where_the_previous_file_ended(this, following):
-    ended = position_after(MARIADB_POC / "domain_id_0" / f"mariadb-repl-bin.{this:06d}")
+def test_gtid_list_of_a_file_is_where_the_previous_file_ended(this, following, extended_corpus):
+    folder = extended_corpus.path(MARIADB_POC) / "domain_id_0"
+    ended = position_after(folder / f"mariadb-repl-bin.{this:06d}")
     starts = decode_mariadb_gtid_list(
-        first_body(MARIADB_POC / "domain_id_0" / f"mariadb-repl-bin.{following:06d}", MARIADB_GTID_LIST)
+        first_body(folder / f"mariadb-repl-bin.{following:06d}", MARIADB_GTID_LIST)
     )
     assert starts.pos == ended and len(starts.gtids) == 1
 
 
+@pytest.mark.server
+def test_gtid_list_of_each_file_the_scratch_server_writes_is_where_the_previous_one_ended(scratch_server):
+    """The same fact on MariaDB files written here: files of one to four transactions, each followed by
+    an empty one (run_sql rotates the log before and after)."""
+    scratch_server.run_sql(
+        [
+            "CREATE DATABASE IF NOT EXISTS gtid_lists",
+            "CREATE OR REPLACE TABLE gtid_lists.t (id INT PRIMARY KEY)",
+        ]
+    )
+    written = [
+        scratch_server.run_sql(
+            [f"INSERT INTO gtid_lists.t VALUES ({10 * n + i})" for i in range(n + 1)], own_file=True
+        ).start_file
+        for n in range(4)
+    ]
+    first = written[0]
+    names = [path.name for path in scratch_server.binlog_files()]
+    files = [scratch_server.binlog_dir / name for name in names[names.index(first) :]]
+    assert len(files) >= 5
+    moved = 0
+    for this, following in zip(files, files[1:], strict=False):
+        starts = decode_mariadb_gtid_list(first_body(following, MARIADB_GTID_LIST))
+        assert starts.pos == position_after(this), (this.name, following.name)
+        moved += starts.pos != decode_mariadb_gtid_list(first_body(this, MARIADB_GTID_LIST)).pos
+    assert moved >= 4
+
+
 @pytest.mark.corpus
-def test_range_picks_gtids_of_a_real_mariadb_file():
+@pytest.mark.extended
+def test_range_picks_gtids_of_a_real_mariadb_file(extended_corpus):
+    second = extended_corpus.path(MARIADB_POC) / "domain_id_0" / "mariadb-repl-bin.000002"
     gtids = [
         MariaGtid(domain, server_id, seq)
-        for _, type_code, server_id, body in events(MARIADB_POC / "domain_id_0" / "mariadb-repl-bin.000002")
+        for _, type_code, server_id, body in events(second)
         if type_code == MARIADB_GTID
         for seq, domain in [struct.unpack_from("<QI", body)]
     ]

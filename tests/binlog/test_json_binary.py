@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from rollback.binlog.json_binary import JsonDiff, apply_json_diffs, decode_json, decode_json_diff
 from rollback.errors import BinlogFormatError
+from tests.support.corpus import VENDORED
 
-CORPUS = Path("/work/shared/corpus/blackbeam__rust_mysql_common/test-data/binlogs")
+CORPUS = VENDORED.path("blackbeam__rust_mysql_common/test-data/binlogs")
 
 
 # ---------------------------------------------------------------- a tiny encoder (tests only)
@@ -239,11 +240,7 @@ def corpus_rows(name: str):
 # ---------------------------------------------------------------- corpus facts
 
 
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared binlog corpus not present")
-
-
 @pytest.mark.corpus
-@needs_corpus
 def test_json_opaque_binlog_values_print_as_mysql_prints_them():
     # ORACLES.md lists these after-images as `{"d":"123.456"}` and `{"e":"9.00"}`, DECIMALs in
     # quotes. MySQL does not quote them: wrapper_to_string() in sql-common/json_dom.cc prints
@@ -271,7 +268,6 @@ def test_json_opaque_binlog_values_print_as_mysql_prints_them():
 
 
 @pytest.mark.corpus
-@needs_corpus
 def test_partial_update_diffs_rebuild_the_full_after_image():
     # json.binlog.000001 (MySQL 8.0.22): t(id INT PRIMARY KEY, json_col JSON, name VARCHAR AS
     # (json_col->>'$.name'), age INT AS (json_col->'$.age')); an UPDATE logs the full after

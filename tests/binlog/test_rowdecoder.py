@@ -1,6 +1,6 @@
 """Compiled row decoders: seed events, generated tables, NULL/present bitmaps, bad input.
 
-Seed rows come from ../shared/seeds 001 (int_table WRITE/UPDATE/DELETE, number_table and
+Seed rows were transcribed from the seed documents 001 (int_table WRITE/UPDATE/DELETE, number_table and
 time_table WRITE) and 003 (MySQL 8.0.22 Write_rows). The rows part of each event body starts
 after table id (6), flags (2), the v2 extra-info length (2), the width and the present
 bitmap(s); the 4-byte CRC32 after the rows must be left alone (``end``).

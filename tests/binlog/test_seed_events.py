@@ -1,4 +1,8 @@
-"""Event-level hex dumps of the seed documents (../shared/seeds) decode to the values they state.
+"""Event-level hex dumps of the seed documents decode to the values they state.
+
+The seed documents are web pages (blog posts dissecting MySQL binlog events) kept outside the
+repository: these tests run when MYSQL_ROLLBACK_SEEDS names their folder (CI: ../shared/seeds), and
+are deselected otherwise (tests/conftest.py says so at the end of the run).
 
 * 002: a PREVIOUS_GTIDS event of MySQL 5.7.19 (`hexdump -C`).
 * 003: the FORMAT_DESCRIPTION of MySQL 8.0.22 and a Table_map / Write_rows pair (`mysqlbinlog --hexdump`).
@@ -25,6 +29,8 @@ from rollback.binlog.reader import FormatFacts, iter_events, parse_format_descri
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError
+
+pytestmark = pytest.mark.seeds
 
 PREVIOUS_GTIDS_DOC = "002_b888cd016e98d5e8.txt"
 ROWS_DOC = "003_cc9c0466395ca542.txt"

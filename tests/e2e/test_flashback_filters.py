@@ -211,23 +211,36 @@ def test_thread_id_on_mariadb_row_transactions_is_refused_not_silently_empty(
     assert err.count("\n") == 1 and "--thread-id cannot select" in err and incident.gtids[0] in err
 
 
-MYSQL_57 = "GoDannyLai__binlog_rollback/tmp/mysql-bin.000008"  # MySQL 5.7: BEGIN queries carry the thread
+# MySQL 5.7 logs the session's thread id in the BEGIN query of each row transaction.
+MYSQL_57 = "osheroff__mysql-binlog-connector-java/src/test/resources/mysql-bin.checksum-crc32"  # vendored
+MYSQL_57_LONG = "GoDannyLai__binlog_rollback/tmp/mysql-bin.000008"  # the extended corpus only
 
 
-@pytest.mark.parametrize(("thread", "rows"), [(21, 1087), (22, 0)])
-def test_thread_id_selects_the_transactions_of_one_mysql_session(corpus_dir, tmp_path, thread, rows):
+def _thread_changes(rng: RangeSpec, thread: int, tmp_path) -> list[dict]:
     changes = tmp_path / "changes.jsonl"
-    # Between the CREATE TABLE (ends at 806) and the first ALTER (at 374474): 1087 row changes of thread 21.
     report = generate(
-        RangeSpec([str(corpus_dir / MYSQL_57)], 806, 374474),
-        Filters(thread_id=thread),
-        Options(mode="changes"),
-        tmp_path / "script.sql",
-        changes_path=changes,
+        rng, Filters(thread_id=thread), Options(mode="changes"), tmp_path / "script.sql", changes_path=changes
     )
     records = [json.loads(line) for line in changes.read_text().splitlines()]
-    assert len(records) == sum(report.counts.values()) == rows
+    assert len(records) == sum(report.counts.values())
     assert {r["thread_id"] for r in records} <= {thread}
+    return records
+
+
+@pytest.mark.parametrize(("thread", "rows"), [(9, 28), (18, 15), (4, 0)])
+def test_thread_id_selects_the_transactions_of_one_mysql_session(corpus_dir, tmp_path, thread, rows):
+    # 60 row transactions of eight sessions: threads 9 and 18 wrote 28 and 15 of the 63 row changes.
+    assert len(_thread_changes(RangeSpec([str(corpus_dir / MYSQL_57)]), thread, tmp_path)) == rows
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize(("thread", "rows"), [(21, 1087), (22, 0)])
+def test_thread_id_selects_the_transactions_of_one_session_in_a_long_mysql_binlog(
+    extended_corpus, tmp_path, thread, rows
+):
+    # Between the CREATE TABLE (ends at 806) and the first ALTER (at 374474): 1087 row changes of thread 21.
+    rng = RangeSpec([str(extended_corpus.path(MYSQL_57_LONG))], 806, 374474)
+    assert len(_thread_changes(rng, thread, tmp_path)) == rows
 
 
 def test_single_gtid_selects_its_transaction(scratch_server, incident, tmp_path, capsys):

@@ -14,7 +14,7 @@ from rollback.execute import execute_plan
 from rollback.schema import schema_from_file
 from tests.support.restore import apply_with_client, digest, flashback, range_args, run_cli, snapshot, span
 
-# ---- the seed's benchmark (../shared/seeds/000_*): t1/t2/t3 with 32,550 rows and its update steps ----
+# ---- the benchmark of seed document 000: t1/t2/t3 with 32,550 rows and its update steps ----
 
 T1_ROWS, T2_ROWS = 32_550, 32_689
 NUMBERS = "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) "

@@ -28,7 +28,7 @@ from rollback.pipeline import partition
 from rollback.schema import ServerSchema
 from tests.e2e import test_flashback_workloads as seed_workload
 from tests.e2e.test_flashback_restore import TABLES, workload
-from tests.support.corpus import corpus_with_rows
+from tests.support.corpus import lane_ids, lanes_and
 
 UNSPLIT = 1 << 40
 SEED_STEPS = seed_workload.SEED_STEPS
@@ -258,13 +258,16 @@ def _outcome(
         return exc
 
 
+WITH_ROWS = lanes_and(lambda lane: lane.with_rows())
+
+
 @pytest.mark.corpus
 @pytest.mark.spark
-@pytest.mark.parametrize("rel", corpus_with_rows())
-def test_engines_agree_on_every_corpus_file_with_row_events(rel, corpus_file, tmp_path, spark):
+@pytest.mark.parametrize(("lane", "rel"), WITH_ROWS, ids=lane_ids(WITH_ROWS))
+def test_engines_agree_on_every_corpus_file_with_row_events(lane, rel, corpus_file, tmp_path, spark):
     """Split into about six partitions, on Spark and locally: the unsplit local job's bytes. Files whose
     binlog names no columns (no schema to render SQL with) compare their change logs only."""
-    path = corpus_file(rel)
+    path = corpus_file(rel, lane)
     rng = RangeSpec([str(path)])
     mode = "flashback"
     unsplit = _outcome(rng, tmp_path, "unsplit", allow_partial=True, partition_bytes=UNSPLIT)

@@ -21,17 +21,12 @@ from rollback.pipeline.plan import Partition, plan_range
 pytestmark = pytest.mark.corpus
 
 # Large corpus files with long transactions, payloads and several servers' formats.
-FILES = [
-    "GoDannyLai__binlog_rollback/tmp/mysql-bin.000008",  # 5.7, 1143 small transactions
-    "osheroff__mysql-binlog-connector-java/src/test/resources/mysql-bin.sakila.gz",  # 5.5, big transactions
-    "rust-us__mysql-cdc-rs/tests/events/8.0/folder/binlog.000693",  # 8.0, 663 transactions
-]
-
-
-def _existing(rel: str, corpus_dir: Path) -> str:
-    if not (corpus_dir / rel).exists():
-        pytest.fail(f"corpus file {rel} is missing")
-    return rel
+GODANNY = "GoDannyLai__binlog_rollback/tmp/mysql-bin.000008"  # 5.7, 1143 small transactions
+SAKILA = (
+    "osheroff__mysql-binlog-connector-java/src/test/resources/mysql-bin.sakila.gz"  # 5.5, big transactions
+)
+RUST_US = "rust-us__mysql-cdc-rs/tests/events/8.0/folder/binlog.000693"  # 8.0, 663 transactions
+FILES = [pytest.param(GODANNY, marks=pytest.mark.extended), SAKILA, RUST_US]  # GODANNY is not vendored
 
 
 def _boundaries(path: Path) -> list[int]:
@@ -40,8 +35,8 @@ def _boundaries(path: Path) -> list[int]:
 
 
 @pytest.fixture(params=FILES, ids=lambda rel: rel.rsplit("/", 1)[-1])
-def binlog_path(request, corpus_dir, corpus_file) -> Path:
-    return corpus_file(_existing(request.param, corpus_dir))
+def binlog_path(request, corpus_file) -> Path:
+    return corpus_file(request.param)
 
 
 def test_partitions_tile_the_range_at_event_boundaries_near_the_target_size(binlog_path):
@@ -73,8 +68,8 @@ def test_each_partition_carries_the_state_in_force_at_its_start(binlog_path):
             assert rebuilt.tx.to_dict() == expected.tx.to_dict(), part.index
 
 
-def test_a_partition_may_start_inside_a_transaction(corpus_dir, corpus_file):
-    path = corpus_file(_existing(FILES[1], corpus_dir))
+def test_a_partition_may_start_inside_a_transaction(corpus_file):
+    path = corpus_file(SAKILA)
     plan = plan_range(RangeSpec([str(path)]), 16 << 10)
     inside = [p for p in plan.partitions if p.block is not None and p.tx["open"]]
     assert inside, "no cut fell inside a transaction"
@@ -105,8 +100,8 @@ def test_positions_must_be_event_boundaries_inside_the_file(binlog_path):
     assert sub.partitions[0].start == boundaries[5] and sub.partitions[-1].end == boundaries[-3]
 
 
-def test_several_files_plan_in_order_with_block_ordinals_running_on(corpus_dir, corpus_file):
-    first = corpus_file(_existing(FILES[0], corpus_dir))
+def test_several_files_plan_in_order_with_block_ordinals_running_on(corpus_file):
+    first = corpus_file(RUST_US)
     plan = plan_range(RangeSpec([str(first), str(first)]), 128 << 10)
     files = [p.file_index for p in plan.partitions]
     assert files == sorted(files) and set(files) == {0, 1}
@@ -128,12 +123,10 @@ class _CountingFile(io.FileIO):
         return data
 
 
-def test_remote_files_are_planned_from_headers_and_decode_like_local_ones(
-    corpus_dir, corpus_file, monkeypatch, tmp_path
-):
+def test_remote_files_are_planned_from_headers_and_decode_like_local_ones(corpus_file, monkeypatch, tmp_path):
     """A URL goes through fsspec (here a stand-in serving fake:// from disk): planning fetches the
     headers and the small events, not the row images, and the job's output is the local one's."""
-    path = corpus_file(_existing(FILES[1], corpus_dir))
+    path = corpus_file(SAKILA)
 
     def fake_open(url: str, mode: str = "rb") -> SimpleNamespace:
         assert url.startswith("fake://") and mode == "rb"
