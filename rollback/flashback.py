@@ -40,11 +40,11 @@ from rollback.pipeline.partition import (
     Piece,
     Summary,
     block_header,
-    comment,
     decode_error,
     part_path,
 )
 from rollback.pipeline.plan import TARGET_BYTES, Plan, SchemaKey, plan_range
+from rollback.render_text import check_plain, comment_line
 from rollback.schema import SchemaResolver, SchemaSource, TableSchema
 
 SCRIPT_PRELUDE = (
@@ -56,8 +56,6 @@ CHANGES_FORMATS = ("jsonl", "parquet")
 IRREVERSIBLE_KEPT = 1000  # irreversible changes listed in Report.irreversible (the script lists all)
 # Spark partitions: at most TARGET_BYTES, at least this, two per core when the range allows.
 MIN_SPARK_PARTITION = 4 << 20
-
-_comment = comment
 
 
 # ---- what the user asks for --------------------------------------------------------------------------
@@ -352,6 +350,16 @@ class Flashback:
             raise RangeError(f"mode {options.mode!r} is not one of {', '.join(MODES)}")
         if options.changes_format not in CHANGES_FORMATS:
             raise RangeError(f"change log format {options.changes_format!r} is not one of jsonl, parquet")
+        for what, values in (
+            ("database filter", filters.databases),
+            ("table filter", filters.tables),
+            ("type filter", filters.types),
+            ("GTID set", [rng.gtid] if rng.gtid else []),
+            ("start datetime", [rng.start_datetime] if rng.start_datetime else []),
+            ("stop datetime", [rng.stop_datetime] if rng.stop_datetime else []),
+        ):
+            for value in values:
+                check_plain(what, value)
         self.rng = rng
         self.filters = filters
         self.options = options
@@ -606,26 +614,28 @@ class Flashback:
             "flashback": "flashback (reverse SQL, newest change first)",
             "forward": "forward SQL",
         }.get(self.options.mode, "change log only (no SQL)")
+        # Every line is a comment line: names, file names, filter values and the server's version are
+        # escaped there (rollback/render_text.py), so that none of them can start a line of its own.
         lines = [
-            f"-- mysql-rollback {rollback.__version__}: {mode}",
-            f"-- range: {self.rng.describe()}",
+            f"mysql-rollback {rollback.__version__}: {mode}",
+            f"range: {self.rng.describe()}",
         ]
         if self.rng.start_datetime or self.rng.stop_datetime:
-            lines.append("-- datetimes without an explicit offset are read as UTC")
-        lines.append(f"-- filters: {self.filters.describe()}")
-        lines.append(f"-- server version: {report.server_version or '-'}")
-        lines.append(f"-- row images seen: {', '.join(sorted(report.row_images)) or '-'}")
-        lines.append(f"-- transactions: {report.transactions}, statements: {report.statements}")
+            lines.append("datetimes without an explicit offset are read as UTC")
+        lines.append(f"filters: {self.filters.describe()}")
+        lines.append(f"server version: {report.server_version or '-'}")
+        lines.append(f"row images seen: {', '.join(sorted(report.row_images)) or '-'}")
+        lines.append(f"transactions: {report.transactions}, statements: {report.statements}")
         for (table, kind), rows in sorted(report.counts.items()):
-            lines.append(f"-- rows: {table} {kind} {rows}")
+            lines.append(f"rows: {table} {kind} {rows}")
         for warning in report.warnings:
-            lines.append(f"-- warning: {_comment(warning)}")
+            lines.append(f"warning: {warning}")
         for item in self._irreversible(out_dir, summaries):
             lines.append(
-                f"-- irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
+                f"irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
                 f"row {item['row']} (missing {', '.join(item['missing'])})"
             )
-        return "\n".join(lines) + "\n" + SCRIPT_PRELUDE
+        return "".join(comment_line(line) + "\n" for line in lines) + SCRIPT_PRELUDE
 
     def _write_changes(self, out_dir: str, summaries: list[Summary], path: Path) -> None:
         parts = [part_path(out_dir, s.index, "changes.jsonl") for s in summaries]

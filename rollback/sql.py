@@ -19,6 +19,8 @@ from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.json_binary import decode_json
 from rollback.binlog.table_map import TableMap
 from rollback.charsets import PYTHON_CODEC, charset_of_collation
+from rollback.errors import RollbackError
+from rollback.render_text import comment_text
 from rollback.schema import TableSchema
 
 Literal = Callable[[Any], str]
@@ -30,13 +32,22 @@ def quote_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def quote_text(text: str) -> str:
-    """A string literal that means the same under any sql_mode: quotes doubled, no backslash escapes used."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-# Backslash means escape unless NO_BACKSLASH_ESCAPES; control characters do not survive copy/paste.
+# Backslash means escape unless NO_BACKSLASH_ESCAPES; control characters do not survive copy/paste (and the
+# client drops a carriage return before a line feed).
 _UNSAFE_CHARS = re.compile("[\\\\\x00-\x1f\x7f]")
+
+
+def quote_text(text: str) -> str:
+    """A string literal of text (in the script's utf8mb4) that means the same under any sql_mode: quotes
+    doubled; text with a backslash or a control character in hex (`'a\\'` would end the string elsewhere)."""
+    if _UNSAFE_CHARS.search(text) is None:
+        return "'" + text.replace("'", "''") + "'"
+    return hex_literal(text.encode("utf-8"), "utf8mb4")
+
+
+def temporal_literal(text: str) -> str:
+    """A DATE/TIME/DATETIME/TIMESTAMP as the decoder writes it (digits and separators: nothing to escape)."""
+    return "'" + text + "'"
 
 
 def hex_literal(data: bytes, charset: str = "binary") -> str:
@@ -145,11 +156,12 @@ class ColumnRender:
 def _enum_literal(members: tuple[str, ...] | None) -> Literal:
     if not members:
         return str  # the index: inserting a number into an ENUM stores that member
+    # 0 = the '' error value: its index keeps it exact.
+    literals = ["0", *(quote_text(m) for m in members)]
+    count = len(literals)
 
     def render(index: int) -> str:
-        if 1 <= index <= len(members):
-            return quote_text(members[index - 1])
-        return str(index)  # 0 = the '' error value; keep it exact
+        return literals[index] if 0 <= index < count else str(index)
 
     return render
 
@@ -182,7 +194,7 @@ def column_literals(
         lit = bit_literal(meta_length)
         return lit, lit
     if real_type in (T.DATE, T.NEWDATE, T.TIME, T.TIME2, T.DATETIME, T.DATETIME2, T.TIMESTAMP, T.TIMESTAMP2):
-        return quote_text, quote_text
+        return temporal_literal, temporal_literal
     if real_type == T.ENUM:
         lit = _enum_literal(schema_column.enum_values if schema_column else None)
         return lit, lit
@@ -287,6 +299,13 @@ class TableRenderer:
             schema.names if schema else (tmap.column_names or tuple(f"@{i + 1}" for i in range(len(specs))))
         )
         self.named = schema is not None or bool(tmap.column_names)
+        for name in (tmap.database, tmap.table, *names):
+            if "\r\n" in name:
+                raise RollbackError(
+                    f"table {comment_text(tmap.qualified_name)}: the name {comment_text(name)} holds a carriage "
+                    "return before a line feed, which the mysql client drops when it reads a script: "
+                    "no script can name it; rename it for the rollback"
+                )
         cols = []
         for i, spec in enumerate(specs):
             col = schema.columns[i] if schema else None

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
+from rollback.errors import RollbackError
 from rollback.schema import Column, TableSchema
 from rollback.sql import (
     TableRenderer,
@@ -385,3 +386,30 @@ def test_generated_full_image_statements_equal_the_generic_ones(flavour, full_wh
         assert full.delete(before) == r.delete(before)
         for after in rows:
             assert full.update(before, after) == r.update(before, after)
+
+
+# ---- text that could end a literal or a line ----------------------------------------------------------
+
+
+def test_text_literals_with_backslashes_or_controls_are_hex():
+    # `'x\'); DROP ...'` would end the string after `x'` wherever backslashes are escapes (the default).
+    assert quote_text("x\\'); DROP DATABASE d; --") == "_utf8mb4 0x" + b"x\\'); DROP DATABASE d; --".hex()
+    assert quote_text("a\r\nb") == "_utf8mb4 0x610d0a62"
+    enum = Column("e", "enum", enum_values=("ok", "x\\'"))
+    value, _ = literals(T.ENUM, column=enum)
+    assert value(1) == "'ok'" and value(2) == "_utf8mb4 0x785c27" and value(0) == "0" and value(9) == "9"
+    sets = Column("s", "set", set_values=("a\\", "b"))
+    value, _ = literals(T.SET, column=sets)
+    assert value(0b11) == "_utf8mb4 0x615c2c62" and value(0b10) == "'b'"
+
+
+def test_a_name_the_client_cannot_read_back_is_refused():
+    # The mysql client drops a carriage return before a line feed: `a\r\nb` would name table `a\nb`.
+    tmap = TableMap(1, 1, "d", "a\r\nb", bytes([T.LONG]), (0,), (True,))
+    with pytest.raises(RollbackError, match=r"table d\.a\\r\\nb: .* carriage return before a line feed"):
+        TableRenderer(tmap, TableSchema("d", "a\r\nb", [Column("id", "int")], (0,), [], "ddl"), "mariadb")
+    tmap = TableMap(1, 1, "d", "t", bytes([T.LONG]), (0,), (True,))
+    with pytest.raises(RollbackError, match=r"the name c\\r\\n holds"):
+        TableRenderer(tmap, TableSchema("d", "t", [Column("c\r\n", "int")], (0,), [], "ddl"), "mariadb")
+    lone = TableRenderer(TableMap(1, 1, "d", "a\rb", bytes([T.LONG]), (0,), (True,)), None, "mariadb")
+    assert lone.insert((1,)) == "INSERT INTO `d`.`a\rb` (`@1`) VALUES (1);"  # a lone CR is read back as is

@@ -44,6 +44,7 @@ from rollback.invert import Irreversible, Reverse, forward_row, invert_rows
 from rollback.pipeline.plan import Partition, SchemaKey, schema_key
 from rollback.pipeline.storage import ByteRange
 from rollback.records import batch_records, record_json
+from rollback.render_text import comment_line
 from rollback.schema import TableSchema
 from rollback.sql import FullImageStatements, TableRenderer
 
@@ -55,7 +56,7 @@ PartitionProgress = Callable[[int, int], None]
 
 PROGRESS_STEP = 1 << 20  # report at least every this many bytes
 SPOOL_MEMORY = 64 << 20  # rendered text kept in memory before the spool spills to disk
-PARTIAL_NOTE = "-- note: filters selected only part of this transaction's changes"
+PARTIAL_NOTE = "note: filters selected only part of this transaction's changes"
 
 
 @dataclass
@@ -143,7 +144,7 @@ def decode_error(data: dict[str, Any]) -> Exception:
 
 
 def comment(text: str) -> str:
-    """Text safe inside a one-line SQL comment."""
+    """Text on one line, whitespace runs collapsed (DDL text in messages; script lines use comment_line)."""
     return " ".join(text.split()).replace("*/", "* /")
 
 
@@ -154,14 +155,14 @@ def block_header(
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(tx["timestamp"])) if tx["timestamp"] else "-"
     thread = tx["thread_id"] if tx["thread_id"] is not None else "-"
     lines = [
-        f"-- transaction gtid={tx['gtid'] or '-'} file={file} pos={first_pos}-{end_pos} "
+        f"transaction gtid={tx['gtid'] or '-'} file={file} pos={first_pos}-{end_pos} "
         f"time={stamp} UTC server_id={tx['server_id']} thread={thread}"
     ]
     if partial:
         lines.append(PARTIAL_NOTE)
     for query in queries:
-        lines.append(f"-- original: {comment(query)[:1000]}")
-    return "\n".join(lines) + "\nBEGIN;\n"
+        lines.append(f"original: {' '.join(query.split())[:1000]}")  # readable: whitespace runs collapsed
+    return "".join(comment_line(line) + "\n" for line in lines) + "BEGIN;\n"
 
 
 BLOCK_END = "COMMIT;\n\n"
