@@ -161,6 +161,8 @@ class Report:
     events_total: int = 0
     partitions: int = 0
     engine: str = ""
+    # The first of the longest statements: {bytes (UTF-8, as written), table, file, pos}; None without any.
+    largest_statement: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -177,6 +179,7 @@ class Report:
             "events_total": self.events_total,
             "partitions": self.partitions,
             "engine": self.engine,
+            "largest_statement": self.largest_statement,
         }
 
 
@@ -521,6 +524,11 @@ class Flashback:
             report.statements += summary.statements
             report.transactions += summary.transactions
             report.irreversible_count += summary.irreversible
+            largest = summary.largest_statement
+            if largest is not None and (
+                report.largest_statement is None or largest["bytes"] > report.largest_statement["bytes"]
+            ):
+                report.largest_statement = largest
         # A DDL on a table the range changed before it stops the job where it stands.
         hits = _ddl_hits(report.ddl, changed)
         stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
@@ -626,6 +634,12 @@ class Flashback:
         lines.append(f"server version: {report.server_version or '-'}")
         lines.append(f"row images seen: {', '.join(sorted(report.row_images)) or '-'}")
         lines.append(f"transactions: {report.transactions}, statements: {report.statements}")
+        largest = report.largest_statement
+        if largest is not None:
+            lines.append(
+                f"largest statement: {largest['bytes']} bytes "
+                f"({largest['table']} at {largest['file']}:{largest['pos']})"
+            )
         for (table, kind), rows in sorted(report.counts.items()):
             lines.append(f"rows: {table} {kind} {rows}")
         for warning in report.warnings:
