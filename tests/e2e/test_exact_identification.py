@@ -117,3 +117,22 @@ def test_a_row_whose_case_or_padding_changed_since_is_a_conflict(
     with pytest.raises(ConflictError, match=rf"conflict at .*{table}.*the row changed since the incident"):
         execute_plan(plan, scratch_server.dsn, commit=True)
     assert snapshot(scratch_server, [table]) == later
+
+
+def test_enum_and_set_members_that_differ_only_in_case_are_restored(scratch_server, db, tmp_path):
+    table = f"{db}.members"
+    scratch_server.run_sql(
+        [
+            f"CREATE TABLE {table} (id INT PRIMARY KEY, e ENUM('A', 'a') COLLATE utf8mb4_bin, "
+            "s SET('X', 'x') COLLATE utf8mb4_bin)",
+            f"INSERT INTO {table} VALUES (1, 'A', 'X'), (2, 'a', 'x,X')",
+        ]
+    )
+    before = snapshot(scratch_server, [table])
+    rng = scratch_server.run_sql(
+        [f"UPDATE {table} SET e = 'a', s = 'x' WHERE id = 1", f"DELETE FROM {table}"]
+    )
+    script, _plan = _scripts_with_and_without_plan(scratch_server, rng, tmp_path, "members")
+    apply_with_client(scratch_server, script)
+    assert snapshot(scratch_server, [table]) == before
+    assert scratch_server.query(f"SELECT e + 0, s + 0 FROM {table} ORDER BY id") == [(1, 1), (2, 3)]
