@@ -16,6 +16,7 @@ from app.core.config import ServerConfig
 from rollback.errors import RollbackError
 from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT
 from rollback.flashback import GtidFilter, parse_datetime
+from rollback.render_text import check_plain
 
 FILE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$"
 IDENT = r"^[^\s`.][^`.]{0,63}$"
@@ -132,7 +133,13 @@ def check_job_request(
         and _log_number(r.stop_file) < _log_number(r.start_file)
     ):
         errors.append(_err(("range", "stop_file"), "stop_file comes before start_file"))
-    if r.gtid_set is not None:
+    unplain = set()  # fields with a control character: checked no further (one error per field)
+    for name in ("gtid_set", "start_datetime", "stop_datetime"):
+        plain = _plain(("range", name), name, getattr(r, name))
+        if plain is not None:
+            errors.append(plain)
+            unplain.add(name)
+    if r.gtid_set is not None and "gtid_set" not in unplain:
         try:
             GtidFilter(r.gtid_set)
         except (RollbackError, ValueError) as exc:
@@ -140,7 +147,7 @@ def check_job_request(
     stamps: dict[str, float] = {}
     for name in ("start_datetime", "stop_datetime"):
         value = getattr(r, name)
-        if value is None:
+        if value is None or name in unplain:
             continue
         try:
             stamps[name] = parse_datetime(value)
@@ -163,12 +170,29 @@ def check_job_request(
 
     f = req.filters
     for i, db in enumerate(f.databases):
-        if not re.match(IDENT, db):
-            errors.append(_err(("filters", "databases", i), f"{db!r} is not a database name"))
+        error = _plain(("filters", "databases", i), "database", db)
+        if error is None and not re.match(IDENT, db):
+            error = _err(("filters", "databases", i), f"{db!r} is not a database name")
+        if error is not None:
+            errors.append(error)
     for i, table in enumerate(f.tables):
-        if not re.match(TABLE, table):
-            errors.append(_err(("filters", "tables", i), f"{table!r} is not db.table"))
+        error = _plain(("filters", "tables", i), "table", table)
+        if error is None and not re.match(TABLE, table):
+            error = _err(("filters", "tables", i), f"{table!r} is not db.table")
+        if error is not None:
+            errors.append(error)
     return errors
+
+
+def _plain(loc: tuple[str | int, ...], what: str, value: str | None) -> dict[str, Any] | None:
+    """The field error of a value holding a control character (it would reach the script's comments)."""
+    if value is None:
+        return None
+    try:
+        check_plain(what, value)
+    except RollbackError as exc:
+        return _err(loc, exc.one_line())
+    return None
 
 
 def _log_number(name: str) -> int:

@@ -183,8 +183,19 @@ def _flashback(args: argparse.Namespace) -> int:
     from rollback.execute import connect, execute_plan
     from rollback.flashback import Filters, Options, RangeSpec, generate
     from rollback.pipeline import storage
+    from rollback.render_text import check_plain
     from rollback.schema import SchemaSource, ServerSchema, schema_from_file
 
+    for option, values in (
+        ("--database", args.database),
+        ("--table", args.table),
+        ("--type", [args.type] if args.type else []),
+        ("--gtid", [args.gtid] if args.gtid else []),
+        ("--start-datetime", [args.start_datetime] if args.start_datetime else []),
+        ("--stop-datetime", [args.stop_datetime] if args.stop_datetime else []),
+    ):
+        for value in values:
+            check_plain(option, value)
     if args.server:
         if args.files:
             raise RangeError("give binlog files or --server, not both")

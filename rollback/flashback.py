@@ -40,11 +40,11 @@ from rollback.pipeline.partition import (
     Piece,
     Summary,
     block_header,
-    comment,
     decode_error,
     part_path,
 )
 from rollback.pipeline.plan import TARGET_BYTES, Plan, SchemaKey, plan_range
+from rollback.render_text import check_plain, comment_line
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, TableSchema
 from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
 
@@ -57,8 +57,6 @@ CHANGES_FORMATS = ("jsonl", "parquet")
 IRREVERSIBLE_KEPT = 1000  # irreversible changes listed in Report.irreversible (the script lists all)
 # Spark partitions: at most TARGET_BYTES, at least this, two per core when the range allows.
 MIN_SPARK_PARTITION = 4 << 20
-
-_comment = comment
 
 
 # ---- what the user asks for --------------------------------------------------------------------------
@@ -167,6 +165,8 @@ class Report:
     # what the statements set off at the schema server (side_effects.SideEffects.to_dict());
     # None: not checked (no schema server, or not a flashback)
     side_effects: dict[str, Any] | None = None
+    # The first of the longest statements: {bytes (UTF-8, as written), table, file, pos}; None without any.
+    largest_statement: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -184,6 +184,7 @@ class Report:
             "partitions": self.partitions,
             "engine": self.engine,
             "side_effects": self.side_effects,
+            "largest_statement": self.largest_statement,
         }
 
 
@@ -357,6 +358,16 @@ class Flashback:
             raise RangeError(f"mode {options.mode!r} is not one of {', '.join(MODES)}")
         if options.changes_format not in CHANGES_FORMATS:
             raise RangeError(f"change log format {options.changes_format!r} is not one of jsonl, parquet")
+        for what, values in (
+            ("database filter", filters.databases),
+            ("table filter", filters.tables),
+            ("type filter", filters.types),
+            ("GTID set", [rng.gtid] if rng.gtid else []),
+            ("start datetime", [rng.start_datetime] if rng.start_datetime else []),
+            ("stop datetime", [rng.stop_datetime] if rng.stop_datetime else []),
+        ):
+            for value in values:
+                check_plain(what, value)
         self.rng = rng
         self.filters = filters
         self.options = options
@@ -534,6 +545,11 @@ class Flashback:
             report.statements += summary.statements
             report.transactions += summary.transactions
             report.irreversible_count += summary.irreversible
+            largest = summary.largest_statement
+            if largest is not None and (
+                report.largest_statement is None or largest["bytes"] > report.largest_statement["bytes"]
+            ):
+                report.largest_statement = largest
         # A DDL on a table the range changed before it stops the job where it stands.
         hits = _ddl_hits(report.ddl, changed)
         stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
@@ -627,33 +643,41 @@ class Flashback:
             "flashback": "flashback (reverse SQL, newest change first)",
             "forward": "forward SQL",
         }.get(self.options.mode, "change log only (no SQL)")
+        # Every line is a comment line: names, file names, filter values and the server's version are
+        # escaped there (rollback/render_text.py), so that none of them can start a line of its own.
         lines = [
-            f"-- mysql-rollback {rollback.__version__}: {mode}",
-            f"-- range: {self.rng.describe()}",
+            f"mysql-rollback {rollback.__version__}: {mode}",
+            f"range: {self.rng.describe()}",
         ]
         if self.rng.start_datetime or self.rng.stop_datetime:
-            lines.append("-- datetimes without an explicit offset are read as UTC")
-        lines.append(f"-- filters: {self.filters.describe()}")
-        lines.append(f"-- server version: {report.server_version or '-'}")
-        lines.append(f"-- row images seen: {', '.join(sorted(report.row_images)) or '-'}")
-        lines.append(f"-- transactions: {report.transactions}, statements: {report.statements}")
+            lines.append("datetimes without an explicit offset are read as UTC")
+        lines.append(f"filters: {self.filters.describe()}")
+        lines.append(f"server version: {report.server_version or '-'}")
+        lines.append(f"row images seen: {', '.join(sorted(report.row_images)) or '-'}")
+        lines.append(f"transactions: {report.transactions}, statements: {report.statements}")
+        largest = report.largest_statement
+        if largest is not None:
+            lines.append(
+                f"largest statement: {largest['bytes']} bytes "
+                f"({largest['table']} at {largest['file']}:{largest['pos']})"
+            )
         for (table, kind), rows in sorted(report.counts.items()):
-            lines.append(f"-- rows: {table} {kind} {rows}")
+            lines.append(f"rows: {table} {kind} {rows}")
         if self.options.mode == "flashback":
             found = report.side_effects
             if found is None:
                 state = "not checked (no schema server)"
             else:
                 state = "see the warnings below" if any(found.values()) else "none found"
-            lines.append(f"-- {SIDE_EFFECTS}: {state}; execution checks them at the target")
+            lines.append(f"{SIDE_EFFECTS}: {state}; execution checks them at the target")
         for warning in report.warnings:
-            lines.append(f"-- warning: {_comment(warning)}")
+            lines.append(f"warning: {warning}")
         for item in self._irreversible(out_dir, summaries):
             lines.append(
-                f"-- irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
+                f"irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
                 f"row {item['row']} (missing {', '.join(item['missing'])})"
             )
-        return "\n".join(lines) + "\n" + SCRIPT_PRELUDE
+        return "".join(comment_line(line) + "\n" for line in lines) + SCRIPT_PRELUDE
 
     def _write_changes(self, out_dir: str, summaries: list[Summary], path: Path) -> None:
         parts = [part_path(out_dir, s.index, "changes.jsonl") for s in summaries]

@@ -173,7 +173,8 @@ def schema_from_rows(
     cols = []
     for name, data_type, column_type, is_nullable, charset, extra, _pos in columns:
         data_type = str(data_type).lower()
-        column_type = str(column_type).lower()
+        members = str(column_type)  # ENUM/SET members keep their case: 'A' and 'a' can both be members
+        column_type = members.lower()
         extra = str(extra or "").upper()
         cols.append(
             Column(
@@ -187,8 +188,8 @@ def schema_from_rows(
                 or "PERSISTENT" in extra
                 or "STORED" in extra,
                 invisible="INVISIBLE" in extra,
-                enum_values=_enum_members(str(column_type)) if data_type == "enum" else None,
-                set_values=_enum_members(str(column_type)) if data_type == "set" else None,
+                enum_values=_enum_members(members) if data_type == "enum" else None,
+                set_values=_enum_members(members) if data_type == "set" else None,
             )
         )
     index_of = {c.name.lower(): i for i, c in enumerate(cols)}

@@ -19,6 +19,8 @@ from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.json_binary import decode_json
 from rollback.binlog.table_map import TableMap
 from rollback.charsets import PYTHON_CODEC, charset_of_collation
+from rollback.errors import RollbackError
+from rollback.render_text import comment_text
 from rollback.schema import TableSchema
 
 Literal = Callable[[Any], str]
@@ -30,13 +32,22 @@ def quote_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def quote_text(text: str) -> str:
-    """A string literal that means the same under any sql_mode: quotes doubled, no backslash escapes used."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-# Backslash means escape unless NO_BACKSLASH_ESCAPES; control characters do not survive copy/paste.
+# Backslash means escape unless NO_BACKSLASH_ESCAPES; control characters do not survive copy/paste (and the
+# client drops a carriage return before a line feed).
 _UNSAFE_CHARS = re.compile("[\\\\\x00-\x1f\x7f]")
+
+
+def quote_text(text: str) -> str:
+    """A string literal of text (in the script's utf8mb4) that means the same under any sql_mode: quotes
+    doubled; text with a backslash or a control character in hex (`'a\\'` would end the string elsewhere)."""
+    if _UNSAFE_CHARS.search(text) is None:
+        return "'" + text.replace("'", "''") + "'"
+    return hex_literal(text.encode("utf-8"), "utf8mb4")
+
+
+def temporal_literal(text: str) -> str:
+    """A DATE/TIME/DATETIME/TIMESTAMP as the decoder writes it (digits and separators: nothing to escape)."""
+    return "'" + text + "'"
 
 
 def hex_literal(data: bytes, charset: str = "binary") -> str:
@@ -136,18 +147,21 @@ def bit_literal(width: int) -> Literal:
 class ColumnRender:
     name: str  # quoted
     value: Literal  # for VALUES and SET
-    where: Literal  # for WHERE: exact comparison
+    where: Literal  # the right side of `exact`
     writable: bool  # False for generated columns
+    exact: str = ""  # the left side of a byte-exact comparison, operator included: "CAST(`c` AS BINARY)<=>"
+    null: str = ""  # the column is NULL
 
 
 def _enum_literal(members: tuple[str, ...] | None) -> Literal:
     if not members:
         return str  # the index: inserting a number into an ENUM stores that member
+    # 0 = the '' error value: its index keeps it exact.
+    literals = ["0", *(quote_text(m) for m in members)]
+    count = len(literals)
 
     def render(index: int) -> str:
-        if 1 <= index <= len(members):
-            return quote_text(members[index - 1])
-        return str(index)  # 0 = the '' error value; keep it exact
+        return literals[index] if 0 <= index < count else str(index)
 
     return render
 
@@ -180,7 +194,7 @@ def column_literals(
         lit = bit_literal(meta_length)
         return lit, lit
     if real_type in (T.DATE, T.NEWDATE, T.TIME, T.TIME2, T.DATETIME, T.DATETIME2, T.TIMESTAMP, T.TIMESTAMP2):
-        return quote_text, quote_text
+        return temporal_literal, temporal_literal
     if real_type == T.ENUM:
         lit = _enum_literal(schema_column.enum_values if schema_column else None)
         return lit, lit
@@ -214,6 +228,53 @@ def column_literals(
     return (lambda v: string_literal(bytes(v), charset)), (lambda v: hex_literal(bytes(v)))
 
 
+_STRING_TYPES = frozenset(
+    {T.STRING, T.VARCHAR, T.VAR_STRING, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB}
+)
+_BINARY_DATA_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+
+
+def exact_comparison(
+    real_type: int, charset: str | None, schema_column: Any, flavour: str, name: str, where: Literal
+) -> tuple[str, Literal]:
+    """(left side with operator, right side) of a comparison that is true only for the very same stored value.
+
+    `where` is the column's where literal (column_literals). A plain `col<=>literal` follows the column's
+    collation (case-, accent- and trailing-space-insensitive under *_ci and PAD SPACE collations) and the
+    type's own equality (ENUM by member name, JSON by value, +0.0 = -0.0): rows that differ only there are
+    different rows. A key compared by its collation is still safe (it is unique under it); a whole-row
+    identification is not.
+    """
+    plain = f"{name}<=>"
+    if real_type in (T.ENUM, T.SET):
+        # By index: the '' member and the '' error value (index 0) are equal as strings.
+        return f"{name}+0<=>", str
+    if real_type == T.JSON and flavour == "mysql":
+        # JSON equality is by value (1 = 1.0); the server's text of the document tells the types apart too.
+        def json_where(v: Any) -> str:
+            text = string_literal(json_text(v).encode(), "utf8mb4")
+            return f"CAST({text} AS JSON) AND CAST({name} AS BINARY)<=>{text}"
+
+        return plain, json_where
+    if real_type in _STRING_TYPES or real_type == T.JSON:
+        data_type = schema_column.data_type if schema_column is not None else ""
+        if charset == "binary" or data_type in _BINARY_DATA_TYPES or data_type in _FIXED_BINARY_TYPES:
+            return plain, where  # binary strings compare byte by byte
+        # The stored bytes (CHAR without its trailing pad, as the binlog holds it) against the image's bytes.
+        return f"CAST({name} AS BINARY)<=>", where
+    if real_type in (T.FLOAT, T.DOUBLE) and flavour == "mysql":
+        # MySQL stores -0.0 (MariaDB stores +0.0 for it), and -0.0 = +0.0: the sign of a zero is checked apart.
+        def float_where(v: float) -> str:
+            if v != 0.0:
+                return where(v)
+            if math.copysign(1.0, v) < 0:
+                return f"-0e0 AND ATAN2({name},-1)<0"
+            return f"0e0 AND ATAN2({name},-1)>0"
+
+        return plain, float_where
+    return plain, where
+
+
 _FIXED_BINARY_TYPES = frozenset({"binary", "inet6", "inet4", "uuid"})
 
 
@@ -238,6 +299,13 @@ class TableRenderer:
             schema.names if schema else (tmap.column_names or tuple(f"@{i + 1}" for i in range(len(specs))))
         )
         self.named = schema is not None or bool(tmap.column_names)
+        for name in (tmap.database, tmap.table, *names):
+            if "\r\n" in name:
+                raise RollbackError(
+                    f"table {comment_text(tmap.qualified_name)}: the name {comment_text(name)} holds a carriage "
+                    "return before a line feed, which the mysql client drops when it reads a script: "
+                    "no script can name it; rename it for the rollback"
+                )
         cols = []
         for i, spec in enumerate(specs):
             col = schema.columns[i] if schema else None
@@ -246,8 +314,12 @@ class TableRenderer:
                 charset = charset_of_collation(tmap.charsets[i])
             if charset is None and spec.real_type in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
                 charset = None
+            name = quote_ident(names[i])
             value, where = column_literals(spec.real_type, spec.length, charset, col, flavour)
-            cols.append(ColumnRender(quote_ident(names[i]), value, where, not (col and col.generated)))
+            exact, where = exact_comparison(spec.real_type, charset, col, flavour, name, where)
+            cols.append(
+                ColumnRender(name, value, where, not (col and col.generated), exact, f"{name}<=>NULL")
+            )
         self.columns = cols
         self.key = () if full_where or schema is None else schema.row_key
         self.keyed = bool(self.key)
@@ -255,17 +327,25 @@ class TableRenderer:
         self._names = [c.name for c in cols]
         self._values = [c.value for c in cols]
         self._wheres = [c.where for c in cols]
+        self._exacts = [c.exact for c in cols]
+        self._nulls = [c.null for c in cols]
         self._all_writable = all(c.writable for c in cols)
         self._insert_head = f"INSERT INTO {self.table} ({', '.join(self._names)}) VALUES ("
-        self._key_set = frozenset(self.key)
         self._full: FullImageStatements | None = None
         self._key_parts = [(i, self._names[i], self._values[i]) for i in self.key]
+        # Key columns whose exact comparison no index serves (CAST, +0): compared by value as well, which the
+        # exact comparison implies, so that a check or a --full-where statement still finds the row by its key.
+        row_key = schema.row_key if schema is not None else ()
+        self._lookup_parts = [
+            (i, self._names[i], self._values[i]) for i in row_key if cols[i].exact != f"{cols[i].name}<=>"
+        ]
 
     def literal(self, index: int, value: Any) -> str:
         return "NULL" if value is None else self.columns[index].value(value)
 
     def where(self, image: Sequence[Any]) -> str:
-        """Identify the row an image describes: by key, else by every present column (NULL-safe)."""
+        """Identify the row an image describes: by key (under its collation: the key is unique under it),
+        else by every present column, byte-exact and NULL-safe (also when a key column is missing)."""
         if self.key and all(image[i] is not MISSING for i in self.key):
             return " AND ".join(
                 [
@@ -273,23 +353,20 @@ class TableRenderer:
                     for i, name, value in self._key_parts
                 ]
             )
-        if not self.key:
-            return " AND ".join(
-                [
-                    f"{name}<=>{'NULL' if v is None else where(v)}"
-                    for name, where, v in zip(self._names, self._wheres, image, strict=True)
-                    if v is not MISSING
-                ]
-            )
-        parts = []  # a key column missing from the image: every present column, key columns by value
-        for i, v in enumerate(image):
-            if v is MISSING:
-                continue
-            name = self._names[i]
-            if i in self._key_set:
-                parts.append(f"{name}={self._values[i](v)}" if v is not None else f"{name} IS NULL")
-            else:
-                parts.append(f"{name}<=>{'NULL' if v is None else self._wheres[i](v)}")
+        return self._exact(image)
+
+    def _exact(self, image: Sequence[Any]) -> str:
+        """Every present column compared byte-exactly, after the key columns no index serves that way."""
+        parts = [
+            f"{name}={value(image[i])}" if image[i] is not None else f"{name} IS NULL"
+            for i, name, value in self._lookup_parts
+            if image[i] is not MISSING
+        ]
+        parts += [
+            null if v is None else exact + where(v)
+            for exact, null, where, v in zip(self._exacts, self._nulls, self._wheres, image, strict=True)
+            if v is not MISSING
+        ]
         return " AND ".join(parts)
 
     def _limit(self) -> str:
@@ -322,13 +399,9 @@ class TableRenderer:
         return f"UPDATE {self.table} SET {', '.join(sets)} WHERE {self.where(where_image)}{self._limit()};"
 
     def exists(self, image: Sequence[Any]) -> str:
-        """A query counting the rows that match the image exactly (every present column): the conflict check."""
-        parts = [
-            f"{name}<=>{'NULL' if v is None else where(v)}"
-            for name, where, v in zip(self._names, self._wheres, image, strict=True)
-            if v is not MISSING
-        ]
-        return f"SELECT COUNT(*) FROM {self.table} WHERE {' AND '.join(parts)}"
+        """A query counting the rows that match the image exactly (every present column, byte for byte):
+        the conflict check, which must see a row whose case or trailing spaces changed since as changed."""
+        return f"SELECT COUNT(*) FROM {self.table} WHERE {self._exact(image)}"
 
     def full_images(self) -> FullImageStatements | None:
         """Straight-line statement functions for rows whose images hold every column (FULL row
@@ -377,15 +450,18 @@ def _compile_full_images(renderer: TableRenderer) -> FullImageStatements:
         env[f"W{i}"] = renderer._wheres[i]
         env[f"EQ{i}"] = f"{name}="
         env[f"ISNULL{i}"] = f"{name} IS NULL"
-        env[f"NSEQ{i}"] = f"{name}<=>"
+        env[f"EXACT{i}"] = renderer._exacts[i]
+        env[f"NULL{i}"] = renderer._nulls[i]
+
+    def by_value(var: str, columns: Sequence[int]) -> list[str]:
+        return [f"{{EQ{i} + V{i}({var}{i}) if {var}{i} is not None else ISNULL{i}}}" for i in columns]
 
     def where(var: str) -> str:
         if renderer.key:
-            parts = [
-                f"{{EQ{i} + V{i}({var}{i}) if {var}{i} is not None else ISNULL{i}}}" for i in renderer.key
-            ]
+            parts = by_value(var, renderer.key)
         else:
-            parts = [f'{{NSEQ{i}}}{{"NULL" if {var}{i} is None else W{i}({var}{i})}}' for i in range(n)]
+            parts = by_value(var, [i for i, _name, _value in renderer._lookup_parts])
+            parts += [f"{{NULL{i} if {var}{i} is None else EXACT{i} + W{i}({var}{i})}}" for i in range(n)]
         return "f'" + " AND ".join(parts) + "'"
 
     values = ", ".join(f'{{"NULL" if v{i} is None else V{i}(v{i})}}' for i in range(n))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
+from rollback.errors import RollbackError
 from rollback.schema import Column, TableSchema
 from rollback.sql import (
     TableRenderer,
@@ -274,7 +275,8 @@ def test_statements_by_primary_key_without_limit():
     assert r.update(row, row) is None  # nothing differs: nothing to write
     assert r.key_exists(row) == "SELECT COUNT(*) FROM `odd``db`.`t``1` WHERE `id`=7"
     assert r.exists(row) == (
-        "SELECT COUNT(*) FROM `odd``db`.`t``1` WHERE `id`<=>7 AND `na``me`<=>_binary 0x69742773 AND `f`<=>0.5e0 AND `g`<=>8"
+        "SELECT COUNT(*) FROM `odd``db`.`t``1` WHERE `id`<=>7 AND CAST(`na``me` AS BINARY)<=>_binary 0x69742773 "
+        "AND `f`<=>0.5e0 AND `g`<=>8"
     )
 
 
@@ -282,7 +284,7 @@ def test_without_a_key_every_column_is_compared_null_safely_with_limit_1():
     r = _renderer(_schema(primary=()))
     row = (None, b"x", F32.unpack(F32.pack(0.1))[0], None)
     assert r.delete(row) == (
-        "DELETE FROM `odd``db`.`t``1` WHERE `id`<=>NULL AND `na``me`<=>_binary 0x78 "
+        "DELETE FROM `odd``db`.`t``1` WHERE `id`<=>NULL AND CAST(`na``me` AS BINARY)<=>_binary 0x78 "
         "AND `f`<=>0.10000000149011612e0 AND `g`<=>NULL LIMIT 1;"
     )
     assert r.key_exists(row) is None
@@ -291,7 +293,8 @@ def test_without_a_key_every_column_is_compared_null_safely_with_limit_1():
 def test_full_where_ignores_the_key():
     r = _renderer(_schema(), full_where=True)
     assert r.delete((1, b"", 2.0, 3)) == (
-        "DELETE FROM `odd``db`.`t``1` WHERE `id`<=>1 AND `na``me`<=>_binary'' AND `f`<=>2.0e0 AND `g`<=>3 LIMIT 1;"
+        "DELETE FROM `odd``db`.`t``1` WHERE `id`<=>1 AND CAST(`na``me` AS BINARY)<=>_binary'' AND `f`<=>2.0e0 "
+        "AND `g`<=>3 LIMIT 1;"
     )
 
 
@@ -307,3 +310,106 @@ def test_without_any_schema_columns_are_positional():
     tmap = TableMap(1, 1, "d", "t", bytes([T.LONG]), (0,), (True,))
     r = TableRenderer(tmap, None, "mysql")
     assert r.insert((1,)) == "INSERT INTO `d`.`t` (`@1`) VALUES (1);" and not r.keyed
+
+
+# ---- byte-exact identification ------------------------------------------------------------------------
+
+
+def _typed_renderer(flavour: str = "mariadb", full_where: bool = False, key=(0,)) -> TableRenderer:
+    # (code VARCHAR utf8mb4, e ENUM, s SET, raw VARBINARY, d DOUBLE, c CHAR latin1, j JSON)
+    tmap = TableMap(
+        1,
+        1,
+        "d",
+        "t",
+        bytes([T.VARCHAR, T.STRING, T.STRING, T.VARCHAR, T.DOUBLE, T.STRING, T.JSON]),
+        (40, (T.ENUM << 8) | 1, (T.SET << 8) | 1, 20, 8, (T.STRING << 8) | 8, 4),
+        (True,) * 7,
+    )
+    cols = [
+        Column("code", "varchar", nullable=False, charset="utf8mb4"),
+        Column("e", "enum", enum_values=("", "a")),
+        Column("s", "set", set_values=("x", "y")),
+        Column("raw", "varbinary"),
+        Column("d", "double"),
+        Column("c", "char", charset="latin1"),
+        Column("j", "json"),
+    ]
+    return TableRenderer(tmap, TableSchema("d", "t", cols, key, [], "ddl"), flavour, full_where)
+
+
+ROW = (b"K1", 1, 0b11, b"\x00a", 0.0, b"ab", b"\x04\x01")  # j: binary JSON `true`
+
+
+def test_exact_comparisons_ignore_collations_and_type_equalities():
+    r = _typed_renderer(key=())
+    assert r.delete(ROW) == (
+        "DELETE FROM `d`.`t` WHERE CAST(`code` AS BINARY)<=>_binary 0x4b31 AND `e`+0<=>1 AND `s`+0<=>3 "
+        "AND `raw`<=>_binary 0x0061 AND `d`<=>0.0e0 AND CAST(`c` AS BINARY)<=>_binary 0x6162 "
+        "AND CAST(`j` AS BINARY)<=>'true' LIMIT 1;"
+    )
+    # NULL stays NULL-safe on the bare column.
+    assert r.delete((None,) * 7).startswith("DELETE FROM `d`.`t` WHERE `code`<=>NULL AND `e`<=>NULL AND ")
+
+
+def test_mysql_json_and_signed_zeros_are_compared_apart():
+    r = _typed_renderer("mysql", key=())
+    where = r.delete(ROW)
+    assert "`j`<=>CAST('true' AS JSON) AND CAST(`j` AS BINARY)<=>'true'" in where
+    assert "`d`<=>0e0 AND ATAN2(`d`,-1)>0" in where
+    assert "`d`<=>-0e0 AND ATAN2(`d`,-1)<0" in r.delete(ROW[:4] + (-0.0,) + ROW[5:])
+    assert "`d`<=>1.5e0 AND" in r.delete(ROW[:4] + (1.5,) + ROW[5:])
+
+
+def test_keyed_statements_use_the_key_and_checks_add_it_for_the_index():
+    r = _typed_renderer()
+    assert r.delete(ROW) == "DELETE FROM `d`.`t` WHERE `code`='K1';"
+    # The check compares every column exactly; the key by value first, so that its index finds the row.
+    assert r.exists(ROW).startswith(
+        "SELECT COUNT(*) FROM `d`.`t` WHERE `code`='K1' AND CAST(`code` AS BINARY)<=>_binary 0x4b31 AND `e`+0<=>1"
+    )
+    full = _typed_renderer(full_where=True)
+    assert full.delete(ROW).startswith("DELETE FROM `d`.`t` WHERE `code`='K1' AND CAST(`code` AS BINARY)<=>")
+    # A key column missing from the image: every present column exactly.
+    assert r.delete((MISSING, 2) + (MISSING,) * 5) == "DELETE FROM `d`.`t` WHERE `e`+0<=>2;"
+
+
+@pytest.mark.parametrize("flavour", ["mariadb", "mysql"])
+@pytest.mark.parametrize(("full_where", "key"), [(False, ()), (True, (0,)), (False, (0,))])
+def test_generated_full_image_statements_equal_the_generic_ones(flavour, full_where, key):
+    r = _typed_renderer(flavour, full_where, key)
+    full = r.full_images()
+    assert full is not None
+    rows = [ROW, (None,) * 7, (b"K2", 0, 0, b"", -0.0, b"", b"\x04\x02")]
+    for before in rows:
+        assert full.insert(before) == r.insert(before)
+        assert full.delete(before) == r.delete(before)
+        for after in rows:
+            assert full.update(before, after) == r.update(before, after)
+
+
+# ---- text that could end a literal or a line ----------------------------------------------------------
+
+
+def test_text_literals_with_backslashes_or_controls_are_hex():
+    # `'x\'); DROP ...'` would end the string after `x'` wherever backslashes are escapes (the default).
+    assert quote_text("x\\'); DROP DATABASE d; --") == "_utf8mb4 0x" + b"x\\'); DROP DATABASE d; --".hex()
+    assert quote_text("a\r\nb") == "_utf8mb4 0x610d0a62"
+    enum = Column("e", "enum", enum_values=("ok", "x\\'"))
+    value, _ = literals(T.ENUM, column=enum)
+    assert value(1) == "'ok'" and value(2) == "_utf8mb4 0x785c27" and value(0) == "0" and value(9) == "9"
+    sets = Column("s", "set", set_values=("a\\", "b"))
+    value, _ = literals(T.SET, column=sets)
+    assert value(0b11) == "_utf8mb4 0x615c2c62" and value(0b10) == "'b'"
+
+
+def test_a_name_the_client_cannot_read_back_is_refused():
+    # The mysql client drops a carriage return before a line feed: `a\r\nb` would name table `a\nb`.
+    tmap = TableMap(1, 1, "d", "a\r\nb", bytes([T.LONG]), (0,), (True,))
+    with pytest.raises(RollbackError, match=r"table d\.a\\r\\nb: .* carriage return before a line feed"):
+        TableRenderer(tmap, TableSchema("d", "a\r\nb", [Column("id", "int")], (0,), [], "ddl"), "mariadb")
+    tmap = TableMap(1, 1, "d", "t", bytes([T.LONG]), (0,), (True,))
+    with pytest.raises(RollbackError, match=r"the name c\\r\\n holds"):
+        TableRenderer(tmap, TableSchema("d", "t", [Column("c\r\n", "int")], (0,), [], "ddl"), "mariadb")
+    lone = TableRenderer(TableMap(1, 1, "d", "a\rb", bytes([T.LONG]), (0,), (True,)), None, "mariadb")
+    assert lone.insert((1,)) == "INSERT INTO `d`.`a\rb` (`@1`) VALUES (1);"  # a lone CR is read back as is

@@ -44,6 +44,7 @@ from rollback.invert import Irreversible, Reverse, forward_row, invert_rows
 from rollback.pipeline.plan import Partition, SchemaKey, schema_key
 from rollback.pipeline.storage import ByteRange
 from rollback.records import batch_records, record_json
+from rollback.render_text import comment_line
 from rollback.schema import TableSchema
 from rollback.sql import FullImageStatements, TableRenderer
 
@@ -55,7 +56,7 @@ PartitionProgress = Callable[[int, int], None]
 
 PROGRESS_STEP = 1 << 20  # report at least every this many bytes
 SPOOL_MEMORY = 64 << 20  # rendered text kept in memory before the spool spills to disk
-PARTIAL_NOTE = "-- note: filters selected only part of this transaction's changes"
+PARTIAL_NOTE = "note: filters selected only part of this transaction's changes"
 
 
 @dataclass
@@ -119,6 +120,8 @@ class Summary:
     script_bytes: int = 0
     seconds: float = 0.0
     next_block: int = 0  # ordinal of the next block after this partition (the planner's, checked)
+    # The first of the longest statements in binlog order: {bytes (UTF-8, as written), table, file, pos}.
+    largest_statement: dict[str, Any] | None = None
 
 
 def part_path(out_dir: str, index: int, suffix: str) -> str:
@@ -143,7 +146,7 @@ def decode_error(data: dict[str, Any]) -> Exception:
 
 
 def comment(text: str) -> str:
-    """Text safe inside a one-line SQL comment."""
+    """Text on one line, whitespace runs collapsed (DDL text in messages; script lines use comment_line)."""
     return " ".join(text.split()).replace("*/", "* /")
 
 
@@ -154,14 +157,14 @@ def block_header(
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(tx["timestamp"])) if tx["timestamp"] else "-"
     thread = tx["thread_id"] if tx["thread_id"] is not None else "-"
     lines = [
-        f"-- transaction gtid={tx['gtid'] or '-'} file={file} pos={first_pos}-{end_pos} "
+        f"transaction gtid={tx['gtid'] or '-'} file={file} pos={first_pos}-{end_pos} "
         f"time={stamp} UTC server_id={tx['server_id']} thread={thread}"
     ]
     if partial:
         lines.append(PARTIAL_NOTE)
     for query in queries:
-        lines.append(f"-- original: {comment(query)[:1000]}")
-    return "\n".join(lines) + "\nBEGIN;\n"
+        lines.append(f"original: {' '.join(query.split())[:1000]}")  # readable: whitespace runs collapsed
+    return "".join(comment_line(line) + "\n" for line in lines) + "BEGIN;\n"
 
 
 BLOCK_END = "COMMIT;\n\n"
@@ -298,6 +301,7 @@ class _Run:
         self.irreversible_out: IO[str] | None = None
         self.at = part.start  # the event being read
         self.first_change: dict[str, int] = {}
+        self.largest_bytes = 0
 
     # -- selection
     def _tx_selected(self, tx: TxContext) -> bool:
@@ -505,7 +509,9 @@ class _Run:
             # Every column in both images: nothing is irreversible, the statements need no checks.
             script = _full_image_statements(full, kind, rows, self.job.mode == "forward")
             if script:
-                self.spool.add("\n".join(script) + "\n", "")
+                text = "\n".join(script) + "\n"
+                self._largest(script, text, batch, table)
+                self.spool.add(text, "")
                 current.statements += len(script)
                 self.statements += len(script)
             return
@@ -545,9 +551,28 @@ class _Run:
                             f'"expect": {result.expect}{tail}{_json(result.sql)}}}'
                         )
         if script:
-            self.spool.add("\n".join(script) + "\n", "\n".join(plan) + "\n")
+            text = "\n".join(script) + "\n"
+            self._largest(script, text, batch, table)
+            self.spool.add(text, "\n".join(plan) + "\n")
             current.statements += len(script)
             self.statements += len(script)
+
+    def _largest(self, script: list[str], text: str, batch: RowsBatch, table: str) -> None:
+        """Note the event's longest statement if it is the longest yet (a statement over the target's
+        max_allowed_packet fails halfway through a script run): lengths of text already built."""
+        size = len(max(script, key=len))
+        if size * 4 <= self.largest_bytes:
+            return  # UTF-8 takes at most 4 bytes per character: no statement of this event is longer
+        if not text.isascii():
+            size = max(len(sql.encode("utf-8")) for sql in script)
+        if size > self.largest_bytes:
+            self.largest_bytes = size
+            self.summary.largest_statement = {
+                "bytes": size,
+                "table": table,
+                "file": batch.file or self.part.file_label,
+                "pos": batch.pos,
+            }
 
     def _changed(self, table: str) -> None:
         if table not in self.first_change:

@@ -147,6 +147,19 @@ def test_job_requests_are_validated_up_front_with_field_errors(make_client, scra
         "/api/jobs", content=b"{not json", headers={**auth(OPERATOR), "Content-Type": "application/json"}
     )
     assert bad_json.status_code == 422 and bad_json.json()["detail"]
+    # Control characters would reach the script's comment lines: refused on their field.
+    hostile = {
+        "server": "scratch",
+        "range": {"gtid_set": "0-1-1\nDROP DATABASE x;"},
+        "filters": {"databases": ["ok", "a\u2028b"], "tables": ["db.t\x00"]},
+    }
+    found = errors(hostile)
+    assert "control character (U+000A)" in found[("body", "range", "gtid_set")]
+    assert "control character (U+2028)" in found[("body", "filters", "databases", 1)]
+    assert "control character (U+0000)" in found[("body", "filters", "tables", 0)]
+    assert ("body", "filters", "databases", 0) not in found
+    found = errors({"server": "scratch", "range": {"start_datetime": "2024-01-01 00:00:00\r"}})
+    assert "control character (U+000D)" in found[("body", "range", "start_datetime")]
 
 
 def test_uploaded_binlog_job_serves_script_changes_and_summary_with_paging(
