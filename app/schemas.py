@@ -269,6 +269,11 @@ class SummaryOut(BaseModel):
         description="triggers, cascading foreign keys and non-transactional tables the reverse statements "
         "meet at the schema server (null: not checked); every execution checks them again at its target",
     )
+    largest_statement: dict[str, Any] | None = Field(
+        None,
+        description="the largest reverse statement {bytes, table, file, pos} (null: none); an execution refuses "
+        "statements larger than its target's max_allowed_packet before running anything",
+    )
 
 
 class ExecutionCreate(BaseModel):

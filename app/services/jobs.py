@@ -332,6 +332,7 @@ class JobRunner:
                     "partitions",
                     "events_total",
                     "side_effects",
+                    "largest_statement",
                 )
             },
             "script_path": str(out.script),

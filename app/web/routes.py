@@ -431,6 +431,7 @@ async def execute_check(request: Request, job_id: str) -> Response:
         "error": error,
         "side_effects_found": found,
         "accept_triggers": options.accept_triggers,
+        "largest_statement": (job.summary or {}).get("largest_statement"),
     }
     return _render(request, "execute_confirm.html", context, 200, principal, token)
 

@@ -77,6 +77,8 @@ def test_the_api_lists_side_effects_refuses_what_is_not_accepted_and_runs_what_i
     warnings = " | ".join(summary["warnings"])
     assert f"trigger {DB}.acct_audit" in warnings and f"foreign key {DB}.child_fk" in warnings
     assert f"{DB}.counter is a MyISAM table" in warnings
+    largest = summary["largest_statement"]
+    assert largest["bytes"] > 0 and largest["table"].startswith(f"{DB}.") and largest["pos"] > 0
 
     url = f"/api/jobs/{job['id']}/executions"
     refused = client.post(url, json={"target": "scratch"}, headers=auth(OPERATOR))
@@ -124,6 +126,7 @@ def test_the_web_pages_show_the_side_effects_and_carry_the_acceptances(make_clie
     assert f"trigger {DB}.acct_audit (AFTER INSERT on {DB}.acct) fires again" in panel
     assert f"foreign key {DB}.child_fk" in panel and f"{DB}.counter is a MyISAM table" in panel
     assert 'name="accept_triggers"' in panel
+    assert 'id="largest-statement"' in panel
 
     # without letting triggers fire, the check is refused and says why; the target's side effects show
     check = client.post(f"/jobs/{job['id']}/execute/check", data={"csrf": csrf, "target": "scratch"})
@@ -136,6 +139,7 @@ def test_the_web_pages_show_the_side_effects_and_carry_the_acceptances(make_clie
     assert 'id="no-conflicts"' in check.text and f"validated by reads (non-transactional): {DB}.counter" in (
         check.text.replace("\n", " ")
     )
+    assert 'id="largest-statement"' in check.text[check.text.index('id="target-side-effects"') :]
     form = check.text[check.text.index('id="confirm-form"') :]
     assert 'name="accept_triggers" value="on"' in form and 'name="accept_cascades"' in form
     assert re.search(rf'name="accept_non_transactional" value="{DB}\.counter"', form)

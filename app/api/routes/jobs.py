@@ -267,4 +267,5 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         server_version=extra.get("server_version"),
         row_images=extra.get("row_images", []),
         side_effects=extra.get("side_effects"),
+        largest_statement=extra.get("largest_statement"),
     )
