@@ -462,6 +462,7 @@ class Flashback:
         report.events_total = plan.events_total
         report.server_version = plan.server_version
         report.partitions = len(plan.partitions)
+        report.warnings.extend(plan.notes)
         spec = JobSpec(
             out_dir=out_dir,
             filters=self.filters,

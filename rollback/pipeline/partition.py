@@ -42,6 +42,7 @@ from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
 from rollback.invert import Irreversible, Reverse, forward_row, invert_rows
 from rollback.pipeline.plan import Partition, SchemaKey, schema_key
+from rollback.pipeline.savepoints import VoidSet
 from rollback.pipeline.storage import ByteRange
 from rollback.records import batch_records, record_json
 from rollback.schema import TableSchema
@@ -392,6 +393,7 @@ class _Run:
         next_note = part.start + PROGRESS_STEP
         events_done = 0
         last_outer = -1
+        voids = VoidSet(part.voids)
         for decoded in decode_stream(buf, state, part.start, part.end, self.job.verify_checksums):
             event = decoded.event
             if decoded.outer_pos != last_outer:
@@ -409,6 +411,8 @@ class _Run:
                     self.next_block += 1
                 current.end_pos = decoded.outer_end
                 current.moved = True
+                if voids and voids.covers(decoded.outer_pos, decoded.raw.pos):
+                    continue  # undone by a ROLLBACK TO SAVEPOINT: it never persisted
                 tmap = state.table_maps.get(event.table_id)
                 if tmap is None:
                     decode_rows(decoded, event, state)  # raises the precise error
