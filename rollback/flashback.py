@@ -32,7 +32,8 @@ from typing import IO, Any, Protocol
 
 import rollback
 from rollback.binlog.gtid import GtidSet
-from rollback.errors import DDLInRange, IrreversibleChange, RangeError, SchemaMismatch
+from rollback.errors import DDLInRange, EmptyRange, IrreversibleChange, RangeError, SchemaMismatch
+from rollback.pipeline.contents import held, table_hints
 from rollback.pipeline.local import run_local
 from rollback.pipeline.partition import (
     BLOCK_END,
@@ -115,6 +116,7 @@ class Options:
     mode: str = "flashback"  # flashback | forward | changes (the change log only; the script is its header)
     full_where: bool = False
     allow_partial: bool = False
+    allow_empty: bool = False  # a range that selects no row change is not an error (exit 4)
     schema: SchemaSource | None = None
     verify_checksums: bool = True
     # local: partitions run in this process, in order. spark: as Spark tasks on the process's
@@ -356,6 +358,7 @@ class Flashback:
         self.filters = filters
         self.options = options
         self.report = Report()
+        self._unchecked: list[str] = []  # files without event checksums (a header note each)
         self._gtid = GtidFilter(rng.gtid) if rng.gtid else None
         self._since = parse_datetime(rng.start_datetime) if rng.start_datetime else None
         self._until = parse_datetime(rng.stop_datetime) if rng.stop_datetime else None
@@ -463,6 +466,7 @@ class Flashback:
         report.server_version = plan.server_version
         report.partitions = len(plan.partitions)
         report.warnings.extend(plan.notes)
+        self._unchecked = plan.unchecked
         spec = JobSpec(
             out_dir=out_dir,
             filters=self.filters,
@@ -543,6 +547,8 @@ class Flashback:
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
             raise decode_error(mismatch)
+        if not report.counts:
+            self._empty(summaries)
         for item in self._irreversible(out_dir, summaries):
             if len(report.irreversible) >= IRREVERSIBLE_KEPT:
                 break
@@ -555,6 +561,20 @@ class Flashback:
                 f"(missing {', '.join(item['missing'])}: {item['reason']}); "
                 "--allow-partial emits the restorable changes and lists the rest"
             )
+
+    def _empty(self, summaries: list[Summary]) -> None:
+        """The range selected no row change: an error unless allowed, saying what the files hold."""
+        tables = {table.lower() for s in summaries for table, _kind in s.contents}
+        said = [
+            f"searched {self.rng.describe()}; filters: {self.filters.describe()}",
+            held(summaries),
+            *table_hints(self.filters.tables, self.filters.databases, tables),
+        ]
+        if not self.options.allow_empty:
+            raise EmptyRange(
+                f"the range selected no row change: {'; '.join(said)}; --allow-empty accepts an empty result"
+            )
+        self.report.warnings.append(f"the range selected no row change: {'; '.join(said[1:])}")
 
     @staticmethod
     def _irreversible(out_dir: str, summaries: list[Summary]) -> Iterator[dict[str, Any]]:
@@ -615,6 +635,10 @@ class Flashback:
             lines.append("-- datetimes without an explicit offset are read as UTC")
         lines.append(f"-- filters: {self.filters.describe()}")
         lines.append(f"-- server version: {report.server_version or '-'}")
+        for label in self._unchecked:
+            lines.append(
+                f"-- note: {label} has no event checksums (binlog_checksum=NONE): corruption cannot be detected"
+            )
         lines.append(f"-- row images seen: {', '.join(sorted(report.row_images)) or '-'}")
         lines.append(f"-- transactions: {report.transactions}, statements: {report.statements}")
         for (table, kind), rows in sorted(report.counts.items()):

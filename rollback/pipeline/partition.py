@@ -115,6 +115,11 @@ class Summary:
     error: dict[str, Any] | None = None  # an error that fails the job
     error_pos: int | None = None  # the position of the event it stopped at
     first_change: dict[str, int] = field(default_factory=dict)  # db.table (lower case) -> position
+    # What the partition holds, selected or not: rows events per (db.table, type), and the first and
+    # last transaction with rows events as (gtid, timestamp). Said when the job selects nothing.
+    contents: dict[tuple[str, str], int] = field(default_factory=dict)
+    first_tx: tuple[str | None, int] | None = None
+    last_tx: tuple[str | None, int] | None = None
     head: Piece | None = None
     tail: Piece | None = None
     script_bytes: int = 0
@@ -299,6 +304,7 @@ class _Run:
         self.irreversible_out: IO[str] | None = None
         self.at = part.start  # the event being read
         self.first_change: dict[str, int] = {}
+        self.contents: Counter[tuple[str, str]] = Counter()
 
     # -- selection
     def _tx_selected(self, tx: TxContext) -> bool:
@@ -363,6 +369,7 @@ class _Run:
         s.counts = dict(self.counts)
         s.changed_tables = sorted(self.changed_tables)
         s.first_change = self.first_change
+        s.contents = dict(self.contents)
         s.row_images = sorted(self.row_images)
         s.next_block = self.next_block
         s.seconds = time.monotonic() - started
@@ -409,6 +416,8 @@ class _Run:
                         state.tx, state.tx.begin_pos or decoded.outer_pos, False, self.next_block
                     )
                     self.next_block += 1
+                    summary.last_tx = (state.tx.gtid, state.tx.timestamp)
+                    summary.first_tx = summary.first_tx or summary.last_tx
                 current.end_pos = decoded.outer_end
                 current.moved = True
                 if voids and voids.covers(decoded.outer_pos, decoded.raw.pos):
@@ -418,6 +427,7 @@ class _Run:
                     decode_rows(decoded, event, state)  # raises the precise error
                     continue
                 current.events += 1
+                self.contents[(tmap.qualified_name, event.kind)] += 1
                 if not filters.table_selected(tmap) or (types and event.kind not in types):
                     continue
                 if not self._tx_selected(state.tx):

@@ -32,6 +32,7 @@ from rollback.binlog.rows import ROWS_EVENT_TYPES, RowsEvent
 from rollback.binlog.table_map import TableMap, decode_table_map
 from rollback.errors import BinlogFormatError, RangeError, SavepointError
 from rollback.pipeline import storage
+from rollback.pipeline.order import FileTrail, check_order, identity
 from rollback.pipeline.savepoints import SavepointTracker, Undo, Void, merged, overlapping, quoted
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ class Plan:
     table_maps: dict[SchemaKey, tuple[TableMap, int]] = field(default_factory=dict)
     signatures: set[bytes] = field(default_factory=set)  # TABLE_MAP bodies after the table id, seen
     notes: list[str] = field(default_factory=list)  # what the planner found and the job reports (warnings)
+    unchecked: list[str] = field(default_factory=list)  # files whose events carry no checksum
 
 
 def _ends_transaction(event: Any) -> bool:
@@ -198,6 +200,7 @@ def _ends_transaction(event: Any) -> bool:
 _TABLE_MAP = int(EventType.TABLE_MAP)
 _XID = int(EventType.XID)
 _ROWS_QUERY = frozenset({int(EventType.ROWS_QUERY), int(EventType.ANNOTATE_ROWS)})
+_TRAIL_EVENTS = frozenset({ev.MariaGtid, ev.Gtid, ev.Rotate, ev.GtidList, ev.PreviousGtids})
 _IN_FORCE = -1  # a key of StreamState.table_maps that decode.py's state updates can only clear
 _MARKER = TableMap(_IN_FORCE, 0, "", "", b"", (), ())
 
@@ -230,6 +233,7 @@ class _FilePlanner:
         self.in_range = False
         self.savepoints = SavepointTracker()
         self.voids: list[Void] = []
+        self.trail = FileTrail(self.label, identity(self.location, storage.is_local(path)))
 
     def advance(self, raw: RawEvent) -> None:
         """Apply one top-level event to the state (and, in the range, to the open block)."""
@@ -260,6 +264,8 @@ class _FilePlanner:
                 if isinstance(event, TableMap):
                     self._table_map(decoded.raw, event.raw, decoded.raw is not raw)
                     continue
+                if type(event) in _TRAIL_EVENTS:
+                    self.trail.event(event, raw.pos + raw.length == self.binlog.size)
                 if isinstance(event, ev.Query) and event.kind in ("SAVEPOINT", "ROLLBACK") and was_open:
                     self._savepoint(decoded.outer_pos, decoded.raw.pos, event)
                 was_open = state.tx.open
@@ -449,16 +455,29 @@ def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> Plan:
     """Resolve the files and positions of a range into ordered partitions of about `target_bytes`."""
     if not rng.files:
         raise RangeError("no binlog files in the range")
+    for what, given in (("start", rng.start_position), ("stop", rng.stop_position)):
+        if given is not None and given < 4:
+            where = rng.files[0] if what == "start" else rng.files[-1]
+            raise RangeError(
+                f"{where}: {what} position {given} is before the first event (events start at 4)"
+            )
     plan = Plan([])
     ordinal = 0
     last = len(rng.files) - 1
+    trails: list[FileTrail] = []
     for index, path in enumerate(rng.files):
-        stop_hint = rng.stop_position if index == last and rng.stop_position else None
+        stop_hint = rng.stop_position if index == last else None
         binlog = storage.open_for_planning(path, stop_hint)
         try:
             plan.server_version = plan.server_version or binlog.facts.server_version
-            start = rng.start_position if index == 0 and rng.start_position else 4
-            stop = rng.stop_position if index == last and rng.stop_position else binlog.size
+            if binlog.facts.checksum_len == 0:
+                plan.unchecked.append(os.path.basename(path))
+            start = rng.start_position if index == 0 and rng.start_position is not None else 4
+            stop = rng.stop_position if index == last and rng.stop_position is not None else binlog.size
+            if start > binlog.size:
+                raise RangeError(
+                    f"{path}: start position {start} is past the end of the file ({binlog.size})"
+                )
             if stop > binlog.size:
                 raise RangeError(f"{path}: stop position {stop} is past the end of the file ({binlog.size})")
             if stop < start:
@@ -471,6 +490,8 @@ def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> Plan:
                 _look_ahead(planner, binlog, path, stop)
             planner.attach_voids(first_partition)
             ordinal = planner.ordinal
+            trails.append(planner.trail)
         finally:
             binlog.close()
+    plan.notes[:0] = check_order(trails)
     return plan

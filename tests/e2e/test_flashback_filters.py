@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from rollback import cli
+from rollback.errors import EmptyRange
 from rollback.flashback import Filters, Options, RangeSpec, generate
 from tests.support.mariadb import BinlogRange
 from tests.support.restore import apply_with_client, range_args
@@ -218,10 +219,14 @@ MYSQL_57 = "GoDannyLai__binlog_rollback/tmp/mysql-bin.000008"  # MySQL 5.7: BEGI
 def test_thread_id_selects_the_transactions_of_one_mysql_session(corpus_dir, tmp_path, thread, rows):
     changes = tmp_path / "changes.jsonl"
     # Between the CREATE TABLE (ends at 806) and the first ALTER (at 374474): 1087 row changes of thread 21.
+    rng = RangeSpec([str(corpus_dir / MYSQL_57)], 806, 374474)
+    if not rows:  # selecting nothing is an error unless allowed
+        with pytest.raises(EmptyRange, match=f"filters: thread {thread}; the files hold 997 rows event"):
+            generate(rng, Filters(thread_id=thread), Options(mode="changes"), tmp_path / "script.sql")
     report = generate(
-        RangeSpec([str(corpus_dir / MYSQL_57)], 806, 374474),
+        rng,
         Filters(thread_id=thread),
-        Options(mode="changes"),
+        Options(mode="changes", allow_empty=not rows),
         tmp_path / "script.sql",
         changes_path=changes,
     )
@@ -280,8 +285,11 @@ def test_filters_are_recorded_in_the_header(scratch_server, incident, tmp_path, 
     _assert_selected(scratch_server, incident, script, tmp_path, [CHANGES[4]])
 
 
-def test_filter_that_selects_nothing_gives_an_empty_script(scratch_server, incident, tmp_path, capsys):
-    code, script = _flashback(scratch_server, incident, tmp_path, capsys, "-t", "fa.nothing")
+def test_filter_that_selects_nothing_exits_4_unless_allowed(scratch_server, incident, tmp_path, capsys):
+    code, err = _flashback(scratch_server, incident, tmp_path, capsys, "-t", "fa.nothing")
+    assert code == 4
+    assert err.count("\n") == 1 and "the range selected no row change" in err and "--allow-empty" in err
+    code, script = _flashback(scratch_server, incident, tmp_path, capsys, "-t", "fa.nothing", "--allow-empty")
     assert code == 0
     assert "BEGIN;" not in script and "-- transactions: 0, statements: 0" in script
 
