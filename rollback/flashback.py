@@ -34,6 +34,7 @@ import rollback
 from rollback.binlog.gtid import GtidSet
 from rollback.errors import DDLInRange, EmptyRange, IrreversibleChange, RangeError, SchemaMismatch
 from rollback.pipeline.contents import held, table_hints
+from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.local import run_local
 from rollback.pipeline.partition import (
     BLOCK_END,
@@ -45,7 +46,7 @@ from rollback.pipeline.partition import (
     decode_error,
     part_path,
 )
-from rollback.pipeline.plan import TARGET_BYTES, Plan, SchemaKey, plan_range
+from rollback.pipeline.plan import TARGET_BYTES, Partition, Plan, SchemaKey, plan_range
 from rollback.schema import SchemaResolver, SchemaSource, TableSchema
 
 SCRIPT_PRELUDE = (
@@ -479,6 +480,7 @@ class Flashback:
             schemas=self._schemas(plan),
             changes=changes,
             plan=plan_lines,
+            hold=self.options.allow_partial and self.options.mode == "flashback",
         )
         spark = self.options.engine == "spark" and len(plan.partitions) > 1
         report.engine = "spark" if spark else "local"
@@ -489,12 +491,17 @@ class Flashback:
             note = lambda done, events: progress(  # noqa: E731
                 Progress(done, plan.bytes_total, events, plan.events_total, parts, engine)
             )
-        if spark:
-            from rollback.pipeline.spark import run_spark
 
-            summaries = run_spark(spec, plan.partitions, note)
-        else:
-            summaries = run_local(spec, plan.partitions, note)
+        def execute(partitions: list[Partition]) -> list[Summary]:
+            if spark:
+                from rollback.pipeline.spark import run_spark
+
+                return run_spark(spec, partitions, note)
+            return run_local(spec, partitions, note)
+
+        summaries = execute(plan.partitions)
+        if spec.hold:
+            summaries = _hold_back(out_dir, spec, plan, summaries, execute)
         self._collect(out_dir, plan, summaries)
         return summaries
 
@@ -646,9 +653,10 @@ class Flashback:
         for warning in report.warnings:
             lines.append(f"-- warning: {_comment(warning)}")
         for item in self._irreversible(out_dir, summaries):
+            why = f"missing {', '.join(item['missing'])}" if item["missing"] else item["reason"]
             lines.append(
                 f"-- irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
-                f"row {item['row']} (missing {', '.join(item['missing'])})"
+                f"row {item['row']} ({why})"
             )
         return "\n".join(lines) + "\n" + SCRIPT_PRELUDE
 
@@ -663,6 +671,42 @@ class Flashback:
             for part in parts:
                 with open(part, "rb") as f:
                     shutil.copyfileobj(f, out)
+
+
+def _hold_back(
+    out_dir: str,
+    spec: JobSpec,
+    plan: Plan,
+    summaries: list[Summary],
+    execute: Callable[[list[Partition]], list[Summary]],
+) -> list[Summary]:
+    """Run again the partitions that have not seen every row an earlier partition found irreversible
+    (or held back), with those rows, until none is left: a split job then holds back what an unsplit
+    one does (holdback.py)."""
+    done = {s.index: s for s in summaries}
+    seen: dict[int, Taints] = {part.index: {} for part in plan.partitions}
+    while len(done) == len(plan.partitions) and not any(s.error is not None for s in done.values()):
+        taints: Taints = {}
+        for summary in done.values():
+            if summary.taints:
+                with open(part_path(out_dir, summary.index, "taints.jsonl"), encoding="utf-8") as f:
+                    merge_taints(taints, load_taints(f))
+        stale = []
+        for part in plan.partitions:
+            wanted = taints_before(taints, part.file_index, part.start, done[part.index].first_change)
+            if wanted != seen[part.index]:
+                seen[part.index] = wanted
+                stale.append(part)
+        if not stale:
+            break
+        spec.taints = {k: pos for part in stale for k, pos in seen[part.index].items()}
+        for part in stale:
+            for name in os.listdir(out_dir):
+                if name.startswith(f"part-{part.index:06d}."):
+                    os.remove(os.path.join(out_dir, name))
+        for summary in execute(stale):
+            done[summary.index] = summary
+    return [done[index] for index in sorted(done)]
 
 
 class _Sink(Protocol):

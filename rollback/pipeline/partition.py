@@ -40,7 +40,8 @@ from rollback.binlog.decode import RowsBatch, TxContext, decode_rows, decode_str
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
-from rollback.invert import Irreversible, Reverse, forward_row, invert_rows
+from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
+from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
 from rollback.pipeline.plan import Partition, SchemaKey, schema_key
 from rollback.pipeline.savepoints import VoidSet
 from rollback.pipeline.storage import ByteRange
@@ -76,6 +77,10 @@ class JobSpec:
     schemas: dict[SchemaKey, TableSchema | str | None] = field(default_factory=dict)
     changes: bool = False  # write the change log
     plan: bool = True  # write the execution plan (and render the checks it runs)
+    # --allow-partial: hold back the newer changes of rows whose older change is irreversible
+    # (holdback.py), knowing what the partitions before found (`taints`).
+    hold: bool = False
+    taints: Taints = field(default_factory=dict)
 
 
 @dataclass
@@ -111,6 +116,7 @@ class Summary:
     warnings: list[str] = field(default_factory=list)
     irreversible: int = 0
     first_irreversible: dict[str, Any] | None = None
+    taints: int = 0  # rows (or tables) whose newer changes this partition found must be held back
     mismatch: dict[str, Any] | None = None  # the first SchemaMismatch, raised after the DDL check
     error: dict[str, Any] | None = None  # an error that fails the job
     error_pos: int | None = None  # the position of the event it stopped at
@@ -303,6 +309,7 @@ class _Run:
         self.changes_out: IO[str] | None = None
         self.irreversible_out: IO[str] | None = None
         self.at = part.start  # the event being read
+        self.hold = HoldBack(job.taints) if job.hold and job.mode == "flashback" else None
         self.first_change: dict[str, int] = {}
         self.contents: Counter[tuple[str, str]] = Counter()
 
@@ -357,6 +364,7 @@ class _Run:
             with ByteRange(part.location, part.start, part.end) as source:
                 self._read(source.buf)
             self._write()
+            self._write_taints()
         finally:
             for f in (self.changes_out, self.irreversible_out):
                 if f is not None:
@@ -447,7 +455,7 @@ class _Run:
                 batch = decode_rows(decoded, event, state, _fixed_unsigned(unsigned))
                 full = (1 << event.column_count) - 1
                 complete = event.present == full == event.present_after and not event.partial
-                self._take(current, batch, renderer, complete)
+                self._take(current, batch, renderer, complete, decoded.raw.pos)
             elif isinstance(event, ev.Xid) or (
                 isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK")
             ):
@@ -506,7 +514,9 @@ class _Run:
                 out.write(record_json(record))
                 out.write("\n")
 
-    def _take(self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool) -> None:
+    def _take(
+        self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
+    ) -> None:
         self._log(current, batch, renderer.schema.names if renderer.schema else None, complete)
         table = batch.table.qualified_name
         rows = batch.rows
@@ -514,7 +524,7 @@ class _Run:
         script: list[str] = []
         plan: list[str] = []
         with_plan = self.job.plan
-        full = renderer.full_images() if complete and not with_plan else None
+        full = renderer.full_images() if complete and not with_plan and self.hold is None else None
         if full is not None:
             # Every column in both images: nothing is irreversible, the statements need no checks.
             script = _full_image_statements(full, kind, rows, self.job.mode == "forward")
@@ -536,7 +546,10 @@ class _Run:
                             f'{head}"type": "{kind}", "check": null, "expect": null{tail}{_json(sql)}}}'
                         )
         else:
-            results = list(invert_rows(renderer, kind, rows, with_plan))  # newest row first
+            if self.hold is None:
+                results = list(invert_rows(renderer, kind, rows, with_plan))  # newest row first
+            else:
+                results = self._invert_holding_back(batch, renderer, inner, with_plan)
             for index, result in reversed(results):
                 if isinstance(result, Irreversible):
                     self._irreversible(
@@ -562,6 +575,39 @@ class _Run:
             self.spool.add("\n".join(script) + "\n", "\n".join(plan) + "\n")
             current.statements += len(script)
             self.statements += len(script)
+
+    def _invert_holding_back(
+        self, batch: RowsBatch, renderer: TableRenderer, inner: int, checks: bool
+    ) -> list[tuple[int, Reverse | Irreversible]]:
+        """invert_rows' results (newest row first), with the changes of rows whose older change is
+        irreversible held back (as Irreversible, nothing missing), in binlog order."""
+        hold = self.hold
+        assert hold is not None
+        table = batch.table.qualified_name.lower()
+        key = renderer.schema.row_key if renderer.schema is not None else ()
+        kind = batch.kind
+        base = (self.part.file_index, batch.pos, inner)
+        results: list[tuple[int, Reverse | Irreversible]] = []
+        for index, row in enumerate(batch.rows):
+            at = (*base, index)
+            if hold.held(table, kind, row, key, at):
+                results.append((index, Irreversible(kind, (), HELD_REASON)))
+                continue
+            result = invert_row(renderer, kind, row, checks)
+            if isinstance(result, Irreversible):
+                hold.irreversible(table, kind, row, key, at)
+            if result is not None:
+                results.append((index, result))
+        results.reverse()
+        return results
+
+    def _write_taints(self) -> None:
+        if self.hold is None or not self.hold.found:
+            return
+        with open(part_path(self.job.out_dir, self.part.index, "taints.jsonl"), "w", encoding="utf-8") as f:
+            for line in dump_taints(self.hold.found):
+                f.write(line + "\n")
+        self.summary.taints = len(self.hold.found)
 
     def _changed(self, table: str) -> None:
         if table not in self.first_change:
