@@ -360,6 +360,7 @@ class Flashback:
         self.options = options
         self.report = Report()
         self._unchecked: list[str] = []  # files without event checksums (a header note each)
+        self._times: list[int] = []  # event timestamps at the ends of each file's range
         self._gtid = GtidFilter(rng.gtid) if rng.gtid else None
         self._since = parse_datetime(rng.start_datetime) if rng.start_datetime else None
         self._until = parse_datetime(rng.stop_datetime) if rng.stop_datetime else None
@@ -468,6 +469,7 @@ class Flashback:
         report.partitions = len(plan.partitions)
         report.warnings.extend(plan.notes)
         self._unchecked = plan.unchecked
+        self._times = plan.times
         spec = JobSpec(
             out_dir=out_dir,
             filters=self.filters,
@@ -574,7 +576,7 @@ class Flashback:
         tables = {table.lower() for s in summaries for table, _kind in s.contents}
         said = [
             f"searched {self.rng.describe()}; filters: {self.filters.describe()}",
-            held(summaries),
+            held(summaries, self._times),
             *table_hints(self.filters.tables, self.filters.databases, tables),
         ]
         if not self.options.allow_empty:

@@ -18,12 +18,17 @@ TABLES_LISTED = 20
 
 def _when(tx: tuple[str | None, int]) -> str:
     gtid, stamp = tx
-    at = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(stamp)) + " UTC" if stamp else "time -"
+    at = _utc(stamp) if stamp else "time -"
     return f"gtid {gtid or '-'} at {at}"
 
 
-def held(summaries: Iterable[Summary]) -> str:
-    """One clause: the row changes the partitions saw, selected or not."""
+def _utc(stamp: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(stamp)) + " UTC"
+
+
+def held(summaries: Iterable[Summary], times: list[int]) -> str:
+    """One clause: the row changes the partitions saw, selected or not (`times`: the range's event
+    timestamps, said when there are none)."""
     contents: Counter[tuple[str, str]] = Counter()
     first = last = None
     for summary in summaries:
@@ -32,7 +37,8 @@ def held(summaries: Iterable[Summary]) -> str:
             first = first or summary.first_tx
             last = summary.last_tx
     if not contents or first is None or last is None:
-        return "the files hold no row changes in that range"
+        span = f" (its events are from {_utc(min(times))} to {_utc(max(times))})" if times else ""
+        return f"the files hold no row changes in that range{span}"
     tables: dict[str, dict[str, int]] = defaultdict(dict)
     for (table, kind), events in sorted(contents.items()):
         tables[table][kind] = events

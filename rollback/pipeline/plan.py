@@ -191,6 +191,7 @@ class Plan:
     signatures: set[bytes] = field(default_factory=set)  # TABLE_MAP bodies after the table id, seen
     notes: list[str] = field(default_factory=list)  # what the planner found and the job reports (warnings)
     unchecked: list[str] = field(default_factory=list)  # files whose events carry no checksum
+    times: list[int] = field(default_factory=list)  # first and last event timestamps of each file's range
 
 
 def _ends_transaction(event: Any) -> bool:
@@ -387,14 +388,18 @@ class _FilePlanner:
             self._signature(data[facts.header_len + post : len(data) - facts.checksum_len], pos, data, facts)
         frame = self.state.facts  # framing keeps the facts in force at the range start
         part = self.snapshot(start, range_start=True)
-        for raw in iter_events(binlog.buf, frame, start, stop, binlog.path, verify=False):
-            self.advance(raw)
+        event: RawEvent | None = None
+        for event in iter_events(binlog.buf, frame, start, stop, binlog.path, verify=False):
+            self.advance(event)
             part.events += 1
-            end = raw.pos + raw.length
+            end = event.pos + event.length
             if end - part.start >= self.target and end < stop and _same_framing(self.state.facts, frame):
                 part.end = end
                 self._emit(part)
                 part = self.snapshot(end, range_start=False)
+        if event is not None:  # the first and last event times of the range (said when it selects nothing)
+            first = int.from_bytes(binlog.buf[start : start + 4], "little")
+            self.plan.times.extend(t for t in (first, event.timestamp) if t)
         part.end = stop
         part.range_end = True
         self._emit(part)

@@ -171,3 +171,10 @@ def test_binlogs_without_checksums_are_noted_in_the_header(
     _files, ranges = three_files
     checked, _plan, _report = flashback(scratch_server, ranges[0], tmp_path, name="checked")
     assert "no event checksums" not in checked.read_text()
+
+
+def test_a_range_without_row_changes_exits_4_with_the_time_its_events_span(scratch_server, three_files):
+    rng = scratch_server.run_sql([f"CREATE TABLE IF NOT EXISTS {DB}.u (id INT)"])
+    args = [*map(str, rng.files), "--start-position", str(rng.start_position)]
+    line = one_line_error(cli(scratch_server, *args, "--stop-position", str(rng.stop_position)), 4)
+    assert "the files hold no row changes in that range (its events are from 20" in line and " UTC)" in line
