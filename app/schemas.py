@@ -61,6 +61,9 @@ class OptionsIn(BaseModel):
 
     full_where: bool = False
     allow_partial: bool = False
+    allow_empty: bool = Field(
+        False, description="a range that selects no row change succeeds (otherwise the job fails saying so)"
+    )
     schema_server: str | None = Field(
         None, max_length=64, description="a configured server to read table schemas from (upload jobs)"
     )

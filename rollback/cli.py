@@ -20,6 +20,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+EXIT_CODES = (
+    "exit codes: 0 done; 1 internal error; 2 bad input or refusal; 3 irreversible changes left out "
+    "(--allow-partial), conflicts or a failed execution; 4 the range selected no row change (--allow-empty)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mysql-rollback", description="Undo mistaken changes from the binlog.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -36,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("flashback", "reverse SQL for a binlog range, newest change first (optionally applied)"),
         ("sql", "the changes of a binlog range as SQL, in the order they happened"),
     ):
-        cmd = sub.add_parser(name, help=help_text)
+        cmd = sub.add_parser(name, help=help_text, epilog=EXIT_CODES)
         _add_range_arguments(cmd)
         cmd.set_defaults(func=_flashback, mode="flashback" if name == "flashback" else "forward")
 
@@ -99,6 +105,11 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     schema.add_argument("--schema-file", help="read table schemas from CREATE TABLE statements")
     cmd.add_argument("--full-where", action="store_true", help="identify rows by every column, not the key")
     cmd.add_argument("--allow-partial", action="store_true", help="emit what is restorable, list the rest")
+    cmd.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="a range that selects no row change is not an error (without it: exit 4)",
+    )
     cmd.add_argument("-o", "--output", help="script file (default: standard output)")
     cmd.add_argument("--plan", help="also write the execution plan (JSON lines) here")
     cmd.add_argument(
@@ -253,6 +264,7 @@ def _flashback(args: argparse.Namespace) -> int:
         mode=args.mode,
         full_where=args.full_where,
         allow_partial=args.allow_partial,
+        allow_empty=args.allow_empty,
         schema=schema,
         engine=args.engine,
         partition_bytes=args.partition_size,

@@ -55,3 +55,13 @@ class SourceError(RollbackError):
 
 class DDLInRange(RollbackError):
     """DDL on a table with row changes inside the range: the schema changed mid-range."""
+
+
+class SavepointError(RollbackError):
+    """A ROLLBACK TO SAVEPOINT whose savepoint the binlog does not show: which rows it undid is unknown."""
+
+
+class EmptyRange(RollbackError):
+    """The range and filters selected no row change (exit 4 unless --allow-empty)."""
+
+    exit_code = 4

@@ -32,7 +32,9 @@ from typing import IO, Any, Protocol
 
 import rollback
 from rollback.binlog.gtid import GtidSet
-from rollback.errors import DDLInRange, IrreversibleChange, RangeError, SchemaMismatch
+from rollback.errors import DDLInRange, EmptyRange, IrreversibleChange, RangeError, SchemaMismatch
+from rollback.pipeline.contents import held, table_hints
+from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.local import run_local
 from rollback.pipeline.partition import (
     BLOCK_END,
@@ -43,7 +45,7 @@ from rollback.pipeline.partition import (
     decode_error,
     part_path,
 )
-from rollback.pipeline.plan import TARGET_BYTES, Plan, SchemaKey, plan_range
+from rollback.pipeline.plan import TARGET_BYTES, Partition, Plan, SchemaKey, plan_range
 from rollback.render_text import check_plain, comment_line
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, TableSchema
 from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
@@ -114,6 +116,7 @@ class Options:
     mode: str = "flashback"  # flashback | forward | changes (the change log only; the script is its header)
     full_where: bool = False
     allow_partial: bool = False
+    allow_empty: bool = False  # a range that selects no row change is not an error (exit 4)
     schema: SchemaSource | None = None
     verify_checksums: bool = True
     # local: partitions run in this process, in order. spark: as Spark tasks on the process's
@@ -372,6 +375,8 @@ class Flashback:
         self.filters = filters
         self.options = options
         self.report = Report()
+        self._unchecked: list[str] = []  # files without event checksums (a header note each)
+        self._times: list[int] = []  # event timestamps at the ends of each file's range
         self._gtid = GtidFilter(rng.gtid) if rng.gtid else None
         self._since = parse_datetime(rng.start_datetime) if rng.start_datetime else None
         self._until = parse_datetime(rng.stop_datetime) if rng.stop_datetime else None
@@ -478,6 +483,9 @@ class Flashback:
         report.events_total = plan.events_total
         report.server_version = plan.server_version
         report.partitions = len(plan.partitions)
+        report.warnings.extend(plan.notes)
+        self._unchecked = plan.unchecked
+        self._times = plan.times
         spec = JobSpec(
             out_dir=out_dir,
             filters=self.filters,
@@ -490,6 +498,7 @@ class Flashback:
             schemas=self._schemas(plan),
             changes=changes,
             plan=plan_lines,
+            hold=self.options.allow_partial and self.options.mode == "flashback",
         )
         spark = self.options.engine == "spark" and len(plan.partitions) > 1
         report.engine = "spark" if spark else "local"
@@ -500,12 +509,17 @@ class Flashback:
             note = lambda done, events: progress(  # noqa: E731
                 Progress(done, plan.bytes_total, events, plan.events_total, parts, engine)
             )
-        if spark:
-            from rollback.pipeline.spark import run_spark
 
-            summaries = run_spark(spec, plan.partitions, note)
-        else:
-            summaries = run_local(spec, plan.partitions, note)
+        def execute(partitions: list[Partition]) -> list[Summary]:
+            if spark:
+                from rollback.pipeline.spark import run_spark
+
+                return run_spark(spec, partitions, note)
+            return run_local(spec, partitions, note)
+
+        summaries = execute(plan.partitions)
+        if spec.hold:
+            summaries = _hold_back(out_dir, spec, plan, summaries, execute)
         self._collect(out_dir, plan, summaries)
         self._side_effects()
         return summaries
@@ -579,6 +593,8 @@ class Flashback:
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
             raise decode_error(mismatch)
+        if not report.counts:
+            self._empty(summaries)
         for item in self._irreversible(out_dir, summaries):
             if len(report.irreversible) >= IRREVERSIBLE_KEPT:
                 break
@@ -591,6 +607,20 @@ class Flashback:
                 f"(missing {', '.join(item['missing'])}: {item['reason']}); "
                 "--allow-partial emits the restorable changes and lists the rest"
             )
+
+    def _empty(self, summaries: list[Summary]) -> None:
+        """The range selected no row change: an error unless allowed, saying what the files hold."""
+        tables = {table.lower() for s in summaries for table, _kind in s.contents}
+        said = [
+            f"searched {self.rng.describe()}; filters: {self.filters.describe()}",
+            held(summaries, self._times),
+            *table_hints(self.filters.tables, self.filters.databases, tables),
+        ]
+        if not self.options.allow_empty:
+            raise EmptyRange(
+                f"the range selected no row change: {'; '.join(said)}; --allow-empty accepts an empty result"
+            )
+        self.report.warnings.append(f"the range selected no row change: {'; '.join(said[1:])}")
 
     @staticmethod
     def _irreversible(out_dir: str, summaries: list[Summary]) -> Iterator[dict[str, Any]]:
@@ -653,6 +683,10 @@ class Flashback:
             lines.append("datetimes without an explicit offset are read as UTC")
         lines.append(f"filters: {self.filters.describe()}")
         lines.append(f"server version: {report.server_version or '-'}")
+        for label in self._unchecked:
+            lines.append(
+                f"note: {label} has no event checksums (binlog_checksum=NONE): corruption cannot be detected"
+            )
         lines.append(f"row images seen: {', '.join(sorted(report.row_images)) or '-'}")
         lines.append(f"transactions: {report.transactions}, statements: {report.statements}")
         largest = report.largest_statement
@@ -673,9 +707,10 @@ class Flashback:
         for warning in report.warnings:
             lines.append(f"warning: {warning}")
         for item in self._irreversible(out_dir, summaries):
+            why = f"missing {', '.join(item['missing'])}" if item["missing"] else item["reason"]
             lines.append(
                 f"irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
-                f"row {item['row']} (missing {', '.join(item['missing'])})"
+                f"row {item['row']} ({why})"
             )
         return "".join(comment_line(line) + "\n" for line in lines) + SCRIPT_PRELUDE
 
@@ -690,6 +725,42 @@ class Flashback:
             for part in parts:
                 with open(part, "rb") as f:
                     shutil.copyfileobj(f, out)
+
+
+def _hold_back(
+    out_dir: str,
+    spec: JobSpec,
+    plan: Plan,
+    summaries: list[Summary],
+    execute: Callable[[list[Partition]], list[Summary]],
+) -> list[Summary]:
+    """Run again the partitions that have not seen every row an earlier partition found irreversible
+    (or held back), with those rows, until none is left: a split job then holds back what an unsplit
+    one does (holdback.py)."""
+    done = {s.index: s for s in summaries}
+    seen: dict[int, Taints] = {part.index: {} for part in plan.partitions}
+    while len(done) == len(plan.partitions) and not any(s.error is not None for s in done.values()):
+        taints: Taints = {}
+        for summary in done.values():
+            if summary.taints:
+                with open(part_path(out_dir, summary.index, "taints.jsonl"), encoding="utf-8") as f:
+                    merge_taints(taints, load_taints(f))
+        stale = []
+        for part in plan.partitions:
+            wanted = taints_before(taints, part.file_index, part.start, done[part.index].first_change)
+            if wanted != seen[part.index]:
+                seen[part.index] = wanted
+                stale.append(part)
+        if not stale:
+            break
+        spec.taints = {k: pos for part in stale for k, pos in seen[part.index].items()}
+        for part in stale:
+            for name in os.listdir(out_dir):
+                if name.startswith(f"part-{part.index:06d}."):
+                    os.remove(os.path.join(out_dir, name))
+        for summary in execute(stale):
+            done[summary.index] = summary
+    return [done[index] for index in sorted(done)]
 
 
 class _Sink(Protocol):

@@ -272,6 +272,7 @@ class JobRunner:
                 mode=job.mode,
                 full_where=bool(o.get("full_where")),
                 allow_partial=bool(o.get("allow_partial")),
+                allow_empty=bool(o.get("allow_empty")),
                 schema=resolved.schema,
             ),
             self.settings.engine,

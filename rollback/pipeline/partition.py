@@ -40,8 +40,10 @@ from rollback.binlog.decode import RowsBatch, TxContext, decode_rows, decode_str
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
-from rollback.invert import Irreversible, Reverse, forward_row, invert_rows
+from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
+from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
 from rollback.pipeline.plan import Partition, SchemaKey, schema_key
+from rollback.pipeline.savepoints import VoidSet
 from rollback.pipeline.storage import ByteRange
 from rollback.records import batch_records, record_json
 from rollback.render_text import comment_line
@@ -76,6 +78,10 @@ class JobSpec:
     schemas: dict[SchemaKey, TableSchema | str | None] = field(default_factory=dict)
     changes: bool = False  # write the change log
     plan: bool = True  # write the execution plan (and render the checks it runs)
+    # --allow-partial: hold back the newer changes of rows whose older change is irreversible
+    # (holdback.py), knowing what the partitions before found (`taints`).
+    hold: bool = False
+    taints: Taints = field(default_factory=dict)
 
 
 @dataclass
@@ -111,10 +117,16 @@ class Summary:
     warnings: list[str] = field(default_factory=list)
     irreversible: int = 0
     first_irreversible: dict[str, Any] | None = None
+    taints: int = 0  # rows (or tables) whose newer changes this partition found must be held back
     mismatch: dict[str, Any] | None = None  # the first SchemaMismatch, raised after the DDL check
     error: dict[str, Any] | None = None  # an error that fails the job
     error_pos: int | None = None  # the position of the event it stopped at
     first_change: dict[str, int] = field(default_factory=dict)  # db.table (lower case) -> position
+    # What the partition holds, selected or not: rows events per (db.table, type), and the first and
+    # last transaction with rows events as (gtid, timestamp). Said when the job selects nothing.
+    contents: dict[tuple[str, str], int] = field(default_factory=dict)
+    first_tx: tuple[str | None, int] | None = None
+    last_tx: tuple[str | None, int] | None = None
     head: Piece | None = None
     tail: Piece | None = None
     script_bytes: int = 0
@@ -300,8 +312,10 @@ class _Run:
         self.changes_out: IO[str] | None = None
         self.irreversible_out: IO[str] | None = None
         self.at = part.start  # the event being read
+        self.hold = HoldBack(job.taints) if job.hold and job.mode == "flashback" else None
         self.first_change: dict[str, int] = {}
         self.largest_bytes = 0
+        self.contents: Counter[tuple[str, str]] = Counter()
 
     # -- selection
     def _tx_selected(self, tx: TxContext) -> bool:
@@ -354,6 +368,7 @@ class _Run:
             with ByteRange(part.location, part.start, part.end) as source:
                 self._read(source.buf)
             self._write()
+            self._write_taints()
         finally:
             for f in (self.changes_out, self.irreversible_out):
                 if f is not None:
@@ -366,6 +381,7 @@ class _Run:
         s.counts = dict(self.counts)
         s.changed_tables = sorted(self.changed_tables)
         s.first_change = self.first_change
+        s.contents = dict(self.contents)
         s.row_images = sorted(self.row_images)
         s.next_block = self.next_block
         s.seconds = time.monotonic() - started
@@ -396,6 +412,7 @@ class _Run:
         next_note = part.start + PROGRESS_STEP
         events_done = 0
         last_outer = -1
+        voids = VoidSet(part.voids)
         for decoded in decode_stream(buf, state, part.start, part.end, self.job.verify_checksums):
             event = decoded.event
             if decoded.outer_pos != last_outer:
@@ -411,13 +428,18 @@ class _Run:
                         state.tx, state.tx.begin_pos or decoded.outer_pos, False, self.next_block
                     )
                     self.next_block += 1
+                    summary.last_tx = (state.tx.gtid, state.tx.timestamp)
+                    summary.first_tx = summary.first_tx or summary.last_tx
                 current.end_pos = decoded.outer_end
                 current.moved = True
+                if voids and voids.covers(decoded.outer_pos, decoded.raw.pos):
+                    continue  # undone by a ROLLBACK TO SAVEPOINT: it never persisted
                 tmap = state.table_maps.get(event.table_id)
                 if tmap is None:
                     decode_rows(decoded, event, state)  # raises the precise error
                     continue
                 current.events += 1
+                self.contents[(tmap.qualified_name, event.kind)] += 1
                 if not filters.table_selected(tmap) or (types and event.kind not in types):
                     continue
                 if not self._tx_selected(state.tx):
@@ -437,7 +459,7 @@ class _Run:
                 batch = decode_rows(decoded, event, state, _fixed_unsigned(unsigned))
                 full = (1 << event.column_count) - 1
                 complete = event.present == full == event.present_after and not event.partial
-                self._take(current, batch, renderer, complete)
+                self._take(current, batch, renderer, complete, decoded.raw.pos)
             elif isinstance(event, ev.Xid) or (
                 isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK")
             ):
@@ -496,7 +518,9 @@ class _Run:
                 out.write(record_json(record))
                 out.write("\n")
 
-    def _take(self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool) -> None:
+    def _take(
+        self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
+    ) -> None:
         self._log(current, batch, renderer.schema.names if renderer.schema else None, complete)
         table = batch.table.qualified_name
         rows = batch.rows
@@ -504,7 +528,7 @@ class _Run:
         script: list[str] = []
         plan: list[str] = []
         with_plan = self.job.plan
-        full = renderer.full_images() if complete and not with_plan else None
+        full = renderer.full_images() if complete and not with_plan and self.hold is None else None
         if full is not None:
             # Every column in both images: nothing is irreversible, the statements need no checks.
             script = _full_image_statements(full, kind, rows, self.job.mode == "forward")
@@ -528,7 +552,10 @@ class _Run:
                             f'{head}"type": "{kind}", "check": null, "expect": null{tail}{_json(sql)}}}'
                         )
         else:
-            results = list(invert_rows(renderer, kind, rows, with_plan))  # newest row first
+            if self.hold is None:
+                results = list(invert_rows(renderer, kind, rows, with_plan))  # newest row first
+            else:
+                results = self._invert_holding_back(batch, renderer, inner, with_plan)
             for index, result in reversed(results):
                 if isinstance(result, Irreversible):
                     self._irreversible(
@@ -573,6 +600,39 @@ class _Run:
                 "file": batch.file or self.part.file_label,
                 "pos": batch.pos,
             }
+
+    def _invert_holding_back(
+        self, batch: RowsBatch, renderer: TableRenderer, inner: int, checks: bool
+    ) -> list[tuple[int, Reverse | Irreversible]]:
+        """invert_rows' results (newest row first), with the changes of rows whose older change is
+        irreversible held back (as Irreversible, nothing missing), in binlog order."""
+        hold = self.hold
+        assert hold is not None
+        table = batch.table.qualified_name.lower()
+        key = renderer.schema.row_key if renderer.schema is not None else ()
+        kind = batch.kind
+        base = (self.part.file_index, batch.pos, inner)
+        results: list[tuple[int, Reverse | Irreversible]] = []
+        for index, row in enumerate(batch.rows):
+            at = (*base, index)
+            if hold.held(table, kind, row, key, at):
+                results.append((index, Irreversible(kind, (), HELD_REASON)))
+                continue
+            result = invert_row(renderer, kind, row, checks)
+            if isinstance(result, Irreversible):
+                hold.irreversible(table, kind, row, key, at)
+            if result is not None:
+                results.append((index, result))
+        results.reverse()
+        return results
+
+    def _write_taints(self) -> None:
+        if self.hold is None or not self.hold.found:
+            return
+        with open(part_path(self.job.out_dir, self.part.index, "taints.jsonl"), "w", encoding="utf-8") as f:
+            for line in dump_taints(self.hold.found):
+                f.write(line + "\n")
+        self.summary.taints = len(self.hold.found)
 
     def _changed(self, table: str) -> None:
         if table not in self.first_change:

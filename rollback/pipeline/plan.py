@@ -30,8 +30,10 @@ from rollback.binlog.decode import DECODERS, StreamState, TxContext, check_bound
 from rollback.binlog.reader import BinlogFile, FormatFacts, RawEvent, iter_events, without_checksum
 from rollback.binlog.rows import ROWS_EVENT_TYPES, RowsEvent
 from rollback.binlog.table_map import TableMap, decode_table_map
-from rollback.errors import BinlogFormatError, RangeError
+from rollback.errors import BinlogFormatError, RangeError, SavepointError
 from rollback.pipeline import storage
+from rollback.pipeline.order import FileTrail, check_order, identity
+from rollback.pipeline.savepoints import SavepointTracker, Undo, Void, merged, overlapping, quoted
 
 if TYPE_CHECKING:
     from rollback.flashback import RangeSpec
@@ -78,6 +80,8 @@ class Partition:
     next_block: int  # ordinal of the next block this partition opens
     range_start: bool  # first partition of its file's range
     range_end: bool  # last partition of its file's range
+    # Rows events a ROLLBACK TO SAVEPOINT (or ROLLBACK) undid, as disjoint spans (savepoints.py).
+    voids: list[Void] = field(default_factory=list)
 
     @property
     def size(self) -> int:
@@ -114,6 +118,7 @@ class Partition:
             "next_block": self.next_block,
             "range_start": self.range_start,
             "range_end": self.range_end,
+            "voids": [list(v) for v in self.voids],
         }
 
     @classmethod
@@ -137,6 +142,7 @@ class Partition:
             d["next_block"],
             d["range_start"],
             d["range_end"],
+            [(a, b, c, e) for a, b, c, e in d.get("voids", [])],
         )
 
 
@@ -183,6 +189,9 @@ class Plan:
     # The TABLE_MAPs in force within the range, one per schema key, with where each was first seen.
     table_maps: dict[SchemaKey, tuple[TableMap, int]] = field(default_factory=dict)
     signatures: set[bytes] = field(default_factory=set)  # TABLE_MAP bodies after the table id, seen
+    notes: list[str] = field(default_factory=list)  # what the planner found and the job reports (warnings)
+    unchecked: list[str] = field(default_factory=list)  # files whose events carry no checksum
+    times: list[int] = field(default_factory=list)  # first and last event timestamps of each file's range
 
 
 def _ends_transaction(event: Any) -> bool:
@@ -192,6 +201,7 @@ def _ends_transaction(event: Any) -> bool:
 _TABLE_MAP = int(EventType.TABLE_MAP)
 _XID = int(EventType.XID)
 _ROWS_QUERY = frozenset({int(EventType.ROWS_QUERY), int(EventType.ANNOTATE_ROWS)})
+_TRAIL_EVENTS = frozenset({ev.MariaGtid, ev.Gtid, ev.Rotate, ev.GtidList, ev.PreviousGtids})
 _IN_FORCE = -1  # a key of StreamState.table_maps that decode.py's state updates can only clear
 _MARKER = TableMap(_IN_FORCE, 0, "", "", b"", (), ())
 
@@ -222,6 +232,9 @@ class _FilePlanner:
         self.block_tx: TxContext | None = None
         self.pending_query: tuple[TxContext, RawEvent] | None = None  # the last ROWS_QUERY, not decoded
         self.in_range = False
+        self.savepoints = SavepointTracker()
+        self.voids: list[Void] = []
+        self.trail = FileTrail(self.label, identity(self.location, storage.is_local(path)))
 
     def advance(self, raw: RawEvent) -> None:
         """Apply one top-level event to the state (and, in the range, to the open block)."""
@@ -244,15 +257,22 @@ class _FilePlanner:
             if type_code == EventType.TRANSACTION_PAYLOAD:
                 self._apply_query()  # its events may set the statement text themselves
             state = self.state
+            was_open = state.tx.open
             for decoded in decode_event(raw, state):
                 if _IN_FORCE not in state.table_maps:
                     self._cleared()
                 event = decoded.event
                 if isinstance(event, TableMap):
                     self._table_map(decoded.raw, event.raw, decoded.raw is not raw)
-                elif not self.in_range:
                     continue
-                elif isinstance(event, RowsEvent):
+                if type(event) in _TRAIL_EVENTS:
+                    self.trail.event(event, raw.pos + raw.length == self.binlog.size)
+                if isinstance(event, ev.Query) and event.kind in ("SAVEPOINT", "ROLLBACK") and was_open:
+                    self._savepoint(decoded.outer_pos, decoded.raw.pos, event)
+                was_open = state.tx.open
+                if not self.in_range:
+                    continue
+                if isinstance(event, RowsEvent):
                     self._rows(decoded.outer_pos)
                 elif _ends_transaction(event):
                     self.block, self.block_tx = None, None
@@ -287,7 +307,39 @@ class _FilePlanner:
         if tx is self.state.tx or tx is self.block_tx:
             tx.rows_query = DECODERS[raw.type_code](raw, self.state.facts).sql
 
+    def _savepoint(self, outer: int, inner: int, event: ev.Query) -> None:
+        """A SAVEPOINT, ROLLBACK TO, RELEASE or ROLLBACK inside the open transaction."""
+        tx = self.state.tx
+        found = self.savepoints.query(tx, event.sql, event.kind, (outer, inner))
+        # It matters only to rows of the range logged before it, in its transaction.
+        has_rows = self.block is not None and self.block_tx is tx
+        if isinstance(found, Undo):
+            self.voids.append(found.void)
+            if has_rows and found.rows_events:
+                self._note_undo(outer, found, tx)
+        elif found is not None and has_rows:
+            raise SavepointError(
+                f"{self.label}:{outer}: ROLLBACK TO {quoted(found)} names no SAVEPOINT logged in its "
+                f"transaction (gtid {tx.gtid or '-'}, opened at {self.label}:{tx.begin_pos}): which of its "
+                "row changes it undid cannot be told; leave this transaction out of the range"
+            )
+
+    def _note_undo(self, pos: int, undo: Undo, tx: TxContext) -> None:
+        where = f"{self.label}:{pos}"
+        if undo.savepoint is None:
+            self.plan.notes.append(
+                f"{where}: the transaction (gtid {tx.gtid or '-'}) ends in ROLLBACK: its "
+                f"{undo.rows_events} rows event(s) never persisted and are left out"
+            )
+            return
+        self.plan.notes.append(
+            f"{where}: ROLLBACK TO {quoted(undo.savepoint)} undid the {undo.rows_events} rows event(s) "
+            f"its transaction (gtid {tx.gtid or '-'}) logged after {self.label}:{undo.savepoint_pos}: "
+            "they never persisted and are left out"
+        )
+
     def _rows(self, pos: int) -> None:
+        self.savepoints.rows_event(self.state.tx)
         if self.block is None or self.block_tx is not self.state.tx:
             self.block = OpenBlock(self.ordinal, self.state.tx.begin_pos or pos)
             self.block_tx = self.state.tx
@@ -336,17 +388,53 @@ class _FilePlanner:
             self._signature(data[facts.header_len + post : len(data) - facts.checksum_len], pos, data, facts)
         frame = self.state.facts  # framing keeps the facts in force at the range start
         part = self.snapshot(start, range_start=True)
-        for raw in iter_events(binlog.buf, frame, start, stop, binlog.path, verify=False):
-            self.advance(raw)
+        event: RawEvent | None = None
+        for event in iter_events(binlog.buf, frame, start, stop, binlog.path, verify=False):
+            self.advance(event)
             part.events += 1
-            end = raw.pos + raw.length
+            end = event.pos + event.length
             if end - part.start >= self.target and end < stop and _same_framing(self.state.facts, frame):
                 part.end = end
                 self._emit(part)
                 part = self.snapshot(end, range_start=False)
+        if event is not None:  # the first and last event times of the range (said when it selects nothing)
+            first = int.from_bytes(binlog.buf[start : start + 4], "little")
+            self.plan.times.extend(t for t in (first, event.timestamp) if t)
         part.end = stop
         part.range_end = True
         self._emit(part)
+
+    def open_at_stop(self, stop: int) -> bool:
+        """Whether the range stops inside a transaction with rows in the range (and the file goes on)."""
+        return stop < self.binlog.size and self.block is not None and self.state.tx.open
+
+    def look_ahead(self, binlog: BinlogFile, stop: int) -> None:
+        """Read on from `stop` to the end of the open transaction: a ROLLBACK TO there undoes rows of
+        the range. Only the events that may end it or name a savepoint are decoded."""
+        state = self.state
+        tx = state.tx
+        skip = (*ROWS_EVENT_TYPES, *_ROWS_QUERY, _TABLE_MAP)
+        for raw in iter_events(binlog.buf, state.facts, stop, binlog.size, binlog.path, verify=False):
+            if raw.type_code in skip:
+                continue
+            if raw.type_code == _XID:
+                return
+            for decoded in decode_event(raw, state):
+                event = decoded.event
+                if state.tx is not tx:
+                    return
+                if isinstance(event, ev.Query) and event.kind in ("SAVEPOINT", "ROLLBACK"):
+                    self._savepoint(decoded.outer_pos, decoded.raw.pos, event)
+                if not state.tx.open:
+                    return
+
+    def attach_voids(self, first_partition: int) -> None:
+        """Give each partition of this file the voids that overlap it."""
+        voids = merged(self.voids)
+        if not voids:
+            return
+        for part in self.plan.partitions[first_partition:]:
+            part.voids = overlapping(voids, part.start, part.end)
 
     def _emit(self, part: Partition) -> None:
         self.plan.partitions.append(part)
@@ -357,28 +445,58 @@ def _same_framing(a: FormatFacts, b: FormatFacts) -> bool:
     return a.header_len == b.header_len and a.checksum_len == b.checksum_len
 
 
+def _look_ahead(planner: _FilePlanner, binlog: BinlogFile, path: str, stop: int) -> None:
+    if storage.is_local(path):
+        planner.look_ahead(binlog, stop)
+        return
+    whole = storage.open_for_planning(path)  # the planning view stopped at `stop`
+    try:
+        planner.look_ahead(whole, stop)
+    finally:
+        whole.close()
+
+
 def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> Plan:
     """Resolve the files and positions of a range into ordered partitions of about `target_bytes`."""
     if not rng.files:
         raise RangeError("no binlog files in the range")
+    for what, given in (("start", rng.start_position), ("stop", rng.stop_position)):
+        if given is not None and given < 4:
+            where = rng.files[0] if what == "start" else rng.files[-1]
+            raise RangeError(
+                f"{where}: {what} position {given} is before the first event (events start at 4)"
+            )
     plan = Plan([])
     ordinal = 0
     last = len(rng.files) - 1
+    trails: list[FileTrail] = []
     for index, path in enumerate(rng.files):
-        stop_hint = rng.stop_position if index == last and rng.stop_position else None
+        stop_hint = rng.stop_position if index == last else None
         binlog = storage.open_for_planning(path, stop_hint)
         try:
             plan.server_version = plan.server_version or binlog.facts.server_version
-            start = rng.start_position if index == 0 and rng.start_position else 4
-            stop = rng.stop_position if index == last and rng.stop_position else binlog.size
+            if binlog.facts.checksum_len == 0:
+                plan.unchecked.append(os.path.basename(path))
+            start = rng.start_position if index == 0 and rng.start_position is not None else 4
+            stop = rng.stop_position if index == last and rng.stop_position is not None else binlog.size
+            if start > binlog.size:
+                raise RangeError(
+                    f"{path}: start position {start} is past the end of the file ({binlog.size})"
+                )
             if stop > binlog.size:
                 raise RangeError(f"{path}: stop position {stop} is past the end of the file ({binlog.size})")
             if stop < start:
                 raise RangeError(f"{path}: stop position {stop} is before start position {start}")
             plan.bytes_total += stop - start
             planner = _FilePlanner(plan, binlog, path, index, target_bytes, ordinal)
+            first_partition = len(plan.partitions)
             planner.run(start, stop)
+            if planner.open_at_stop(stop):
+                _look_ahead(planner, binlog, path, stop)
+            planner.attach_voids(first_partition)
             ordinal = planner.ordinal
+            trails.append(planner.trail)
         finally:
             binlog.close()
+    plan.notes[:0] = check_order(trails)
     return plan

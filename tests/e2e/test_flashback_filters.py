@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from rollback import cli
+from rollback.errors import EmptyRange
 from rollback.flashback import Filters, Options, RangeSpec, generate
 from tests.support.mariadb import BinlogRange
 from tests.support.restore import apply_with_client, range_args
@@ -216,10 +217,17 @@ MYSQL_57 = "osheroff__mysql-binlog-connector-java/src/test/resources/mysql-bin.c
 MYSQL_57_LONG = "GoDannyLai__binlog_rollback/tmp/mysql-bin.000008"  # the extended corpus only
 
 
-def _thread_changes(rng: RangeSpec, thread: int, tmp_path) -> list[dict]:
+def _thread_changes(rng: RangeSpec, thread: int, tmp_path, empty: bool = False) -> list[dict]:
     changes = tmp_path / "changes.jsonl"
+    if empty:  # selecting nothing is an error unless allowed
+        with pytest.raises(EmptyRange, match=f"filters: thread {thread}; the files hold [0-9]+ rows event"):
+            generate(rng, Filters(thread_id=thread), Options(mode="changes"), tmp_path / "script.sql")
     report = generate(
-        rng, Filters(thread_id=thread), Options(mode="changes"), tmp_path / "script.sql", changes_path=changes
+        rng,
+        Filters(thread_id=thread),
+        Options(mode="changes", allow_empty=empty),
+        tmp_path / "script.sql",
+        changes_path=changes,
     )
     records = [json.loads(line) for line in changes.read_text().splitlines()]
     assert len(records) == sum(report.counts.values())
@@ -230,7 +238,8 @@ def _thread_changes(rng: RangeSpec, thread: int, tmp_path) -> list[dict]:
 @pytest.mark.parametrize(("thread", "rows"), [(9, 28), (18, 15), (4, 0)])
 def test_thread_id_selects_the_transactions_of_one_mysql_session(corpus_dir, tmp_path, thread, rows):
     # 60 row transactions of eight sessions: threads 9 and 18 wrote 28 and 15 of the 63 row changes.
-    assert len(_thread_changes(RangeSpec([str(corpus_dir / MYSQL_57)]), thread, tmp_path)) == rows
+    rng = RangeSpec([str(corpus_dir / MYSQL_57)])
+    assert len(_thread_changes(rng, thread, tmp_path, empty=not rows)) == rows
 
 
 @pytest.mark.extended
@@ -240,7 +249,7 @@ def test_thread_id_selects_the_transactions_of_one_session_in_a_long_mysql_binlo
 ):
     # Between the CREATE TABLE (ends at 806) and the first ALTER (at 374474): 1087 row changes of thread 21.
     rng = RangeSpec([str(extended_corpus.path(MYSQL_57_LONG))], 806, 374474)
-    assert len(_thread_changes(rng, thread, tmp_path)) == rows
+    assert len(_thread_changes(rng, thread, tmp_path, empty=not rows)) == rows
 
 
 def test_single_gtid_selects_its_transaction(scratch_server, incident, tmp_path, capsys):
@@ -293,8 +302,11 @@ def test_filters_are_recorded_in_the_header(scratch_server, incident, tmp_path, 
     _assert_selected(scratch_server, incident, script, tmp_path, [CHANGES[4]])
 
 
-def test_filter_that_selects_nothing_gives_an_empty_script(scratch_server, incident, tmp_path, capsys):
-    code, script = _flashback(scratch_server, incident, tmp_path, capsys, "-t", "fa.nothing")
+def test_filter_that_selects_nothing_exits_4_unless_allowed(scratch_server, incident, tmp_path, capsys):
+    code, err = _flashback(scratch_server, incident, tmp_path, capsys, "-t", "fa.nothing")
+    assert code == 4
+    assert err.count("\n") == 1 and "the range selected no row change" in err and "--allow-empty" in err
+    code, script = _flashback(scratch_server, incident, tmp_path, capsys, "-t", "fa.nothing", "--allow-empty")
     assert code == 0
     assert "BEGIN;" not in script and "-- transactions: 0, statements: 0" in script
 

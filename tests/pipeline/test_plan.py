@@ -100,9 +100,14 @@ def test_positions_must_be_event_boundaries_inside_the_file(binlog_path):
     assert sub.partitions[0].start == boundaries[5] and sub.partitions[-1].end == boundaries[-3]
 
 
-def test_several_files_plan_in_order_with_block_ordinals_running_on(corpus_file):
+def test_several_files_plan_in_order_with_block_ordinals_running_on(corpus_file, tmp_path):
     first = corpus_file(RUST_US)
-    plan = plan_range(RangeSpec([str(first), str(first)]), 128 << 10)
+    with pytest.raises(RangeError, match="binlog.000693 is given twice"):
+        plan_range(RangeSpec([str(first), str(first)]), 128 << 10)
+    # The same bytes as the file that follows it (binlog.000693 ends without a ROTATE: the names tell).
+    copy = tmp_path / "binlog.000694"
+    copy.write_bytes(first.read_bytes())
+    plan = plan_range(RangeSpec([str(first), str(copy)]), 128 << 10)
     files = [p.file_index for p in plan.partitions]
     assert files == sorted(files) and set(files) == {0, 1}
     first_parts = [p for p in plan.partitions if p.file_index == 0]

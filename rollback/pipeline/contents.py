@@ -1,0 +1,77 @@
+"""What a range's files hold, said when the range and filters select no row change.
+
+An empty result is refused (exit 4, unless --allow-empty) with what was searched and what is there:
+the first and last transaction with row changes (GTID, time in UTC), and the tables with their rows
+events per type, from the partitions' summaries. A table filter that names no table gets a hint.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+from rollback.pipeline.partition import Summary
+
+TABLES_LISTED = 20
+
+
+def _when(tx: tuple[str | None, int]) -> str:
+    gtid, stamp = tx
+    at = _utc(stamp) if stamp else "time -"
+    return f"gtid {gtid or '-'} at {at}"
+
+
+def _utc(stamp: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(stamp)) + " UTC"
+
+
+def held(summaries: Iterable[Summary], times: list[int]) -> str:
+    """One clause: the row changes the partitions saw, selected or not (`times`: the range's event
+    timestamps, said when there are none)."""
+    contents: Counter[tuple[str, str]] = Counter()
+    first = last = None
+    for summary in summaries:
+        contents.update(summary.contents)
+        if summary.first_tx is not None:
+            first = first or summary.first_tx
+            last = summary.last_tx
+    if not contents or first is None or last is None:
+        span = f" (its events are from {_utc(min(times))} to {_utc(max(times))})" if times else ""
+        return f"the files hold no row changes in that range{span}"
+    tables: dict[str, dict[str, int]] = defaultdict(dict)
+    for (table, kind), events in sorted(contents.items()):
+        tables[table][kind] = events
+    listed = [
+        f"{table} ({', '.join(f'{kind} {n}' for kind, n in kinds.items())})"
+        for table, kinds in list(tables.items())[:TABLES_LISTED]
+    ]
+    more = f" and {len(tables) - TABLES_LISTED} more" if len(tables) > TABLES_LISTED else ""
+    return (
+        f"the files hold {sum(contents.values())} rows event(s) from {_when(first)} to {_when(last)}, "
+        f"on {', '.join(listed)}{more}"
+    )
+
+
+def table_hints(wanted: Iterable[str], databases: Iterable[str], tables: Iterable[str]) -> list[str]:
+    """'did you mean db.table?' for each table filter that names no table with changes."""
+    present = {t.lower() for t in tables}
+    hints = []
+    for name in sorted(wanted):
+        if name in present:
+            continue
+        bare = name.rsplit(".", 1)[-1]
+        matches = sorted(t for t in present if t.rsplit(".", 1)[-1] == bare)
+        if matches:
+            hints.append(
+                f"table filter {name} names no table with changes: did you mean {' or '.join(matches)}?"
+            )
+        elif "." not in name:
+            hints.append(f"table filter {name} names no table: give it as database.table")
+        else:
+            hints.append(f"table filter {name} names no table with changes")
+    dbs = {t.split(".", 1)[0] for t in present}
+    hints.extend(
+        f"database filter {d} names no database with changes" for d in sorted(databases) if d not in dbs
+    )
+    return hints
