@@ -86,6 +86,8 @@ class Job(Base):
     warnings: Mapped[list[str] | None] = mapped_column(JSONText())
     irreversible: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONText())
     error: Mapped[str | None] = mapped_column(Text)
+    # what the CLI would have exited with (rollback.errors.EXIT_*); None until the job ends
+    exit_code: Mapped[int | None] = mapped_column(Integer)
     script_path: Mapped[str | None] = mapped_column(String(1024))
     plan_path: Mapped[str | None] = mapped_column(String(1024))
     changes_path: Mapped[str | None] = mapped_column(String(1024))
@@ -122,6 +124,7 @@ class Execution(Base):
     # per_transaction, lock_wait_timeout, and the result's transactions_applied, read_only_tables,
     # unverified, non_transactional_applied
     details: Mapped[dict[str, Any] | None] = mapped_column(JSONText())
+    exit_code: Mapped[int | None] = mapped_column(Integer)  # as for jobs; None while running
 
     job: Mapped[Job] = relationship(back_populates="executions")
 

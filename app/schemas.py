@@ -241,6 +241,11 @@ class JobOut(BaseModel):
     warnings: list[str]
     irreversible: list[dict[str, Any]]
     error: str | None
+    exit_code: int | None = Field(
+        None,
+        description="what the CLI exits with for the same job: 0 ok, 1 internal error, 2 bad input or refusal, "
+        "3 irreversible changes left out, 4 the range selected nothing, 130 cancelled; null until it ends",
+    )
     cancel_requested: bool
     script_bytes: int
     links: dict[str, str]
@@ -324,6 +329,11 @@ class ExecutionOut(BaseModel):
     skipped: int
     conflicts: list[dict[str, Any]]
     error: str | None
+    exit_code: int | None = Field(
+        None,
+        description="what the CLI exits with for the same execution: 0 ok, 1 internal error, 2 refused, "
+        "3 conflict or failed; null while it runs",
+    )
     accepted: dict[str, Any]
     side_effects: dict[str, Any] | None
     per_transaction: bool

@@ -10,7 +10,15 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import Any, NoReturn
 
-from rollback.errors import RangeError, RollbackError
+from rollback.errors import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    RangeError,
+    RollbackError,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -306,8 +314,8 @@ def _flashback(args: argparse.Namespace) -> int:
             f"mysql-rollback: {report.irreversible_count} row change(s) could not be restored (listed in the script header)",
             file=sys.stderr,
         )
-        return 3
-    return 0
+        return EXIT_INCOMPLETE
+    return EXIT_OK
 
 
 def _server_range(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -447,10 +455,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("mysql-rollback: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except OSError as exc:  # an output path that cannot be written, a file that vanished...
         print(f"mysql-rollback: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+        return EXIT_REFUSED
     except Exception as exc:  # a bug: still one line, never a traceback (MYSQL_ROLLBACK_DEBUG=1 shows it)
         if os.environ.get("MYSQL_ROLLBACK_DEBUG"):
             raise
@@ -459,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"mysql-rollback: internal error: {type(exc).__name__}: {text} (please report it)",
             file=sys.stderr,
         )
-        return 1
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+# Exit codes, the same for the CLI, the service's job and execution records and the web pages
+# (docs/safety.md lists them).
+EXIT_OK = 0
+EXIT_INTERNAL = 1  # a bug: one line, never a traceback
+EXIT_REFUSED = 2  # bad input, or a refusal that names its overriding flag
+EXIT_INCOMPLETE = 3  # irreversible changes left out (--allow-partial), conflicts, a failed execution
+EXIT_EMPTY = 4  # the range selected no row change (unless --allow-empty)
+EXIT_INTERRUPTED = 130  # interrupted, or cancelled
+
 
 class RollbackError(Exception):
     """Base of every error the engine reports to a user (CLI exit 2/3, HTTP 4xx)."""
 
-    exit_code = 2
+    exit_code = EXIT_REFUSED
 
     def one_line(self) -> str:
         return " ".join(str(self).split())
@@ -40,13 +49,13 @@ class SchemaMismatch(RollbackError):
 class IrreversibleChange(RollbackError):
     """Row changes that cannot be restored from the images the binlog holds."""
 
-    exit_code = 3
+    exit_code = EXIT_INCOMPLETE
 
 
 class ConflictError(RollbackError):
     """Rows changed since the incident: applying the rollback would clobber newer data."""
 
-    exit_code = 3
+    exit_code = EXIT_INCOMPLETE
 
 
 class SourceError(RollbackError):
@@ -64,4 +73,4 @@ class SavepointError(RollbackError):
 class EmptyRange(RollbackError):
     """The range and filters selected no row change (exit 4 unless --allow-empty)."""
 
-    exit_code = 4
+    exit_code = EXIT_EMPTY

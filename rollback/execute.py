@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlparse
 
 import pymysql
 
-from rollback.errors import ConflictError, RollbackError, SourceError
+from rollback.errors import EXIT_INCOMPLETE, ConflictError, RollbackError, SourceError
 from rollback.side_effects import (
     SideEffects,
     cascade_warning,
@@ -85,7 +85,7 @@ class ExecutionResult:
 class ExecutionFailed(RollbackError):
     """A statement failed or affected a number of rows other than one; the message says what stays applied."""
 
-    exit_code = 3
+    exit_code = EXIT_INCOMPLETE
 
     def __init__(self, message: str, result: ExecutionResult | None = None):
         super().__init__(message)

@@ -18,7 +18,7 @@ from app.db import Database
 from app.metrics import Metrics
 from app.models import Execution, Job, utcnow
 from app.services.jobs import Scrubber
-from rollback.errors import ConflictError, RollbackError
+from rollback.errors import EXIT_INTERNAL, ConflictError, RollbackError
 from rollback.execute import (
     DEFAULT_LOCK_WAIT_TIMEOUT,
     ExecutionConflict,
@@ -124,6 +124,7 @@ def run_execution(
             outcome = result.to_dict()
             values = {
                 "state": "succeeded",
+                "exit_code": 0,
                 "committed": result.committed,
                 "statements": result.statements,
                 "rows_affected": result.rows_affected,
@@ -133,9 +134,14 @@ def run_execution(
                 "details": details | {k: outcome[k] for k in RESULT_DETAILS},
             }
         except ExecutionRefused as exc:
-            values = {"state": "refused", "error": scrub(exc.one_line()), "side_effects": exc.side_effects}
+            values = {
+                "state": "refused",
+                "exit_code": exc.exit_code,
+                "error": scrub(exc.one_line()),
+                "side_effects": exc.side_effects,
+            }
         except ConflictError as exc:
-            values = {"state": "conflict", "error": scrub(exc.one_line())}
+            values = {"state": "conflict", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
             if isinstance(exc, ExecutionConflict):
                 outcome = exc.result.to_dict()
                 values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
@@ -146,16 +152,20 @@ def run_execution(
             except RollbackError as again:
                 values["error"] += scrub(f" (listing the conflicts failed: {again.one_line()})")
         except ExecutionFailed as exc:
-            values = {"state": "failed", "error": scrub(exc.one_line())}
+            values = {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
             if exc.result is not None:
                 outcome = exc.result.to_dict()
                 values["side_effects"] = exc.result.side_effects
                 values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
         except RollbackError as exc:
-            values = {"state": "failed", "error": scrub(exc.one_line())}
+            values = {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
         except Exception as exc:  # noqa: BLE001 - recorded, never a traceback to the user
             log.error("execution %s failed: %s", record_id, scrub(f"{type(exc).__name__}: {exc}"))
-            values = {"state": "failed", "error": scrub(f"internal error ({type(exc).__name__}): {exc}")}
+            values = {
+                "state": "failed",
+                "exit_code": EXIT_INTERNAL,
+                "error": scrub(f"internal error ({type(exc).__name__}): {exc}"),
+            }
     metrics.executions.labels("dry_run" if dry_run else "commit", values["state"]).inc()
     with db.session() as session:
         stored = session.get(Execution, record_id)

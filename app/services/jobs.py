@@ -26,7 +26,7 @@ from app.metrics import Metrics
 from app.models import FINAL_STATES, Job, Upload, utcnow
 from app.schemas import JobCreate
 from app.services import artifacts, engine, sources
-from rollback.errors import RollbackError
+from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_REFUSED, RollbackError
 from rollback.flashback import Filters, Options
 
 log = logging.getLogger("mysql_rollback.jobs")
@@ -117,6 +117,7 @@ class JobRunner:
             for job in stale:
                 job.state = "failed"
                 job.error = RESTART_REASON
+                job.exit_code = EXIT_INTERRUPTED
                 job.finished_at = utcnow()
                 shutil.rmtree(self.job_dir(job.id), ignore_errors=True)
             session.commit()
@@ -158,6 +159,7 @@ class JobRunner:
                 job.state = "cancelled"
                 job.finished_at = utcnow()
                 job.error = "cancelled before it started"
+                job.exit_code = EXIT_INTERRUPTED
             else:
                 self._cancel.setdefault(job_id, threading.Event()).set()
             session.commit()
@@ -209,19 +211,26 @@ class JobRunner:
             out_dir.mkdir(parents=True, exist_ok=True)
             values = self._execute(job, out_dir, cancel.is_set)
             outcome = "succeeded"
+            # As the CLI exits: 3 when --allow-partial left irreversible changes out of the script.
+            values["exit_code"] = EXIT_INCOMPLETE if values.get("irreversible") else 0
         except engine.Cancelled:
             outcome = "failed" if self._stopping.is_set() else "cancelled"
-            values = {"error": STOP_REASON if self._stopping.is_set() else "cancelled while running"}
+            values = {
+                "error": STOP_REASON if self._stopping.is_set() else "cancelled while running",
+                "exit_code": EXIT_INTERRUPTED,
+            }
         except RollbackError as exc:
-            values = {"error": self.scrub(exc.one_line())}
+            values = {"error": self.scrub(exc.one_line()), "exit_code": exc.exit_code}
         except OSError as exc:
             values = {
-                "error": self.scrub(f"cannot read or write a file: {exc.strerror or exc}: {exc.filename}")
+                "error": self.scrub(f"cannot read or write a file: {exc.strerror or exc}: {exc.filename}"),
+                "exit_code": EXIT_REFUSED,
             }
         except Exception as exc:  # noqa: BLE001 - recorded on the job, never a traceback to the user
             log.error("job %s: internal error:\n%s", job_id, self.scrub(traceback.format_exc()))
             values = {
-                "error": self.scrub(f"internal error ({type(exc).__name__}): {' '.join(str(exc).split())}")
+                "error": self.scrub(f"internal error ({type(exc).__name__}): {' '.join(str(exc).split())}"),
+                "exit_code": EXIT_INTERNAL,
             }
         finally:
             self._cancel.pop(job_id, None)

@@ -42,7 +42,8 @@ def test_a_service_job_with_an_empty_range_fails_with_that_message_unless_allowe
     failed = wait_for_job(client, client.post("/api/jobs", json=body, headers=auth(OPERATOR)).json()["id"])
     assert failed["state"] == "failed" and "the range selected no row change" in failed["error"]
     assert f"{DB}.t (insert 1)" in failed["error"]
+    assert failed["exit_code"] == 4  # as the CLI exits for the same range
     body["options"]["allow_empty"] = True
     allowed = wait_for_job(client, client.post("/api/jobs", json=body, headers=auth(OPERATOR)).json()["id"])
-    assert allowed["state"] == "succeeded", allowed
+    assert allowed["state"] == "succeeded" and allowed["exit_code"] == 0, allowed
     assert any("selected no row change" in w for w in allowed["warnings"])

@@ -83,6 +83,7 @@ def test_the_api_lists_side_effects_refuses_what_is_not_accepted_and_runs_what_i
     url = f"/api/jobs/{job['id']}/executions"
     refused = client.post(url, json={"target": "scratch"}, headers=auth(OPERATOR))
     assert refused.status_code == 409 and "--accept-triggers" in refused.json()["detail"]
+    assert client.get(url, headers=auth(VIEWER)).json()[-1]["exit_code"] == 2  # refused, as the CLI exits
     dry = client.post(url, json={"target": "scratch", "accept_triggers": True}, headers=auth(OPERATOR))
     assert dry.status_code == 201, dry.text
     assert dry.json()["state"] == "succeeded" and dry.json()["read_only_tables"] == [f"{DB}.counter"]
@@ -96,7 +97,7 @@ def test_the_api_lists_side_effects_refuses_what_is_not_accepted_and_runs_what_i
     assert snapshot(scratch_server, TABLES) == after
     commit |= {"accept_cascades": True, "accept_non_transactional": [f"{DB}.counter"]}
     done = client.post(url, json=commit, headers=auth(ADMIN))
-    assert done.status_code == 201 and done.json()["committed"], done.text
+    assert done.status_code == 201 and done.json()["committed"] and done.json()["exit_code"] == 0, done.text
     assert done.json()["per_transaction"] is False and done.json()["non_transactional_applied"] == {
         f"{DB}.counter": 1
     }

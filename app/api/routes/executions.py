@@ -33,6 +33,7 @@ def execution_out(record: Execution) -> ExecutionOut:
         skipped=record.skipped,
         conflicts=record.conflicts or [],
         error=record.error,
+        exit_code=record.exit_code,
         accepted=record.accepted or {},
         side_effects=record.side_effects,
         per_transaction=bool(details.get("per_transaction")),

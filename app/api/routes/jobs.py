@@ -76,6 +76,7 @@ def job_out(job: Job) -> JobOut:
         warnings=job.warnings or [],
         irreversible=job.irreversible or [],
         error=job.error,
+        exit_code=job.exit_code,
         cancel_requested=bool(job.cancel_requested),
         script_bytes=job.script_bytes or 0,
         links=links,
