@@ -59,6 +59,11 @@ class OptionsIn(BaseModel):
 
     full_where: bool = False
     allow_partial: bool = False
+    trust_schema: bool = Field(
+        False,
+        description="when the binlog names no columns: accept the schema source as describing the tables at "
+        "the range's time, without looking for DDL on them after the range",
+    )
     schema_server: str | None = Field(
         None, max_length=64, description="a configured server to read table schemas from (upload jobs)"
     )
@@ -239,6 +244,9 @@ class SummaryOut(BaseModel):
     ddl: list[dict[str, Any]]
     server_version: str | None
     row_images: list[str]
+    schema_check: dict[str, str] | None = Field(
+        None, description="where column names came from (source) and how it was checked (checked)"
+    )
 
 
 class ExecutionCreate(BaseModel):

@@ -55,3 +55,8 @@ class SourceError(RollbackError):
 
 class DDLInRange(RollbackError):
     """DDL on a table with row changes inside the range: the schema changed mid-range."""
+
+
+class SchemaUnproven(SchemaMismatch):
+    """A schema source matched by position that may not describe the table as the binlog wrote it
+    (DDL on the table after the range, or no way to look): --trust-schema accepts it."""

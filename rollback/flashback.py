@@ -32,7 +32,8 @@ from typing import IO, Any, Protocol
 
 import rollback
 from rollback.binlog.gtid import GtidSet
-from rollback.errors import DDLInRange, IrreversibleChange, RangeError, SchemaMismatch
+from rollback.ddl import DdlTargets, shorten
+from rollback.errors import DDLInRange, IrreversibleChange, RangeError, SchemaMismatch, SchemaUnproven
 from rollback.pipeline.local import run_local
 from rollback.pipeline.partition import (
     BLOCK_END,
@@ -45,7 +46,8 @@ from rollback.pipeline.partition import (
     part_path,
 )
 from rollback.pipeline.plan import TARGET_BYTES, Plan, SchemaKey, plan_range
-from rollback.schema import SchemaResolver, SchemaSource, TableSchema
+from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
+from rollback.schema_proof import NotProven, Scan, scan_files, scan_server
 
 SCRIPT_PRELUDE = (
     "SET NAMES utf8mb4;\nSET time_zone = '+00:00';\nSET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO';\n"
@@ -127,6 +129,9 @@ class Options:
     # Where partitions write their parts: shared storage when Spark runs on a cluster. Default:
     # a temporary directory beside the script.
     work_dir: str | None = None
+    # Accept the schema source as describing the tables at the range's time without looking for
+    # DDL after the range (matters only when the binlog names no columns).
+    trust_schema: bool = False
 
 
 @dataclass
@@ -163,6 +168,8 @@ class Report:
     events_total: int = 0
     partitions: int = 0
     engine: str = ""
+    schema_source: str = ""  # where column names came from: binlog metadata, a server, a DDL file
+    schema_check: str = ""  # how the source was proven to describe the tables at the range's time
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,6 +186,7 @@ class Report:
             "events_total": self.events_total,
             "partitions": self.partitions,
             "engine": self.engine,
+            "schema_check": {"source": self.schema_source, "checked": self.schema_check},
         }
 
 
@@ -307,29 +315,12 @@ def _copy(src: IO[bytes], dst: _Sink, start: int, length: int) -> None:
 # ---- the job ---------------------------------------------------------------------------------------------
 
 
-_DDL_CHANGES_SCHEMA = re.compile(r"(?is)^\s*(ALTER|DROP|RENAME|TRUNCATE|CREATE\s+OR\s+REPLACE)\b")
-
-
-_IDENTIFIER = re.compile(r"`((?:[^`]|``)+)`|\b(\w+)\b")
-
-
-def _ddl_names(sql: str) -> set[str]:
-    """Every identifier a DDL statement names, quoted or bare, lower-cased."""
-    return {(quoted or bare).lower() for quoted, bare in _IDENTIFIER.findall(sql)}
-
-
 def _ddl_hits(ddl: list[dict[str, Any]], changed: Any) -> list[tuple[dict[str, Any], set[str]]]:
-    """Each DDL with the changed tables whose schema it changes."""
+    """Each DDL with the changed tables whose columns, rows or existence it may change."""
     hits = []
     for item in ddl:
-        tables: set[str] = set()
-        sql = item["sql"]
-        if _DDL_CHANGES_SCHEMA.match(sql):
-            names = _ddl_names(sql)
-            for table in changed:
-                db, _, name = table.partition(".")
-                if name in names and (db in names or (item["db"] or "").lower() == db):
-                    tables.add(table)
+        targets = DdlTargets.from_dict(item["affects"])
+        tables = {t for t in changed if targets.touches(*t.split(".", 1))}
         hits.append((item, tables))
     return hits
 
@@ -356,6 +347,7 @@ class Flashback:
         self.filters = filters
         self.options = options
         self.report = Report()
+        self._resolved: dict[SchemaKey, TableSchema | str | None] = {}
         self._gtid = GtidFilter(rng.gtid) if rng.gtid else None
         self._since = parse_datetime(rng.start_datetime) if rng.start_datetime else None
         self._until = parse_datetime(rng.stop_datetime) if rng.stop_datetime else None
@@ -391,6 +383,7 @@ class Flashback:
                 schemas[key] = resolver.resolve(tmap, pos)
             except SchemaMismatch as exc:
                 schemas[key] = str(exc)
+        self._resolved = schemas
         return schemas
 
     # -- the run
@@ -542,6 +535,7 @@ class Flashback:
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
             raise decode_error(mismatch)
+        self._check_schema_source(plan, set(changed))
         for item in self._irreversible(out_dir, summaries):
             if len(report.irreversible) >= IRREVERSIBLE_KEPT:
                 break
@@ -554,6 +548,71 @@ class Flashback:
                 f"(missing {', '.join(item['missing'])}: {item['reason']}); "
                 "--allow-partial emits the restorable changes and lists the rest"
             )
+
+    def _check_schema_source(self, plan: Plan, changed: set[str]) -> None:
+        """Say where the changed tables' columns came from and how that was checked; SchemaUnproven
+        when a source matched by position may not describe a table as the binlog wrote it."""
+        by_name: set[str] = set()
+        by_position: set[str] = set()
+        for key, schema in self._resolved.items():
+            table = f"{key[0]}.{key[1]}".lower()
+            if table in changed and isinstance(schema, TableSchema):
+                (by_name if schema.source == "binlog" else by_position).add(table)
+        source = self.options.schema
+        sources: list[str] = []
+        checks: list[str] = []
+        if by_name:
+            sources.append("binlog metadata" + (f" + {source.description}" if source is not None else ""))
+            checks.append("names from the binlog")
+        if by_position:
+            assert source is not None  # without names, only a source gives a schema
+            sources.append(source.description)
+            if self.options.trust_schema:
+                checks.append("not checked: --trust-schema")
+            else:
+                checks.append(self._prove(plan, by_position, source))
+        report = self.report
+        report.schema_source = "; ".join(sources) or (source.description if source else "binlog metadata")
+        report.schema_check = "; ".join(checks) or "nothing to check (no row changes)"
+
+    def _prove(self, plan: Plan, tables: set[str], source: SchemaSource) -> str:
+        """Look for DDL on `tables` after the range up to the present (rollback.schema_proof)."""
+        last = plan.partitions[-1]
+        scan: Scan | None = None
+        reasons: list[str] = []
+        if isinstance(source, ServerSchema):
+            scan, why = scan_server(source.connect, source.name, last.location, last.start, last.end, tables)
+            if scan is None:
+                reasons.append(why)
+        if scan is None:
+            try:
+                scan = scan_files(last.location, last.end, tables)
+            except NotProven as exc:
+                reasons.append(str(exc))
+        described = f"the {source.description}"
+        if scan is None:
+            raise SchemaUnproven(
+                f"cannot prove that {described} describes {', '.join(sorted(tables))} as the binlog wrote "
+                f"{'it' if len(tables) == 1 else 'them'} (the binlog names no columns, so they are matched by "
+                f"position) by reading the binary log after the range: {'; '.join(reasons)}; "
+                f"--trust-schema accepts {described} as describing the tables at the range's time"
+            )
+        hit = scan.hit
+        if hit is not None:
+            if isinstance(source, StaticSchema) and source.path:
+                advice = f"--trust-schema accepts {described} if it describes the table as of the incident"
+            else:
+                advice = (
+                    "give the table's definition as of the incident with --schema-file, "
+                    f"or --trust-schema to accept {described} as it is"
+                )
+            raise SchemaUnproven(
+                f"table {hit.table}: DDL after the range at {hit.file}:{hit.pos} may have changed its columns "
+                f"since the binlog wrote them: {shorten(hit.sql, 160)} — {described} may describe the table "
+                f"after that change, and the binlog names no columns to match by name; {advice}"
+            )
+        what = "table" if len(tables) == 1 else "tables"
+        return f"no DDL on the changed {what} in {scan.where} after {scan.after} up to {scan.up_to}"
 
     @staticmethod
     def _irreversible(out_dir: str, summaries: list[Summary]) -> Iterator[dict[str, Any]]:
@@ -615,6 +674,7 @@ class Flashback:
         lines.append(f"-- filters: {self.filters.describe()}")
         lines.append(f"-- server version: {report.server_version or '-'}")
         lines.append(f"-- row images seen: {', '.join(sorted(report.row_images)) or '-'}")
+        lines.append(f"-- schema: {_comment(report.schema_source)}; checked: {_comment(report.schema_check)}")
         lines.append(f"-- transactions: {report.transactions}, statements: {report.statements}")
         for (table, kind), rows in sorted(report.counts.items()):
             lines.append(f"-- rows: {table} {kind} {rows}")

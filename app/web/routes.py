@@ -240,6 +240,7 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
         "options": {
             "full_where": data.get("full_where") == "on",
             "allow_partial": data.get("allow_partial") == "on",
+            "trust_schema": data.get("trust_schema") == "on",
         },
     }
     return body, errors

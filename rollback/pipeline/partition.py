@@ -39,6 +39,7 @@ from rollback.binlog.columns import MISSING
 from rollback.binlog.decode import RowsBatch, TxContext, decode_rows, decode_stream
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
+from rollback.ddl import ddl_targets
 from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
 from rollback.invert import Irreversible, Reverse, forward_row, invert_rows
 from rollback.pipeline.plan import Partition, SchemaKey, schema_key
@@ -449,6 +450,8 @@ class _Run:
                         "pos": decoded.outer_pos,
                         "sql": comment(event.sql)[:300],
                         "db": event.database,
+                        # read from the whole statement: the text above is cut
+                        "affects": ddl_targets(event.sql, event.database).to_dict(),
                     }
                 )
         if current is not None:

@@ -266,4 +266,5 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         ddl=extra.get("ddl", []),
         server_version=extra.get("server_version"),
         row_images=extra.get("row_images", []),
+        schema_check=extra.get("schema_check"),
     )
