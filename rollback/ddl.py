@@ -177,8 +177,10 @@ class _Reader:
         return [t.upper for t in self.toks[self.i :]]
 
 
-def ddl_targets(sql: str, default_db: str | None = None) -> DdlTargets:
-    """The tables (and databases) a DDL statement may change, read conservatively."""
+def ddl_targets(sql: str, default_db: str | None = None, with_rows: bool = False) -> DdlTargets:
+    """The tables (and databases) a DDL statement may change, read conservatively. `with_rows`: the
+    statement opened a transaction that goes on with row events (how MariaDB logs CREATE ... SELECT:
+    the CREATE TABLE without its SELECT, then the rows)."""
     tokens = _tokens(sql)
     db = (default_db or "").lower()
     targets = DdlTargets(default_db=db)
@@ -261,14 +263,16 @@ def ddl_targets(sql: str, default_db: str | None = None) -> DdlTargets:
         replace = r.take("OR", "REPLACE")
         r.skip(_TABLE_MODIFIERS)
         if r.take("TABLE") or r.take("SEQUENCE"):
-            exists_guard = r.take("IF", "NOT", "EXISTS")
+            r.take("IF", "NOT", "EXISTS")
             table = r.name()
             if table is None:
                 return _unknown(targets, tokens)
+            # A plain CREATE TABLE changes no existing table: one the range changed exists unless a
+            # DROP or RENAME (which the guards see) removed it first. OR REPLACE drops the table it
+            # replaces; ... SELECT writes rows that come from the DDL (MySQL 8 logs it as
+            # CREATE TABLE ... START TRANSACTION, MariaDB as a CREATE TABLE followed by the rows).
             rest = r.rest_words()
-            # CREATE TABLE IF NOT EXISTS t (...) leaves an existing t as it is: a t the range changed
-            # exists unless a DROP or RENAME (which the guards see) removed it first.
-            if replace or not exists_guard or "SELECT" in rest:
+            if replace or with_rows or "SELECT" in rest or _follows(rest, "START", "TRANSACTION"):
                 targets.tables.add(table)
             return targets
         r.skip(_INDEX_KINDS)
@@ -285,6 +289,10 @@ def ddl_targets(sql: str, default_db: str | None = None) -> DdlTargets:
             return targets
         return _unknown(targets, tokens)
     return _unknown(targets, tokens)
+
+
+def _follows(words: list[str], first: str, second: str) -> bool:
+    return any(a == first and b == second for a, b in zip(words, words[1:], strict=False))
 
 
 def _alter_renames(r: _Reader, targets: DdlTargets) -> None:

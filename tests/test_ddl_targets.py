@@ -27,7 +27,6 @@ CASES = [
     ("CREATE OR REPLACE TABLE t (id INT)", "shop", ["shop.t"], []),
     ("CREATE TABLE t2 SELECT * FROM t1", "shop", ["shop.t2"], ["shop.t1"]),
     ("CREATE TABLE IF NOT EXISTS t SELECT 1", "shop", ["shop.t"], []),
-    ("CREATE TABLE t (id INT)", "shop", ["shop.t"], []),
     ("CREATE INDEX i ON t (a)", "shop", ["shop.t"], []),
     ("DROP INDEX i ON other.t", "shop", ["other.t"], ["shop.t"]),
     ("ALTER SEQUENCE s RESTART", "shop", ["shop.s"], []),
@@ -53,6 +52,8 @@ def test_ddl_targets_name_the_tables_a_statement_may_change(sql, db, touched, un
     "sql",
     [
         "CREATE TABLE IF NOT EXISTS t (id INT)",  # leaves an existing table as it is
+        "CREATE TABLE t (id INT)",  # a table the range changed exists, unless a DROP went first
+        "CREATE TABLE t LIKE u",
         "CREATE VIEW v AS SELECT * FROM t",
         "CREATE OR REPLACE DEFINER=`u`@`%` VIEW v AS SELECT * FROM t",
         "DROP VIEW t",
@@ -73,3 +74,11 @@ def test_a_versioned_comment_is_classified_by_its_content():
     assert classify_sql("/* a comment */ /*!40000 DROP TABLE t */") == "DDL"
     assert classify_sql("/* a comment */ COMMIT") == "COMMIT"
     assert classify_sql("/*!40101 SET NAMES utf8 */") == "OTHER"
+
+
+def test_create_table_writing_rows_touches_its_table():
+    # MySQL 8 logs CREATE ... SELECT as CREATE TABLE ... START TRANSACTION; MariaDB as a CREATE TABLE
+    # inside the transaction that holds the rows.
+    assert ddl_targets("CREATE TABLE t (a INT) START TRANSACTION", "shop").touches("shop", "t")
+    assert ddl_targets("CREATE TABLE `t` (`a` int(11))", "shop", with_rows=True).touches("shop", "t")
+    assert not ddl_targets("CREATE TABLE `t` (`a` int(11))", "shop").touches("shop", "t")

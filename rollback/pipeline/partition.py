@@ -393,8 +393,11 @@ class _Run:
         next_note = part.start + PROGRESS_STEP
         events_done = 0
         last_outer = -1
+        open_after = state.tx.open
         for decoded in decode_stream(buf, state, part.start, part.end, self.job.verify_checksums):
             event = decoded.event
+            # the state has taken this event in: whether a transaction was open before it
+            tx_was_open, open_after = open_after, state.tx.open
             if decoded.outer_pos != last_outer:
                 self.at = last_outer = decoded.outer_pos
                 events_done += 1
@@ -451,7 +454,7 @@ class _Run:
                         "sql": comment(event.sql)[:300],
                         "db": event.database,
                         # read from the whole statement: the text above is cut
-                        "affects": ddl_targets(event.sql, event.database).to_dict(),
+                        "affects": ddl_targets(event.sql, event.database, tx_was_open).to_dict(),
                     }
                 )
         if current is not None:

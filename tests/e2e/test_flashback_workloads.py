@@ -87,7 +87,12 @@ def test_seed_benchmark_steps_roll_back_newest_step_first(scratch_server, seed_d
             # DDL is not ours to undo: the DBA reverts it by hand, as the refusal above tells them to.
             scratch_server.run_sql(["ALTER TABLE seed.t3 DROP COLUMN c1, DROP COLUMN c2, DROP COLUMN c3"])
         else:
-            script, _plan, report = flashback(scratch_server, ranges[index], tmp_path, name=f"step{index}")
+            # t3's ALTERs (undone by hand above) follow the ranges of steps 2 and 3 in the binlog: that
+            # the server's t3 is again the table those ranges wrote only the DBA knows, who says so.
+            trust = index < ALTER_STEP and "seed.t3" in _seed_tables(scratch_server) and index >= 2
+            script, _plan, report = flashback(
+                scratch_server, ranges[index], tmp_path, name=f"step{index}", trust_schema=trust
+            )
             assert report.statements == statements[index], SEED_STEPS[index]
             apply_with_client(scratch_server, script)
             # The 32k single-row statements of a reverse script fill the binlog; like the seed, rotate it.
