@@ -325,16 +325,6 @@ def _ddl_hits(ddl: list[dict[str, Any]], changed: Any) -> list[tuple[dict[str, A
     return hits
 
 
-def _raise_ddl(hits: list[tuple[dict[str, Any], set[str]]], changed: set[str]) -> None:
-    """DDLInRange for the first DDL that changes the schema of one of `changed`, if any."""
-    for item, tables in hits:
-        for table in sorted(tables & changed):
-            raise DDLInRange(
-                f"DDL on {table} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} — "
-                "the table's schema changes mid-range; split the range at this position"
-            )
-
-
 class Flashback:
     def __init__(self, rng: RangeSpec, filters: Filters, options: Options):
         if options.engine not in ENGINES:
@@ -506,18 +496,19 @@ class Flashback:
             report.statements += summary.statements
             report.transactions += summary.transactions
             report.irreversible_count += summary.irreversible
-        # A DDL on a table the range changed before it stops the job where it stands.
+        # A DDL on a table the range changed before it stops the job where it stands (before an
+        # error further on: the DDL may be its cause).
         hits = _ddl_hits(report.ddl, changed)
         stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
-        earliest: tuple[int, int] | None = None  # of the first changes the DDL seen so far undo
-        for k, at in enumerate(ddl_at):
+        for (item, tables), at in zip(hits, ddl_at, strict=True):
             if stop_at is not None and at >= stop_at:
                 break
-            if hits[k][1]:
-                first = min(changed[t] for t in hits[k][1])
-                earliest = first if earliest is None else min(earliest, first)
-            if earliest is not None and earliest < at:
-                _raise_ddl(hits[: k + 1], {t for t, first in changed.items() if first < at})
+            under = sorted(t for t in tables if changed[t] < at)
+            if under:
+                raise DDLInRange(
+                    f"DDL on {under[0]} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} — "
+                    "the table's schema changes mid-range; split the range at this position"
+                )
         if failed is not None:
             assert failed.error is not None
             raise decode_error(failed.error)
@@ -531,7 +522,14 @@ class Flashback:
         report.transactions += sum(
             1 for index, span in heads.items() if span.pieces[-1][0] == index and span.statements
         )
-        _raise_ddl(hits, set(changed))
+        # A DDL the range selects, before the table's changes: its effect (rows a TRUNCATE or DROP
+        # removed, rows a CREATE ... SELECT wrote, an ALTER) is not in the row changes to undo.
+        for item, tables in hits:
+            if tables and item["selected"]:
+                raise DDLInRange(
+                    f"DDL on {min(tables)} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} "
+                    "— a rollback of row changes cannot undo it; start the range after this position"
+                )
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
             raise decode_error(mismatch)

@@ -318,6 +318,16 @@ class _Run:
             )
         return not (job.filters.thread_id is not None and tx.thread_id != job.filters.thread_id)
 
+    def _ddl_selected(self, gtid: str | None, timestamp: int) -> bool:
+        """Whether the range's GTIDs or time window take a DDL in (thread and table filters do not:
+        a DDL changes the table whoever runs it)."""
+        job = self.job
+        if job.gtid is not None and not job.gtid.selects(gtid):
+            return False
+        if job.since is not None and timestamp < job.since:
+            return False
+        return not (job.until is not None and timestamp >= job.until)
+
     def _renderer(self, tmap: TableMap, pos: int) -> TableRenderer | None:
         """The table's renderer; None (after noting the first SchemaMismatch) when its schema disagrees."""
         key = (tmap.database, tmap.table, tmap.column_types, tmap.column_meta, tmap.column_names)
@@ -455,6 +465,8 @@ class _Run:
                         "db": event.database,
                         # read from the whole statement: the text above is cut
                         "affects": ddl_targets(event.sql, event.database, tx_was_open).to_dict(),
+                        # in the range's GTID or time selection (every DDL of a range by position)
+                        "selected": self._ddl_selected(state.tx.gtid, decoded.raw.timestamp),
                     }
                 )
         if current is not None:

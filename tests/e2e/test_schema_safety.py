@@ -17,6 +17,7 @@ import shutil
 import pytest
 
 from rollback.errors import DDLInRange, SchemaMismatch, SchemaUnproven
+from rollback.flashback import Filters, Options, RangeSpec, generate
 from rollback.schema import ServerSchema, schema_from_file
 from tests.support.restore import apply_with_client, flashback, range_args, run_cli
 
@@ -357,3 +358,27 @@ def test_a_system_versioned_table_with_full_metadata_is_refused_too(full_server,
         flashback(full_server, rng, tmp_path)
     with pytest.raises(SchemaMismatch, match=rf"table {db}\.t at position \d+ looks system-versioned"):
         flashback(full_server, rng, tmp_path, schema=None)
+
+
+def test_a_gtid_range_counts_the_ddl_it_selects_not_the_ddl_before_it_in_its_files(scratch_server, tmp_path):
+    """A GTID range reads whole files: a DDL of the file before the selected transactions is not in
+    the range; one the GTIDs select is, though it comes before the table's changes."""
+    db = "gtid_ddl"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}"])
+    truncated = scratch_server.run_sql(
+        [f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT)", f"TRUNCATE TABLE {db}.t"]
+    )
+    changes = scratch_server.run_sql([f"INSERT INTO {db}.t VALUES (1, 1)", f"UPDATE {db}.t SET a = 2"])
+    files = [str(p) for p in scratch_server.binlog_files() if p.name >= truncated.start_file]
+    files = files[: files.index(str(changes.files[-1])) + 1]
+    domain, server_id, _ = changes.gtid_before.split("-")
+
+    def run(first: int, name: str):
+        last = int(changes.gtid_after.split("-")[2])
+        rng = RangeSpec(files, gtid=f"{domain}-{server_id}-{first}..{domain}-{server_id}-{last}")
+        return generate(rng, Filters(), Options(schema=ServerSchema(scratch_server.connect)), tmp_path / name)
+
+    report = run(int(changes.gtid_before.split("-")[2]) + 1, "changes.sql")
+    assert report.statements == 2
+    with pytest.raises(DDLInRange, match=rf"DDL on {db}\.t inside the range at .*TRUNCATE .* cannot undo it"):
+        run(int(truncated.gtid_after.split("-")[2]), "with-truncate.sql")
