@@ -190,10 +190,11 @@ def _flashback(args: argparse.Namespace) -> int:
             schema = schema_from_file(args.schema_file)
         except (OSError, UnicodeDecodeError) as exc:
             raise RangeError(f"--schema-file {args.schema_file}: cannot read it ({exc})") from None
+    binlog_server = None
     if args.server:
-        rng, server_schema = _server_range(args)
+        rng, binlog_server = _server_range(args)
         if schema is None:
-            schema = server_schema
+            schema = binlog_server
     else:
         rng = RangeSpec(
             list(args.files),
@@ -216,6 +217,7 @@ def _flashback(args: argparse.Namespace) -> int:
         changes_format=args.changes_format,
         work_dir=args.work_dir,
         trust_schema=args.trust_schema,
+        binlog_server=binlog_server if binlog_server is not schema else None,
     )
     with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
         script = args.output or os.path.join(tmp, "rollback.sql")

@@ -132,6 +132,9 @@ class Options:
     # Accept the schema source as describing the tables at the range's time without looking for
     # DDL after the range (matters only when the binlog names no columns).
     trust_schema: bool = False
+    # The live server the range was read from (--server), when the schema source is another one:
+    # its binary log after the range is where DDL on the tables would be.
+    binlog_server: ServerSchema | None = None
 
 
 @dataclass
@@ -523,9 +526,11 @@ class Flashback:
             1 for index, span in heads.items() if span.pieces[-1][0] == index and span.statements
         )
         # A DDL the range selects, before the table's changes: its effect (rows a TRUNCATE or DROP
-        # removed, rows a CREATE ... SELECT wrote, an ALTER) is not in the row changes to undo.
+        # removed, rows a CREATE ... SELECT wrote, an ALTER) is not in the row changes to undo. (The
+        # forward SQL and the change log undo nothing: for them only a schema changing under the
+        # changes counts.)
         for item, tables in hits:
-            if tables and item["selected"]:
+            if tables and item["selected"] and self.options.mode == "flashback":
                 raise DDLInRange(
                     f"DDL on {min(tables)} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} "
                     "— a rollback of row changes cannot undo it; start the range after this position"
@@ -578,10 +583,12 @@ class Flashback:
         last = plan.partitions[-1]
         scan: Scan | None = None
         reasons: list[str] = []
-        if isinstance(source, ServerSchema):
-            scan, why = scan_server(source.connect, source.name, last.location, last.start, last.end, tables)
-            if scan is None:
-                reasons.append(why)
+        servers = [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]
+        for server in servers:
+            scan, why = scan_server(server.connect, server.name, last.location, last.start, last.end, tables)
+            if scan is not None:
+                break
+            reasons.append(why)
         if scan is None:
             try:
                 scan = scan_files(last.location, last.end, tables)

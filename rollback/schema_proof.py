@@ -33,6 +33,8 @@ from rollback.pipeline import storage
 
 BATCH = 5000  # SHOW BINLOG EVENTS rows per round trip
 _QUERY_TYPES = frozenset({int(EventType.QUERY), int(EventType.QUERY_COMPRESSED)})
+_IGNORABLE = int(EventType.IGNORABLE)
+_ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: an event no server wrote there
 _USE_PREFIX = re.compile(r"use `((?:[^`]|``)*)`; ", re.DOTALL)
 
 
@@ -44,6 +46,10 @@ class LaterDdl:
     sql: str
     file: str
     pos: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.pos}"
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,8 @@ def scan_server(
 
     The server's file is the range's when the event that ends at `stop` in ours (found from
     `boundary`, an event boundary before it) is in the server's at the same place, with the same
-    server id, followed by an event at `stop` or by the end of the file."""
+    server id. What the files beside ours hold of the log after the range is read there (a local
+    read is cheap, SHOW BINLOG EVENTS sends every event); the server gives the rest."""
     import pymysql
 
     last = os.path.basename(last_path)
@@ -103,12 +110,9 @@ def scan_server(
     try:
         with conn.cursor() as cur:
             cur.execute("SHOW BINARY LOGS")
-            logs = [(str(row[0]), int(row[1])) for row in cur.fetchall()]
-            names = [n for n, _size in logs]
+            names = [str(row[0]) for row in cur.fetchall()]
             if last not in names:
                 return None, f"server {name} has no binary log {last}"
-            if dict(logs)[last] < stop:
-                return None, f"{last} of server {name} is shorter than the range's stop position {stop}"
             if not storage.is_local(last_path):
                 return None, f"{last_path} is not a local file to compare with the server's {last}"
             mine = _last_event_before(storage.local_path(last_path), boundary, stop)
@@ -117,31 +121,52 @@ def scan_server(
                 theirs = [(int(r[1]), int(r[3]), int(r[4])) for r in cur.fetchall()]
                 if theirs != [mine]:
                     return None, f"{last} of server {name} is not the file the range was read from"
-            up_to = f"{last}:{stop}"
-            for index in range(names.index(last), len(names)):
-                file = names[index]
-                pos = stop if file == last else 4
+            where = f"the binlog of server {name}"
+            try:
+                local = _read_files(Path(storage.local_path(last_path)), stop, tables)
+            except NotProven:
+                local = None
+            if local is not None and local.hit is not None:
+                return Scan(_files_where(local.chain), f"{last}:{stop}", local.hit.where, local.hit), ""
+            file, pos = last, stop
+            if (
+                local is not None
+                and local.end_file in names
+                and (local.end_file, local.end_pos) != (last, stop)
+            ):
+                try:
+                    cur.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT 1", (local.end_file, local.end_pos))
+                    at = [int(r[1]) for r in cur.fetchall()]
+                except pymysql.err.MySQLError:
+                    at = [-1]  # not an event boundary there: the server reads it all
+                if at in ([], [local.end_pos]):  # the server's log goes on where the local files end
+                    file, pos = local.end_file, local.end_pos
+                    where = f"{_files_where(local.chain)} and {where}"
+            up_to = f"{file}:{pos}"
+            for index in range(names.index(file), len(names)):
+                name_i = names[index]
+                start = pos if name_i == file else 4
                 first = True
                 while True:
-                    cur.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (file, pos, BATCH))
+                    cur.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (name_i, start, BATCH))
                     rows = cur.fetchall()
-                    if first and file == last and rows and int(rows[0][1]) != stop:
-                        return None, f"{last} of server {name} has no event at {stop}"
+                    if first and name_i == file and rows and int(rows[0][1]) != pos:
+                        return None, f"{file} of server {name} has no event at {pos}"
                     first = False
-                    for _log, at, kind, _sid, end, info in rows:
+                    for _log, at_pos, kind, _sid, end, info in rows:
                         if kind in ("Query", "Query_compressed"):
                             sql, database = str(info), None
                             use = _USE_PREFIX.match(sql)
                             if use:
                                 database, sql = use.group(1).replace("``", "`"), sql[use.end() :]
-                            hit = _first_hit(sql, database, tables, file, int(at))
+                            hit = _first_hit(sql, database, tables, name_i, int(at_pos))
                             if hit is not None:
-                                return Scan(f"the binlog of server {name}", f"{last}:{stop}", up_to, hit), ""
-                        up_to = f"{file}:{int(end)}"
+                                return Scan(where, f"{last}:{stop}", up_to, hit), ""
+                        up_to = f"{name_i}:{int(end)}"
                     if len(rows) < BATCH:
                         break
-                    pos = int(rows[-1][4])
-            return Scan(f"the binlog of server {name}", f"{last}:{stop}", up_to, None), ""
+                    start = int(rows[-1][4])
+            return Scan(where, f"{last}:{stop}", up_to, None), ""
     except pymysql.err.MySQLError as exc:
         return None, f"cannot read the binary log of server {name}: {exc.args[-1] if exc.args else exc}"
     finally:
@@ -167,38 +192,68 @@ def _following(path: Path) -> list[Path]:
         k += 1
 
 
-def scan_files(last_path: str, stop: int, tables: set[str]) -> Scan:
-    """The rest of the range's last file and the files after it; NotProven when that is not the
-    binary log up to its end."""
-    if not storage.is_local(last_path):
-        raise NotProven(f"{last_path} is not a local file, so the files after it cannot be listed")
-    path = Path(storage.local_path(last_path))
+@dataclass(frozen=True)
+class _Files:
+    """What the files beside the range's hold of the log after it."""
+
+    chain: list[Path]  # the range's last file and the files after it
+    end_file: str
+    end_pos: int  # where their last complete event ends
+    closed: bool  # the last of them was closed by the server: the log goes on in a file not here
+    hit: LaterDdl | None
+    gap: str | None = None  # why they stop short of their end (a spooled file's bytes not fetched)
+
+
+def _read_files(path: Path, stop: int, tables: set[str]) -> _Files:
     chain = _following(path)
-    up_to = f"{path.name}:{stop}"
+    end_file, end_pos = path.name, stop
     for index, file in enumerate(chain):
         final = index == len(chain) - 1
         with BinlogFile(file) as binlog:
             facts = binlog.facts
-            start = stop if index == 0 else 4
             try:
-                for raw in iter_events(binlog.buf, facts, start, binlog.size, binlog.path, verify=False):
+                for raw in iter_events(
+                    binlog.buf, facts, stop if index == 0 else 4, binlog.size, binlog.path, verify=False
+                ):
+                    if raw.type_code == _IGNORABLE and raw.flags & _ARTIFICIAL:
+                        # A spool's filler (rollback.sources.spool): the server's events there were
+                        # not fetched, and what they hold is unknown.
+                        gap = f"{file.name} holds bytes not fetched from the server at {raw.pos}"
+                        return _Files(chain[: index + 1], end_file, end_pos, False, None, gap)
                     if raw.type_code in _QUERY_TYPES:
                         query = DECODERS[raw.type_code](raw, facts)
                         assert isinstance(query, Query)
                         hit = _first_hit(query.sql, query.database, tables, file.name, raw.pos)
                         if hit is not None:
-                            return Scan(_files_where(chain[: index + 1]), f"{path.name}:{stop}", up_to, hit)
-                    up_to = f"{file.name}:{raw.end}"
+                            return _Files(chain[: index + 1], file.name, raw.pos, False, hit)
+                    end_file, end_pos = file.name, raw.end
             except BinlogFormatError as exc:
                 # The file the server is writing may end inside an event it has not finished.
                 if not (final and _in_use(binlog)):
                     raise NotProven(f"cannot read {file.name}: {exc.reason}") from None
-            if final and not _in_use(binlog):
-                raise NotProven(
-                    f"{file.name} was closed (the binary log goes on in a next file) and no next file "
-                    f"is beside it in {file.parent}"
-                )
-    return Scan(_files_where(chain), f"{path.name}:{stop}", up_to, None)
+            closed = final and not _in_use(binlog)
+    return _Files(chain, end_file, end_pos, closed, None)
+
+
+def scan_files(last_path: str, stop: int, tables: set[str]) -> Scan:
+    """The rest of the range's last file and the files after it; NotProven when they do not reach
+    the end of the binary log (the last of them was closed: the log went on elsewhere)."""
+    if not storage.is_local(last_path):
+        raise NotProven(f"{last_path} is not a local file, so the files after it cannot be listed")
+    path = Path(storage.local_path(last_path))
+    found = _read_files(path, stop, tables)
+    after = f"{path.name}:{stop}"
+    if found.hit is not None:
+        return Scan(_files_where(found.chain), after, found.hit.where, found.hit)
+    if found.gap is not None:
+        raise NotProven(found.gap)
+    if found.closed:
+        last = found.chain[-1]
+        raise NotProven(
+            f"{last.name} was closed (the binary log goes on in a next file) and no next file "
+            f"is beside it in {last.parent}"
+        )
+    return Scan(_files_where(found.chain), after, f"{found.end_file}:{found.end_pos}", None)
 
 
 def _in_use(binlog: BinlogFile) -> bool:

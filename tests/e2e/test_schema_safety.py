@@ -158,7 +158,8 @@ def test_the_server_check_reads_the_servers_binlog_and_names_it_in_the_header(sc
     script, _plan, report = flashback(scratch_server, rng, tmp_path, schema=schema)
     assert report.schema_source == "server information_schema of scratch"
     assert re.fullmatch(
-        rf"no DDL on the changed table in the binlog of server scratch after {rng.stop_file}:{rng.stop_position} "
+        rf"no DDL on the changed table in (binlog files .* in {re.escape(str(scratch_server.binlog_dir))} and )?"
+        rf"the binlog of server scratch after {rng.stop_file}:{rng.stop_position} "
         r"up to mysql-bin\.\d+:\d+",
         report.schema_check,
     ), report.schema_check
@@ -168,6 +169,36 @@ def test_the_server_check_reads_the_servers_binlog_and_names_it_in_the_header(sc
     }
     apply_with_client(scratch_server, script)
     assert _rows(scratch_server, f"{db}.t", "id, a, b") == before
+
+
+def test_a_range_read_from_a_server_with_a_schema_file_is_checked_on_that_servers_binlog(
+    scratch_server, tmp_path
+):
+    """--server spools the range alone: the log after it is the server's, read there."""
+    db = "spooled_check"
+    rng, _before = _incident(scratch_server, db, "CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT, b INT)")
+    ddl = tmp_path / "schema.sql"
+    ddl.write_text(scratch_server.query(f"SHOW CREATE TABLE {db}.t")[0][1] + ";\n")
+    args = [
+        "flashback",
+        *("--server", scratch_server.dsn, "--start-file", rng.start_file, "--stop-file", rng.stop_file),
+        *("--start-position", str(rng.start_position), "--stop-position", str(rng.stop_position)),
+        *("--spool", str(tmp_path / "spool"), "--schema-file", str(ddl), "-d", db, "--engine", "local"),
+    ]
+    out = run_cli(*args, "-o", str(tmp_path / "r.sql"))
+    assert out.returncode == 0, out.stderr
+    header = (tmp_path / "r.sql").read_text()
+    assert re.search(
+        rf"-- schema: DDL file {re.escape(str(ddl))}; checked: no DDL on the changed table in "
+        rf"(binlog files .* and )?the binlog of server 127\.0\.0\.1:{scratch_server.port} after "
+        rf"{rng.stop_file}:{rng.stop_position} up to mysql-bin\.\d+:\d+\n",
+        header,
+    ), header
+    scratch_server.run_sql([f"ALTER TABLE {db}.t MODIFY a INT AFTER b"])
+    out = run_cli(*args, "-o", str(tmp_path / "r2.sql"))
+    _one_line_refusal(
+        out, rf"table {db}\.t: DDL after the range at mysql-bin\.\d+:\d+ may have changed", "--trust-schema"
+    )
 
 
 def test_another_servers_binlog_of_the_same_name_is_not_taken_for_the_range(
