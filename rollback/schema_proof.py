@@ -33,6 +33,7 @@ from rollback.pipeline import storage
 
 BATCH = 5000  # SHOW BINLOG EVENTS rows per round trip
 _QUERY_TYPES = frozenset({int(EventType.QUERY), int(EventType.QUERY_COMPRESSED)})
+_SPOOL_MANIFEST = ".spool.json"  # rollback.sources.spool.MANIFEST_SUFFIX
 _IGNORABLE = int(EventType.IGNORABLE)
 _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: an event no server wrote there
 _USE_PREFIX = re.compile(r"use `((?:[^`]|``)*)`; ", re.DOTALL)
@@ -99,7 +100,8 @@ def scan_server(
     The server's file is the range's when the event that ends at `stop` in ours (found from
     `boundary`, an event boundary before it) is in the server's at the same place, with the same
     server id. What the files beside ours hold of the log after the range is read there (a local
-    read is cheap, SHOW BINLOG EVENTS sends every event); the server gives the rest."""
+    read is cheap, SHOW BINLOG EVENTS sends every event); the server gives the rest, from an event
+    at the same place in its file."""
     import pymysql
 
     last = os.path.basename(last_path)
@@ -127,7 +129,7 @@ def scan_server(
             except NotProven:
                 local = None
             if local is not None and local.hit is not None:
-                return Scan(_files_where(local.chain), f"{last}:{stop}", local.hit.where, local.hit), ""
+                return Scan(where, f"{last}:{stop}", local.hit.where, local.hit), ""
             file, pos = last, stop
             if (
                 local is not None
@@ -141,7 +143,6 @@ def scan_server(
                     at = [-1]  # not an event boundary there: the server reads it all
                 if at in ([], [local.end_pos]):  # the server's log goes on where the local files end
                     file, pos = local.end_file, local.end_pos
-                    where = f"{_files_where(local.chain)} and {where}"
             up_to = f"{file}:{pos}"
             for index in range(names.index(file), len(names)):
                 name_i = names[index]
@@ -247,8 +248,12 @@ def scan_files(last_path: str, stop: int, tables: set[str]) -> Scan:
         return Scan(_files_where(found.chain), after, found.hit.where, found.hit)
     if found.gap is not None:
         raise NotProven(found.gap)
+    last = found.chain[-1]
+    if last.with_name(last.name + _SPOOL_MANIFEST).is_file():
+        # Its FORMAT_DESCRIPTION is the server's, flagged in use if the server was writing it; the
+        # spool holds it only up to what a job fetched.
+        raise NotProven(f"{last.name} is a spooled copy of part of a server's binary log")
     if found.closed:
-        last = found.chain[-1]
         raise NotProven(
             f"{last.name} was closed (the binary log goes on in a next file) and no next file "
             f"is beside it in {last.parent}"
