@@ -6,13 +6,17 @@ file) describes the table as it is now; it describes the table the range wrote o
 touched the table since. This module reads the binary log after the range's stop position up to
 its end and reports the first DDL on one of the given tables:
 
-- on the live server the source reads from, when its binary log holds the range's last file (the
-  same file: its first events and an event at the stop position agree with ours):
-  SHOW BINLOG EVENTS, QUERY events only, in batches;
+- on a live server (the source, or the server the range was read from) whose binary log holds the
+  range's last file (the same file: the event that ends at the stop position is there too): the
+  files beside ours are read locally as far as they go (cheap), then SHOW BINLOG EVENTS from
+  there, QUERY events only, in batches;
 - otherwise in the files next to the range's last one (same base name, the following sequence
   numbers), and the rest of that file after the stop position. The last file found must be the one
-  the server was writing (its FORMAT_DESCRIPTION still flags it in use); a file closed by a ROTATE
-  or STOP event whose successor is not there leaves the present unread, and nothing is proven.
+  the server was writing (its FORMAT_DESCRIPTION still flags it in use) and not a spooled copy; a
+  file closed by a ROTATE or STOP event whose successor is not there leaves the present unread,
+  and nothing is proven.
+
+A spool's filler events (bytes not fetched) end what local files can tell.
 """
 
 from __future__ import annotations
