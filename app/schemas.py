@@ -64,6 +64,11 @@ class OptionsIn(BaseModel):
     allow_empty: bool = Field(
         False, description="a range that selects no row change succeeds (otherwise the job fails saying so)"
     )
+    trust_schema: bool = Field(
+        False,
+        description="when the binlog names no columns: accept the schema source as describing the tables at "
+        "the range's time, without looking for DDL on them after the range",
+    )
     schema_server: str | None = Field(
         None, max_length=64, description="a configured server to read table schemas from (upload jobs)"
     )
@@ -281,6 +286,9 @@ class SummaryOut(BaseModel):
         None,
         description="the largest reverse statement {bytes, table, file, pos} (null: none); an execution refuses "
         "statements larger than its target's max_allowed_packet before running anything",
+    )
+    schema_check: dict[str, str] | None = Field(
+        None, description="where column names came from (source) and how it was checked (checked)"
     )
 
 

@@ -111,6 +111,12 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         "--schema-dsn", help="read table schemas from this server (mysql://user:pw@host:port/)"
     )
     schema.add_argument("--schema-file", help="read table schemas from CREATE TABLE statements")
+    cmd.add_argument(
+        "--trust-schema",
+        action="store_true",
+        help="when the binlog names no columns: accept the schema source as describing the tables at the "
+        "range's time, without looking for DDL on them after the range",
+    )
     cmd.add_argument("--full-where", action="store_true", help="identify rows by every column, not the key")
     cmd.add_argument("--allow-partial", action="store_true", help="emit what is restorable, list the rest")
     cmd.add_argument(
@@ -199,7 +205,7 @@ def _flashback(args: argparse.Namespace) -> int:
     import os
     import tempfile
 
-    from rollback.execute import connect, execute_plan
+    from rollback.execute import connect, execute_plan, parse_dsn
     from rollback.flashback import Filters, Options, RangeSpec, generate
     from rollback.pipeline import storage
     from rollback.render_text import check_plain
@@ -246,16 +252,18 @@ def _flashback(args: argparse.Namespace) -> int:
         raise RangeError(f"--type takes insert, update, delete (got {args.type})")
     schema: SchemaSource | None = None
     if args.schema_dsn:
-        schema = ServerSchema(lambda: connect(args.schema_dsn))
+        address = parse_dsn(args.schema_dsn)
+        schema = ServerSchema(lambda: connect(args.schema_dsn), f"{address['host']}:{address['port']}")
     elif args.schema_file:
         try:
             schema = schema_from_file(args.schema_file)
         except (OSError, UnicodeDecodeError) as exc:
             raise RangeError(f"--schema-file {args.schema_file}: cannot read it ({exc})") from None
+    binlog_server = None
     if args.server:
-        rng, server_schema = _server_range(args)
+        rng, binlog_server = _server_range(args)
         if schema is None:
-            schema = server_schema
+            schema = binlog_server
     else:
         rng = RangeSpec(
             list(args.files),
@@ -278,6 +286,8 @@ def _flashback(args: argparse.Namespace) -> int:
         partition_bytes=args.partition_size,
         changes_format=args.changes_format,
         work_dir=args.work_dir,
+        trust_schema=args.trust_schema,
+        binlog_server=binlog_server if binlog_server is not schema else None,
     )
     with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
         script = args.output or os.path.join(tmp, "rollback.sql")

@@ -74,3 +74,8 @@ class EmptyRange(RollbackError):
     """The range and filters selected no row change (exit 4 unless --allow-empty)."""
 
     exit_code = EXIT_EMPTY
+
+
+class SchemaUnproven(SchemaMismatch):
+    """A schema source matched by position that may not describe the table as the binlog wrote it
+    (DDL on the table after the range, or no way to look): --trust-schema accepts it."""

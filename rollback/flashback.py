@@ -32,7 +32,15 @@ from typing import IO, Any, Protocol
 
 import rollback
 from rollback.binlog.gtid import GtidSet
-from rollback.errors import DDLInRange, EmptyRange, IrreversibleChange, RangeError, SchemaMismatch
+from rollback.ddl import DdlTargets, shorten
+from rollback.errors import (
+    DDLInRange,
+    EmptyRange,
+    IrreversibleChange,
+    RangeError,
+    SchemaMismatch,
+    SchemaUnproven,
+)
 from rollback.pipeline.contents import held, table_hints
 from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.local import run_local
@@ -47,7 +55,8 @@ from rollback.pipeline.partition import (
 )
 from rollback.pipeline.plan import TARGET_BYTES, Partition, Plan, SchemaKey, plan_range
 from rollback.render_text import check_plain, comment_line
-from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, TableSchema
+from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
+from rollback.schema_proof import NotProven, Scan, scan_files, scan_server
 from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
 
 SCRIPT_PRELUDE = (
@@ -129,6 +138,12 @@ class Options:
     # Where partitions write their parts: shared storage when Spark runs on a cluster. Default:
     # a temporary directory beside the script.
     work_dir: str | None = None
+    # Accept the schema source as describing the tables at the range's time without looking for
+    # DDL after the range (matters only when the binlog names no columns).
+    trust_schema: bool = False
+    # The live server the range was read from (--server), when the schema source is another one:
+    # its binary log after the range is where DDL on the tables would be.
+    binlog_server: ServerSchema | None = None
 
 
 @dataclass
@@ -170,6 +185,8 @@ class Report:
     side_effects: dict[str, Any] | None = None
     # The first of the longest statements: {bytes (UTF-8, as written), table, file, pos}; None without any.
     largest_statement: dict[str, Any] | None = None
+    schema_source: str = ""  # where column names came from: binlog metadata, a server, a DDL file
+    schema_check: str = ""  # how the source was proven to describe the tables at the range's time
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -188,6 +205,7 @@ class Report:
             "engine": self.engine,
             "side_effects": self.side_effects,
             "largest_statement": self.largest_statement,
+            "schema_check": {"source": self.schema_source, "checked": self.schema_check},
         }
 
 
@@ -316,41 +334,14 @@ def _copy(src: IO[bytes], dst: _Sink, start: int, length: int) -> None:
 # ---- the job ---------------------------------------------------------------------------------------------
 
 
-_DDL_CHANGES_SCHEMA = re.compile(r"(?is)^\s*(ALTER|DROP|RENAME|TRUNCATE|CREATE\s+OR\s+REPLACE)\b")
-
-
-_IDENTIFIER = re.compile(r"`((?:[^`]|``)+)`|\b(\w+)\b")
-
-
-def _ddl_names(sql: str) -> set[str]:
-    """Every identifier a DDL statement names, quoted or bare, lower-cased."""
-    return {(quoted or bare).lower() for quoted, bare in _IDENTIFIER.findall(sql)}
-
-
 def _ddl_hits(ddl: list[dict[str, Any]], changed: Any) -> list[tuple[dict[str, Any], set[str]]]:
-    """Each DDL with the changed tables whose schema it changes."""
+    """Each DDL with the changed tables whose columns, rows or existence it may change."""
     hits = []
     for item in ddl:
-        tables: set[str] = set()
-        sql = item["sql"]
-        if _DDL_CHANGES_SCHEMA.match(sql):
-            names = _ddl_names(sql)
-            for table in changed:
-                db, _, name = table.partition(".")
-                if name in names and (db in names or (item["db"] or "").lower() == db):
-                    tables.add(table)
+        targets = DdlTargets.from_dict(item["affects"])
+        tables = {t for t in changed if targets.touches(*t.split(".", 1))}
         hits.append((item, tables))
     return hits
-
-
-def _raise_ddl(hits: list[tuple[dict[str, Any], set[str]]], changed: set[str]) -> None:
-    """DDLInRange for the first DDL that changes the schema of one of `changed`, if any."""
-    for item, tables in hits:
-        for table in sorted(tables & changed):
-            raise DDLInRange(
-                f"DDL on {table} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} — "
-                "the table's schema changes mid-range; split the range at this position"
-            )
 
 
 class Flashback:
@@ -377,6 +368,7 @@ class Flashback:
         self.report = Report()
         self._unchecked: list[str] = []  # files without event checksums (a header note each)
         self._times: list[int] = []  # event timestamps at the ends of each file's range
+        self._resolved: dict[SchemaKey, TableSchema | str | None] = {}
         self._gtid = GtidFilter(rng.gtid) if rng.gtid else None
         self._since = parse_datetime(rng.start_datetime) if rng.start_datetime else None
         self._until = parse_datetime(rng.stop_datetime) if rng.stop_datetime else None
@@ -412,6 +404,7 @@ class Flashback:
                 schemas[key] = resolver.resolve(tmap, pos)
             except SchemaMismatch as exc:
                 schemas[key] = str(exc)
+        self._resolved = schemas
         return schemas
 
     # -- the run
@@ -531,7 +524,7 @@ class Flashback:
         if self.options.mode != "flashback" or not isinstance(schema, ServerSchema):
             return
         try:
-            found = detect_with(schema.connector, statement_kinds(self.report.counts))
+            found = detect_with(schema.connect, statement_kinds(self.report.counts))
         except Exception as exc:  # noqa: BLE001 - a warning: the job's output does not depend on it
             reason = " ".join(str(exc.args[-1] if exc.args else exc).split())
             self.report.warnings.append(f"cannot read {SIDE_EFFECTS} from the schema server: {reason}")
@@ -564,18 +557,19 @@ class Flashback:
                 report.largest_statement is None or largest["bytes"] > report.largest_statement["bytes"]
             ):
                 report.largest_statement = largest
-        # A DDL on a table the range changed before it stops the job where it stands.
+        # A DDL on a table the range changed before it stops the job where it stands (before an
+        # error further on: the DDL may be its cause).
         hits = _ddl_hits(report.ddl, changed)
         stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
-        earliest: tuple[int, int] | None = None  # of the first changes the DDL seen so far undo
-        for k, at in enumerate(ddl_at):
+        for (item, tables), at in zip(hits, ddl_at, strict=True):
             if stop_at is not None and at >= stop_at:
                 break
-            if hits[k][1]:
-                first = min(changed[t] for t in hits[k][1])
-                earliest = first if earliest is None else min(earliest, first)
-            if earliest is not None and earliest < at:
-                _raise_ddl(hits[: k + 1], {t for t, first in changed.items() if first < at})
+            under = sorted(t for t in tables if changed[t] < at)
+            if under:
+                raise DDLInRange(
+                    f"DDL on {under[0]} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} — "
+                    "the table's schema changes mid-range; split the range at this position"
+                )
         if failed is not None:
             assert failed.error is not None
             raise decode_error(failed.error)
@@ -589,10 +583,20 @@ class Flashback:
         report.transactions += sum(
             1 for index, span in heads.items() if span.pieces[-1][0] == index and span.statements
         )
-        _raise_ddl(hits, set(changed))
+        # A DDL the range selects, before the table's changes: its effect (rows a TRUNCATE or DROP
+        # removed, rows a CREATE ... SELECT wrote, an ALTER) is not in the row changes to undo. (The
+        # forward SQL and the change log undo nothing: for them only a schema changing under the
+        # changes counts.)
+        for item, tables in hits:
+            if tables and item["selected"] and self.options.mode == "flashback":
+                raise DDLInRange(
+                    f"DDL on {min(tables)} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} "
+                    "— a rollback of row changes cannot undo it; start the range after this position"
+                )
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
             raise decode_error(mismatch)
+        self._check_schema_source(plan, set(changed))
         if not report.counts:
             self._empty(summaries)
         for item in self._irreversible(out_dir, summaries):
@@ -621,6 +625,73 @@ class Flashback:
                 f"the range selected no row change: {'; '.join(said)}; --allow-empty accepts an empty result"
             )
         self.report.warnings.append(f"the range selected no row change: {'; '.join(said[1:])}")
+
+    def _check_schema_source(self, plan: Plan, changed: set[str]) -> None:
+        """Say where the changed tables' columns came from and how that was checked; SchemaUnproven
+        when a source matched by position may not describe a table as the binlog wrote it."""
+        by_name: set[str] = set()
+        by_position: set[str] = set()
+        for key, schema in self._resolved.items():
+            table = f"{key[0]}.{key[1]}".lower()
+            if table in changed and isinstance(schema, TableSchema):
+                (by_name if schema.source == "binlog" else by_position).add(table)
+        source = self.options.schema
+        sources: list[str] = []
+        checks: list[str] = []
+        if by_name:
+            sources.append("binlog metadata" + (f" + {source.description}" if source is not None else ""))
+            checks.append("names from the binlog")
+        if by_position:
+            assert source is not None  # without names, only a source gives a schema
+            sources.append(source.description)
+            if self.options.trust_schema:
+                checks.append("not checked: --trust-schema")
+            else:
+                checks.append(self._prove(plan, by_position, source))
+        report = self.report
+        report.schema_source = "; ".join(sources) or (source.description if source else "binlog metadata")
+        report.schema_check = "; ".join(checks) or "nothing to check (no row changes)"
+
+    def _prove(self, plan: Plan, tables: set[str], source: SchemaSource) -> str:
+        """Look for DDL on `tables` after the range up to the present (rollback.schema_proof)."""
+        last = plan.partitions[-1]
+        scan: Scan | None = None
+        reasons: list[str] = []
+        servers = [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]
+        for server in servers:
+            scan, why = scan_server(server.connect, server.name, last.location, last.start, last.end, tables)
+            if scan is not None:
+                break
+            reasons.append(why)
+        if scan is None:
+            try:
+                scan = scan_files(last.location, last.end, tables)
+            except NotProven as exc:
+                reasons.append(str(exc))
+        described = f"the {source.description}"
+        if scan is None:
+            raise SchemaUnproven(
+                f"cannot prove that {described} describes {', '.join(sorted(tables))} as the binlog wrote "
+                f"{'it' if len(tables) == 1 else 'them'} (the binlog names no columns, so they are matched by "
+                f"position) by reading the binary log after the range: {'; '.join(reasons)}; "
+                f"--trust-schema accepts {described} as describing the tables at the range's time"
+            )
+        hit = scan.hit
+        if hit is not None:
+            if isinstance(source, StaticSchema) and source.path:
+                advice = f"--trust-schema accepts {described} if it describes the table as of the incident"
+            else:
+                advice = (
+                    "give the table's definition as of the incident with --schema-file, "
+                    f"or --trust-schema to accept {described} as it is"
+                )
+            raise SchemaUnproven(
+                f"table {hit.table}: DDL after the range at {hit.file}:{hit.pos} may have changed its columns "
+                f"since the binlog wrote them: {shorten(hit.sql, 160)} — {described} may describe the table "
+                f"after that change, and the binlog names no columns to match by name; {advice}"
+            )
+        what = "table" if len(tables) == 1 else "tables"
+        return f"no DDL on the changed {what} in {scan.where} after {scan.after} up to {scan.up_to}"
 
     @staticmethod
     def _irreversible(out_dir: str, summaries: list[Summary]) -> Iterator[dict[str, Any]]:
@@ -688,6 +759,7 @@ class Flashback:
                 f"note: {label} has no event checksums (binlog_checksum=NONE): corruption cannot be detected"
             )
         lines.append(f"row images seen: {', '.join(sorted(report.row_images)) or '-'}")
+        lines.append(f"schema: {report.schema_source}; checked: {report.schema_check}")
         lines.append(f"transactions: {report.transactions}, statements: {report.statements}")
         largest = report.largest_statement
         if largest is not None:

@@ -39,6 +39,7 @@ class TableSchema:
     primary_key: tuple[int, ...] = ()
     unique_keys: list[tuple[int, ...]] = field(default_factory=list)  # NOT NULL unique keys only
     source: str = ""  # binlog | server | ddl
+    system_versioned: bool = False  # MariaDB WITH SYSTEM VERSIONING
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -58,6 +59,10 @@ class TableSchema:
 
 class SchemaSource(Protocol):
     def lookup(self, database: str, table: str) -> TableSchema | None: ...
+
+    # What the user gave, as messages name it: "server information_schema of NAME", "DDL file F".
+    @property
+    def description(self) -> str: ...
 
 
 # Table-map type codes each SQL data type may appear as.
@@ -109,6 +114,13 @@ for _geo in (
     _COMPATIBLE[_geo] = frozenset({T.GEOMETRY})
 
 
+def _as_of_incident(source: str) -> str:
+    """What to do when the schema source describes the table as it is now, not as it was."""
+    if source == "ddl":
+        return "the schema file must describe the table as of the incident"
+    return "give its definition as of the incident with --schema-file"
+
+
 def check_schema(schema: TableSchema, tmap: TableMap, position: int | None) -> None:
     """Raise SchemaMismatch when the schema cannot describe this table map's rows."""
     where = f" at position {position}" if position is not None else ""
@@ -116,7 +128,7 @@ def check_schema(schema: TableSchema, tmap: TableMap, position: int | None) -> N
         raise SchemaMismatch(
             f"table {tmap.qualified_name}{where}: the binlog has {tmap.column_count} columns, "
             f"the {schema.source or 'given'} schema has {len(schema.columns)} "
-            f"(was the table altered since? give the schema of the incident's time with --schema-file)"
+            f"(was the table altered since? {_as_of_incident(schema.source)})"
         )
     real = tmap.real_types
     for index, column in enumerate(schema.columns):
@@ -212,47 +224,68 @@ def schema_from_rows(
     return TableSchema(database, table, cols, primary, uniques, source=source)
 
 
+_TABLE_TYPE_SQL = (
+    "SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
+)
+
+
 class ServerSchema:
     """Schemas read from a live server's information_schema (cached per table)."""
 
-    def __init__(self, connect: Any):
-        self._connect = connect  # a callable returning a DB-API connection
+    def __init__(self, connect: Any, name: str = ""):
+        self.connect = connect  # a callable returning a DB-API connection (its binlog is read too)
+        self.name = name  # host:port or the configured name; never a password
         self._cache: dict[tuple[str, str], TableSchema | None] = {}
 
     @property
-    def connector(self) -> Any:
-        """The callable opening a connection to the server (for other readers of its information_schema)."""
-        return self._connect
+    def description(self) -> str:
+        return f"server information_schema of {self.name}" if self.name else "server information_schema"
 
     def lookup(self, database: str, table: str) -> TableSchema | None:
         key = (database, table)
         if key not in self._cache:
-            conn = self._connect()
+            conn = self.connect()
             try:
                 with conn.cursor() as cur:
                     cur.execute(_COLUMNS_SQL, key)
                     columns = list(cur.fetchall())
                     cur.execute(_KEYS_SQL, key)
                     keys = list(cur.fetchall())
+                    cur.execute(_TABLE_TYPE_SQL, key)
+                    kind = cur.fetchone()
             finally:
                 conn.close()
-            self._cache[key] = schema_from_rows(database, table, columns, keys, "server") if columns else None
+            schema = schema_from_rows(database, table, columns, keys, "server") if columns else None
+            if schema is not None and kind is not None:
+                schema.system_versioned = str(kind[0]).upper() == "SYSTEM VERSIONED"
+            self._cache[key] = schema
         return self._cache[key]
 
 
 class StaticSchema:
     """Schemas given up front (parsed from a DDL file, or built by a test)."""
 
-    def __init__(self, schemas: list[TableSchema]):
+    def __init__(self, schemas: list[TableSchema], path: str | None = None):
         self._schemas = {(s.database.lower(), s.table.lower()): s for s in schemas}
         self._tables = {s.table.lower(): s for s in schemas}
+        self.path = path  # the DDL file they come from
+
+    @property
+    def description(self) -> str:
+        return f"DDL file {self.path}" if self.path else "given schemas"
 
     def lookup(self, database: str, table: str) -> TableSchema | None:
         return self._schemas.get((database.lower(), table.lower())) or self._schemas.get(("", table.lower()))
 
 
 class SchemaResolver:
-    """Picks the schema of each table map: binlog metadata first, then the configured source; checks it."""
+    """Picks the schema of each table map and checks it against the map.
+
+    With column names in the binlog (binlog_row_metadata=FULL) the names are the truth: the source
+    adds what the binlog cannot say (keys, generated columns, SQL types), column by column BY NAME,
+    and a binlog column the source lacks or types differently is a SchemaMismatch. Without names,
+    the source's columns are matched by position (count and types checked here; whether the table
+    changed since is the job's later check, rollback.schema_proof)."""
 
     def __init__(self, source: SchemaSource | None = None):
         self.source = source
@@ -262,23 +295,83 @@ class SchemaResolver:
         key = (tmap.database, tmap.table, tmap.column_types, tmap.column_meta)
         if key in self._checked:
             return self._checked[key]
-        schema = schema_from_table_map(tmap)
-        if schema is not None and self.source is not None:
-            extra = self.source.lookup(tmap.database, tmap.table)
-            if extra is not None and len(extra.columns) == len(schema.columns):
-                # The binlog names the columns; the server adds what the binlog cannot say.
-                for mine, theirs in zip(schema.columns, extra.columns, strict=True):
-                    mine.generated = theirs.generated
-                    mine.data_type = theirs.data_type
-                if not schema.primary_key:
-                    schema.primary_key = extra.primary_key
-                schema.unique_keys = extra.unique_keys
-        elif schema is None and self.source is not None:
-            schema = self.source.lookup(tmap.database, tmap.table)
+        where = f" at position {position}" if position is not None else ""
+        named = schema_from_table_map(tmap)
+        source = self.source
+        if source is None:
+            if named is not None and _looks_versioned(named, tmap):
+                raise SchemaMismatch(
+                    f"table {tmap.qualified_name}{where} looks system-versioned (its binlog columns end with "
+                    "row_start, row_end): its row changes include history rows that plain DML cannot "
+                    "restore; give a schema source (--schema-dsn) if it is not versioned"
+                )
+            schema = named
+        else:
+            found = source.lookup(tmap.database, tmap.table)
+            if found is None:
+                raise SchemaMismatch(_missing_table(tmap, where, source, named is not None))
+            if found.system_versioned:
+                raise SchemaMismatch(
+                    f"table {tmap.qualified_name}{where} is system-versioned (WITH SYSTEM VERSIONING): its "
+                    "row changes include the history rows the server keeps, which plain DML cannot write or "
+                    "remove; mysql-rollback does not roll back system-versioned tables"
+                )
+            schema = _by_name(named, found, tmap, where) if named is not None else found
         if schema is not None:
             check_schema(schema, tmap, position)
         self._checked[key] = schema
         return schema
+
+
+def _missing_table(tmap: TableMap, where: str, source: SchemaSource, named: bool) -> str:
+    if isinstance(source, StaticSchema) and source.path:
+        return f"table {tmap.qualified_name}{where}: the schema file {source.path} has no CREATE TABLE for it"
+    # Without names a schema file is matched by position: the DDL that dropped the table follows the
+    # range, and only --trust-schema accepts a definition the DDL after the range cannot confirm.
+    trust = "" if named else " and --trust-schema"
+    return (
+        f"table {tmap.qualified_name}{where} no longer exists at the schema source ({source.description}); "
+        f"give its definition as of the incident with --schema-file{trust}"
+    )
+
+
+def _looks_versioned(schema: TableSchema, tmap: TableMap) -> bool:
+    """MariaDB's implicit system-versioning columns, as FULL metadata names them."""
+    names = [n.lower() for n in schema.names]
+    return names[-2:] == ["row_start", "row_end"] and tmap.real_types[-2] in (T.TIMESTAMP2, T.LONGLONG)
+
+
+def _by_name(named: TableSchema, found: TableSchema, tmap: TableMap, where: str) -> TableSchema:
+    """The binlog's columns, completed from the source's columns of the same names."""
+    position_of = {c.name.lower(): j for j, c in enumerate(found.columns)}
+    mine_of: dict[int, int] = {}  # source column index -> binlog column index
+    real = tmap.real_types
+    for i, mine in enumerate(named.columns):
+        j = position_of.get(mine.name.lower())
+        if j is None:
+            raise SchemaMismatch(
+                f"table {tmap.qualified_name}{where}: column {i + 1} `{mine.name}` of the binlog is not in the "
+                f"{found.source} schema (renamed or dropped since the incident?); {_as_of_incident(found.source)}"
+            )
+        theirs = found.columns[j]
+        allowed = _COMPATIBLE.get(theirs.data_type)
+        if allowed is not None and real[i] not in allowed:
+            raise SchemaMismatch(
+                f"table {tmap.qualified_name}{where}: column {i + 1} `{mine.name}` is {theirs.data_type} in the "
+                f"{found.source} schema but type code {real[i]} in the binlog (altered since the incident?); "
+                f"{_as_of_incident(found.source)}"
+            )
+        mine.generated = theirs.generated
+        mine.data_type = theirs.data_type
+        mine_of[j] = i
+
+    def in_binlog(key: tuple[int, ...]) -> tuple[int, ...] | None:
+        return tuple(mine_of[j] for j in key) if key and all(j in mine_of for j in key) else None
+
+    if not named.primary_key:
+        named.primary_key = in_binlog(found.primary_key) or ()
+    named.unique_keys = [k for k in map(in_binlog, found.unique_keys) if k is not None]
+    return named
 
 
 # ---- DDL files -------------------------------------------------------------------------------------
@@ -294,6 +387,7 @@ _CREATE_RE = re.compile(
     rf"({_IDENT})(?:\s*\.\s*({_IDENT}))?\s*\(",
     re.IGNORECASE,
 )
+_VERSIONING = re.compile(r"\bWITH\s+SYSTEM\s+VERSIONING\b|\bAS\s+ROW\s+(?:START|END)\b", re.IGNORECASE)
 _KEY_WORDS = frozenset(
     {"PRIMARY", "UNIQUE", "KEY", "INDEX", "CONSTRAINT", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PERIOD"}
 )
@@ -577,9 +671,14 @@ def parse_ddl(text: str, default_database: str = "") -> list[TableSchema]:
             elif all(not columns[i].nullable for i in cols) and cols not in uniques:
                 uniques.append(cols)
         uniques.sort(key=len)
-        schemas.append(TableSchema(database, table, columns, primary_key, uniques, source="ddl"))
+        versioned = bool(_VERSIONING.search(_blank_strings(text[match.start() : close + 1] + options)))
+        schemas.append(
+            TableSchema(
+                database, table, columns, primary_key, uniques, source="ddl", system_versioned=versioned
+            )
+        )
     return schemas
 
 
 def schema_from_file(path: str | Path, default_database: str = "") -> StaticSchema:
-    return StaticSchema(parse_ddl(Path(path).read_text(encoding="utf-8"), default_database))
+    return StaticSchema(parse_ddl(Path(path).read_text(encoding="utf-8"), default_database), str(path))

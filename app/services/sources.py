@@ -47,7 +47,7 @@ class Resolved:
 
 def server_schema(server: ServerConfig) -> SchemaSource:
     dsn = server.dsn
-    return ServerSchema(lambda: connect(dsn))
+    return ServerSchema(lambda: connect(dsn), server.name)
 
 
 def _query(server: ServerConfig, sql: str, args: Any = None) -> list[tuple]:

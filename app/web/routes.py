@@ -245,6 +245,7 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             "full_where": data.get("full_where") == "on",
             "allow_partial": data.get("allow_partial") == "on",
             "allow_empty": data.get("allow_empty") == "on",
+            "trust_schema": data.get("trust_schema") == "on",
         },
     }
     return body, errors

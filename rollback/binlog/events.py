@@ -7,6 +7,7 @@ and returns a dataclass; the raw bytes stay on the RawEvent.
 
 from __future__ import annotations
 
+import re
 import struct
 import uuid
 from collections.abc import Callable
@@ -202,9 +203,16 @@ def classify_sql(sql: str) -> str:
     return "DDL" if first in _DDL_WORDS else "OTHER"
 
 
+_EXECUTABLE_COMMENT = re.compile(r"/\*M?!\d*")
+
+
 def _strip_leading_comments(sql: str) -> str:
     text = sql.lstrip()
     while text.startswith("/*"):
+        executable = _EXECUTABLE_COMMENT.match(text)
+        if executable:  # /*!80013 ALTER ... */: the server executed the content, which is the statement
+            text = text[executable.end() :].lstrip()
+            continue
         end = text.find("*/")
         if end < 0:
             break

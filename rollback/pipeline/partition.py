@@ -39,6 +39,7 @@ from rollback.binlog.columns import MISSING
 from rollback.binlog.decode import RowsBatch, TxContext, decode_rows, decode_stream
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
+from rollback.ddl import ddl_targets
 from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
@@ -335,6 +336,16 @@ class _Run:
             )
         return not (job.filters.thread_id is not None and tx.thread_id != job.filters.thread_id)
 
+    def _ddl_selected(self, gtid: str | None, timestamp: int) -> bool:
+        """Whether the range's GTIDs or time window take a DDL in (thread and table filters do not:
+        a DDL changes the table whoever runs it)."""
+        job = self.job
+        if job.gtid is not None and not job.gtid.selects(gtid):
+            return False
+        if job.since is not None and timestamp < job.since:
+            return False
+        return not (job.until is not None and timestamp >= job.until)
+
     def _renderer(self, tmap: TableMap, pos: int) -> TableRenderer | None:
         """The table's renderer; None (after noting the first SchemaMismatch) when its schema disagrees."""
         key = (tmap.database, tmap.table, tmap.column_types, tmap.column_meta, tmap.column_names)
@@ -413,8 +424,11 @@ class _Run:
         events_done = 0
         last_outer = -1
         voids = VoidSet(part.voids)
+        open_after = state.tx.open
         for decoded in decode_stream(buf, state, part.start, part.end, self.job.verify_checksums):
             event = decoded.event
+            # the state has taken this event in: whether a transaction was open before it
+            tx_was_open, open_after = open_after, state.tx.open
             if decoded.outer_pos != last_outer:
                 self.at = last_outer = decoded.outer_pos
                 events_done += 1
@@ -475,6 +489,10 @@ class _Run:
                         "pos": decoded.outer_pos,
                         "sql": comment(event.sql)[:300],
                         "db": event.database,
+                        # read from the whole statement: the text above is cut
+                        "affects": ddl_targets(event.sql, event.database, tx_was_open).to_dict(),
+                        # in the range's GTID or time selection (every DDL of a range by position)
+                        "selected": self._ddl_selected(state.tx.gtid, decoded.raw.timestamp),
                     }
                 )
         if current is not None:

@@ -202,7 +202,8 @@ def resolve_server_range(
         start_dt,
         stop_dt,
     )
-    return ServerSource(rng, ServerSchema(lambda: _schema_connection(address)), via, warnings)
+    schema = ServerSchema(lambda: _schema_connection(address), name or str(address))
+    return ServerSource(rng, schema, via, warnings)
 
 
 def _schema_connection(address: ServerAddress) -> Any:

@@ -333,3 +333,44 @@ def test_openapi_documents_every_api_route(make_client):
     ):
         assert path in spec["paths"]
     assert client.get("/docs").status_code == 200
+
+
+def test_trust_schema_reaches_the_job_and_the_summary_says_how_the_schema_was_checked(
+    make_client, scratch_server
+):
+    """A DDL after the uploaded range refuses the server's schema; options.trust_schema accepts it."""
+    scratch_server.run_sql(
+        [
+            "CREATE DATABASE IF NOT EXISTS api",
+            "CREATE OR REPLACE TABLE api.trusted (id INT PRIMARY KEY, a INT, b INT)",
+            "INSERT INTO api.trusted VALUES (1, 1, 1)",
+        ]
+    )
+    rng = scratch_server.run_sql(["UPDATE api.trusted SET a = 2"], own_file=True)
+    scratch_server.run_sql(["ALTER TABLE api.trusted MODIFY a INT AFTER b"])
+    client = make_client(servers=servers_json(scratch_server))
+    upload = _upload(client, rng.files[0]).json()["id"]
+
+    def job(**options):
+        body = {
+            "upload": upload,
+            "range": {"start_file": rng.files[0].name, "start_position": 4},
+            "filters": {"tables": ["api.trusted"]},
+            "options": {"schema_server": "scratch", **options},
+        }
+        created = client.post("/api/jobs", json=body, headers=auth(OPERATOR))
+        assert created.status_code == 202, created.text
+        return wait_for_job(client, created.json()["id"])
+
+    refused = job()
+    assert refused["state"] == "failed"
+    assert (
+        "table api.trusted: DDL after the range" in refused["error"] and "--trust-schema" in refused["error"]
+    )
+    trusted = job(trust_schema=True)
+    assert trusted["state"] == "succeeded", trusted
+    summary = client.get(f"/api/jobs/{trusted['id']}/summary", headers=auth(VIEWER)).json()
+    assert summary["schema_check"] == {
+        "source": "server information_schema of scratch",
+        "checked": "not checked: --trust-schema",
+    }

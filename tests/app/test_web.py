@@ -78,3 +78,11 @@ def test_the_form_becomes_the_api_body_and_reports_non_numbers_at_their_field():
     assert errors == {"thread_id": "a connection id: digits only"}
     body, errors = job_request_from_form({"range_kind": "position", "start_position": "4"})
     assert "start_file" in errors
+    assert body["options"]["trust_schema"] is False
+    body, _errors = job_request_from_form({"range_kind": "gtid", "gtid_set": "0-1-1", "trust_schema": "on"})
+    assert body["options"]["trust_schema"] is True
+
+
+def test_the_form_offers_to_trust_the_schema_source(make_client):
+    client = _sign_in(make_client(), OPERATOR)
+    assert 'name="trust_schema"' in client.get("/jobs/new").text

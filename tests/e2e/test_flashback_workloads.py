@@ -88,8 +88,15 @@ def test_seed_benchmark_steps_roll_back_newest_step_first(scratch_server, seed_d
             scratch_server.run_sql(["ALTER TABLE seed.t3 DROP COLUMN c1, DROP COLUMN c2, DROP COLUMN c3"])
         else:
             empty = statements[index] == 0  # a step that logged no row change: allowed, not an error
+            # t3's ALTERs (undone by hand above) follow the ranges of steps 2 and 3 in the binlog: that
+            # the server's t3 is again the table those ranges wrote only the DBA knows, who says so.
             script, _plan, report = flashback(
-                scratch_server, ranges[index], tmp_path, name=f"step{index}", allow_empty=empty
+                scratch_server,
+                ranges[index],
+                tmp_path,
+                name=f"step{index}",
+                allow_empty=empty,
+                trust_schema=index in (2, 3),
             )
             assert report.statements == statements[index], SEED_STEPS[index]
             apply_with_client(scratch_server, script)

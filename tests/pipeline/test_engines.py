@@ -394,7 +394,8 @@ def test_the_cli_runs_flashback_on_spark_with_partitions_and_parquet(
     from rollback.cli import main
 
     binlog_range, _tables, _before = mixed
-    schema = ServerSchema(scratch_server.connect)
+    # named as the CLI names its --schema-dsn server: the scripts' headers say which schema source
+    schema = ServerSchema(scratch_server.connect, f"{scratch_server.host}:{scratch_server.port}")
     local = run(range_of(binlog_range), tmp_path, "local", schema=schema, partition_bytes=UNSPLIT)
     args = [
         "flashback",

@@ -269,4 +269,5 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         row_images=extra.get("row_images", []),
         side_effects=extra.get("side_effects"),
         largest_statement=extra.get("largest_statement"),
+        schema_check=extra.get("schema_check"),
     )
