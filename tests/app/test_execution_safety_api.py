@@ -128,6 +128,7 @@ def test_the_web_pages_show_the_side_effects_and_carry_the_acceptances(make_clie
     assert f"foreign key {DB}.child_fk" in panel and f"{DB}.counter is a MyISAM table" in panel
     assert 'name="accept_triggers"' in panel
     assert 'id="largest-statement"' in panel
+    assert 'id="schema-check"' in page and "checked: no DDL on the changed tables" in page
 
     # without letting triggers fire, the check is refused and says why; the target's side effects show
     check = client.post(f"/jobs/{job['id']}/execute/check", data={"csrf": csrf, "target": "scratch"})
