@@ -155,13 +155,15 @@ def test_hostile_names_files_and_queries_reach_only_comment_lines(hostile, tmp_p
         ],
         own_file=True,
     )
+    # A renamed copy alone proves nothing about DDL after it: the schema is trusted (test_schema_safety
+    # covers that check).
     hostile_file = tmp_path / FILE_NAME
     hostile_file.write_bytes(_with_server_version(rng.files[0].read_bytes(), SERVER_VERSION))
     script, plan = tmp_path / "r.sql", tmp_path / "r.plan.jsonl"
     report = generate(
         RangeSpec([str(hostile_file)], rng.start_position, rng.stop_position),
         Filters(),
-        Options(schema=ServerSchema(server.connect)),
+        Options(schema=ServerSchema(server.connect), trust_schema=True),
         script,
         plan,
     )
@@ -182,7 +184,7 @@ def test_hostile_names_files_and_queries_reach_only_comment_lines(hostile, tmp_p
     report = generate(
         RangeSpec([str(hostile_file)], rng.start_position, inside),
         Filters(),
-        Options(schema=ServerSchema(server.connect)),
+        Options(schema=ServerSchema(server.connect), trust_schema=True),
         partial,
     )
     assert report.warnings and all(FILE_NAME in w for w in report.warnings)
@@ -223,7 +225,7 @@ def test_filter_values_and_irreversible_notes_are_escaped_too(scratch_server_fac
     report = generate(
         RangeSpec([str(hostile_file)], rng.start_position, rng.stop_position),
         Filters({PLAIN_DB}, set(), {"insert", "delete"}),
-        Options(schema=ServerSchema(server.connect), allow_partial=True),
+        Options(schema=ServerSchema(server.connect), allow_partial=True, trust_schema=True),
         script,
         plan,
     )
