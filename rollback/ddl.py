@@ -224,14 +224,7 @@ def ddl_targets(sql: str, default_db: str | None = None, with_rows: bool = False
             targets.databases.add(name[1])
             return targets
         if r.take("INDEX") or r.take("KEY"):
-            r.take("IF", "EXISTS")
-            r.name()
-            if r.take("ON"):
-                table = r.name()
-                if table is not None:
-                    targets.tables.add(table)
-                    return targets
-            return _unknown(targets, tokens)
+            return _index_on(r, targets, tokens, "IF", "EXISTS")
         if r.peek() in _HARMLESS_OBJECTS:
             return targets
         return _unknown(targets, tokens)
@@ -277,17 +270,22 @@ def ddl_targets(sql: str, default_db: str | None = None, with_rows: bool = False
             return targets
         r.skip(_INDEX_KINDS)
         if r.take("INDEX") or r.take("KEY"):
-            r.take("IF", "NOT", "EXISTS")
-            r.name()
-            if r.take("ON"):
-                table = r.name()
-                if table is not None:
-                    targets.tables.add(table)
-                    return targets
-            return _unknown(targets, tokens)
+            return _index_on(r, targets, tokens, "IF", "NOT", "EXISTS")
         if r.peek() in ("DATABASE", "SCHEMA") or r.peek() in _HARMLESS_OBJECTS:
             return targets
         return _unknown(targets, tokens)
+    return _unknown(targets, tokens)
+
+
+def _index_on(r: _Reader, targets: DdlTargets, tokens: list[_Tok], *if_clause: str) -> DdlTargets:
+    """CREATE/DROP INDEX [IF [NOT] EXISTS] name ON table: the table."""
+    r.take(*if_clause)
+    r.name()
+    if r.take("ON"):
+        table = r.name()
+        if table is not None:
+            targets.tables.add(table)
+            return targets
     return _unknown(targets, tokens)
 
 
