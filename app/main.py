@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
@@ -21,9 +22,12 @@ from fastapi.staticfiles import StaticFiles
 import rollback
 from app import db as dbmod
 from app.api.deps import Services
-from app.api.routes import executions, health, jobs, metrics, servers, uploads
+from app.api.routes import docs, executions, health, jobs, metrics, servers, uploads
 from app.core.config import Settings, get_settings
+from app.core.headers import SecurityHeaders
 from app.core.security import TokenStore
+from app.core.sessions import SessionStore, load_or_create_secret
+from app.core.throttle import AuthThrottle
 from app.metrics import Metrics
 from app.services.jobs import JobRunner, Scrubber
 from app.web import routes as web
@@ -60,7 +64,17 @@ def start_services(
     else:
         runner.recover()
     os.environ.setdefault("MYSQL_ROLLBACK_SPARK_MASTER", settings.spark_master)
-    return Services(settings, servers, database, store, runner, metrics_, scrub)
+    if settings.spark_secret is not None:
+        os.environ.setdefault("MYSQL_ROLLBACK_SPARK_SECRET", settings.spark_secret.get_secret_value())
+    secret = (
+        settings.session_secret.get_secret_value()
+        if settings.session_secret
+        else load_or_create_secret(settings.data_dir)
+    )
+    sessions = SessionStore(database, store, secret, timedelta(hours=settings.session_hours))
+    sessions.revoke_unknown_tokens()
+    throttle = AuthThrottle(settings.auth_failures_per_minute)
+    return Services(settings, servers, database, store, runner, metrics_, scrub, sessions, throttle)
 
 
 def create_app(settings: Settings | None = None, token_out: TextIO | None = None) -> FastAPI:
@@ -87,7 +101,11 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
         version=rollback.__version__,
         description="Flashback for MySQL and MariaDB: reverse SQL from a binlog range, verified execution.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
+    app.add_middleware(SecurityHeaders)
     app.include_router(health.router)
     app.include_router(jobs.router)
     app.include_router(executions.router)
@@ -95,7 +113,9 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
     app.include_router(servers.router)
     app.include_router(metrics.router)
     app.include_router(web.router)
+    app.include_router(docs.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount(docs.ASSETS_URL, docs.assets(), name="docs-assets")
 
     @app.exception_handler(RollbackError)
     async def _rollback_error(request: Request, exc: RollbackError) -> JSONResponse:
