@@ -29,7 +29,8 @@ from app.core.security import TokenStore
 from app.core.sessions import SessionStore, load_or_create_secret
 from app.core.throttle import AuthThrottle
 from app.metrics import Metrics
-from app.services.jobs import JobRunner, Scrubber
+from app.services.jobs import JobRunner
+from app.services.redact import Redactor
 from app.web import routes as web
 from rollback.errors import RollbackError
 
@@ -57,7 +58,7 @@ def start_services(
     store = TokenStore(tokens, database)
     store.ensure_default_admin(token_out)
     metrics_ = Metrics(database)
-    scrub = Scrubber(servers)
+    scrub = Redactor(servers, settings)
     runner = JobRunner(database, settings, servers, metrics_, scrub)
     if start_workers:
         runner.start()

@@ -3,8 +3,8 @@
 A pure ASGI middleware, so that it covers routes, static files, the docs, and the error
 responses Starlette makes itself (404, 405, 422).
 
-The pages run no inline script (app/static/*.js only). The API docs get inline styles, which
-Swagger UI and ReDoc set on their elements, and ReDoc a blob: worker; still no inline script.
+The pages run no inline script (app/static/*.js only). /docs gets inline styles, which Swagger UI
+sets on its elements; still no inline script.
 Only the static assets may be cached: every other response shows data (jobs, scripts, changes).
 """
 
@@ -18,15 +18,15 @@ CSP = (
 )
 DOCS_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-    "connect-src 'self'; worker-src 'self' blob:; form-action 'self'; frame-ancestors 'none'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
     "base-uri 'none'; object-src 'none'"
 )
-DOCS_PATHS = ("/docs", "/redoc")
+DOCS_PAGE = "/docs"
 CACHEABLE = ("/static/", "/docs-assets/")
 
 
 def headers_for(path: str) -> list[tuple[bytes, bytes]]:
-    csp = DOCS_CSP if path in DOCS_PATHS or path.startswith(DOCS_PATHS[0] + "/") else CSP
+    csp = DOCS_CSP if path == DOCS_PAGE else CSP
     cache = b"no-cache" if path.startswith(CACHEABLE) else b"no-store"
     return [
         (b"content-security-policy", csp.encode()),

@@ -1,5 +1,8 @@
-"""/docs (Swagger UI) and /redoc served from this process: the assets come from fastapi-offline's
-bundle, so the pages work with no internet and under the CSP (no inline script)."""
+"""/docs: Swagger UI served from this process. The assets come from fastapi-offline's bundle, so the
+page works with no internet and under the CSP (no inline script).
+
+There is no /redoc: ReDoc's bundle always loads its logo from cdn.redoc.ly, a request to the
+internet from every operator's browser that opens it."""
 
 from __future__ import annotations
 
@@ -34,26 +37,7 @@ SWAGGER = f"""<!doctype html>
 </html>
 """
 
-REDOC = f"""<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>mysql-rollback API (ReDoc)</title>
-  <link rel="icon" href="{ASSETS_URL}/favicon.png">
-</head>
-<body>
-  <redoc spec-url="/openapi.json"></redoc>
-  <script src="{ASSETS_URL}/redoc.standalone.js"></script>
-</body>
-</html>
-"""
-
 
 @router.get("/docs")
 def swagger_ui() -> HTMLResponse:
     return HTMLResponse(SWAGGER)
-
-
-@router.get("/redoc")
-def redoc() -> HTMLResponse:
-    return HTMLResponse(REDOC)
