@@ -18,9 +18,12 @@ from typing import TextIO
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp
 
 import rollback
 from app import db as dbmod
+from app.api import allow, openapi
 from app.api.deps import Services
 from app.api.routes import docs, executions, health, jobs, metrics, servers, uploads
 from app.core.config import Settings, get_settings
@@ -78,6 +81,13 @@ def start_services(
     return Services(settings, servers, database, store, runner, metrics_, scrub, sessions, throttle)
 
 
+class _App(FastAPI):
+    """FastAPI with the security headers outermost: on the 500 answers of unhandled errors too."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack())
+
+
 def create_app(settings: Settings | None = None, token_out: TextIO | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -97,7 +107,7 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
             services.runner.stop()
             services.db.dispose()
 
-    app = FastAPI(
+    app = _App(
         title="mysql-rollback",
         version=rollback.__version__,
         description="Flashback for MySQL and MariaDB: reverse SQL from a binlog range, verified execution.",
@@ -106,7 +116,8 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
     )
-    app.add_middleware(SecurityHeaders)
+    openapi.install(app)
+    app.add_exception_handler(StarletteHTTPException, allow.http_error_handler)
     app.include_router(health.router)
     app.include_router(jobs.router)
     app.include_router(executions.router)

@@ -71,3 +71,17 @@ def test_scripts_changes_and_pages_with_data_are_never_stored(make_client):
     client.post("/login", data={"token": ADMIN, "next": "/jobs"})
     for path in ("/jobs", "/api/jobs", "/api/jobs/x/script", "/api/jobs/x/changes", "/docs", "/openapi.json"):
         assert client.get(path).headers["cache-control"] == "no-store", path
+
+
+def test_an_unhandled_error_is_a_500_with_the_headers_and_no_detail(make_client):
+    from fastapi.testclient import TestClient
+
+    app = make_client().app
+
+    def boom() -> None:
+        raise RuntimeError("/secret/path in the message")
+
+    app.add_api_route("/boom", boom)
+    response = TestClient(app, raise_server_exceptions=False).get("/boom")
+    assert response.status_code == 500 and response.json() == {"detail": "internal error (RuntimeError)"}
+    _check(response)
