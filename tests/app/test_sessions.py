@@ -83,3 +83,20 @@ def test_a_session_expires(make_client):
     assert _signed_in(client)
     time.sleep(2.0)  # the lifetime itself is what is tested
     assert not _signed_in(client)
+
+
+def test_session_settings_are_checked_and_the_generated_secret_is_kept_private(make_client, tmp_path):
+    import pytest
+    from pydantic import ValidationError
+
+    from app.core.config import Settings
+
+    for bad in ({"session_secret": "short"}, {"session_hours": 0}, {"auth_failures_per_minute": -1}):
+        with pytest.raises(ValidationError):
+            Settings(**bad)
+    assert "x" * 40 not in repr(Settings(session_secret="x" * 40, spark_secret="y" * 20))
+    client = make_client(data_dir=tmp_path / "d")
+    secret = tmp_path / "d" / "session-secret"
+    assert secret.stat().st_mode & 0o777 == 0o600 and len(secret.read_text().strip()) >= 32
+    _sign_in(client, ADMIN)
+    assert secret.read_text().strip() not in client.cookies[SESSION_COOKIE]
