@@ -65,12 +65,14 @@ def test_every_422_has_one_shape_and_a_body_that_is_not_json_is_answered_as_docu
             shapes.append(set(error))
             assert isinstance(error["loc"], list) and error["msg"] and error["type"]
     assert shapes and all(shape == {"loc", "msg", "type"} for shape in shapes), shapes
-    broken_form = client.post(
-        "/api/uploads",
-        headers={**auth(OPERATOR), "Content-Type": "multipart/form-data; boundary=x"},
-        content=b"--x\r\nbroken",
+    undecodable = client.post(
+        "/api/jobs/x/executions",
+        headers={**auth(OPERATOR), "Content-Type": "application/json"},
+        content=b"L\xff",
     )
-    assert broken_form.status_code in (400, 422) and "detail" in broken_form.json()
+    assert undecodable.status_code == 400 and isinstance(undecodable.json()["detail"], str)
+    documented = client.get("/openapi.json").json()["paths"]["/api/jobs/{job_id}/executions"]["post"]
+    assert "400" in documented["responses"]
 
 
 def test_405_lists_every_method_of_the_path(make_client):
