@@ -25,6 +25,7 @@ from app.api.routes import executions, health, jobs, metrics, servers, uploads
 from app.core.config import Settings, get_settings
 from app.core.security import TokenStore
 from app.metrics import Metrics
+from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner, Scrubber
 from app.web import routes as web
 from rollback.errors import RollbackError
@@ -55,12 +56,15 @@ def start_services(
     metrics_ = Metrics(database)
     scrub = Scrubber(servers)
     runner = JobRunner(database, settings, servers, metrics_, scrub)
+    executions_ = ExecutionRunner(database, servers, metrics_, scrub, settings.execution_workers)
     if start_workers:
         runner.start()
+        executions_.start()
     else:
         runner.recover()
+        executions_.recover()
     os.environ.setdefault("MYSQL_ROLLBACK_SPARK_MASTER", settings.spark_master)
-    return Services(settings, servers, database, store, runner, metrics_, scrub)
+    return Services(settings, servers, database, store, runner, metrics_, scrub, executions_)
 
 
 def create_app(settings: Settings | None = None, token_out: TextIO | None = None) -> FastAPI:
@@ -79,6 +83,7 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
         try:
             yield
         finally:
+            services.executions.stop()
             services.runner.stop()
             services.db.dispose()
 

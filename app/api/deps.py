@@ -12,6 +12,7 @@ from app.core.config import ServerConfig, Settings
 from app.core.security import Principal, TokenStore
 from app.db import Database
 from app.metrics import Metrics
+from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner, Scrubber
 
 SESSION_COOKIE = "mysql_rollback_token"
@@ -26,6 +27,7 @@ class Services:
     runner: JobRunner
     metrics: Metrics
     scrub: Scrubber
+    executions: ExecutionRunner
 
 
 def get_services(request: Request) -> Services:

@@ -151,11 +151,18 @@ def test_start_watch_preview_dry_run_and_execute_in_the_browser(browser, service
     expect(page.locator("tr.execution").nth(1)).to_contain_text("succeeded")
     assert dialogs and "COMMIT" in dialogs[0]
     assert _checksum(scratch_server) == before
+    # The job is now applied: a badge on its page, and a second commit asks for an explicit "apply again".
+    expect(page.locator("#job-applied")).to_contain_text("applied by")
+    page.click("#execute")
+    expect(page.locator("#already-applied")).to_be_visible()
+    expect(page.locator("#reapply")).to_have_attribute("required", "")
+    page.goto(job_url)
 
     # The job list shows the job and its state.
     page.goto(service.url + "/jobs")
     job_id = job_url.rsplit("/", 1)[1]
     expect(page.locator(f'tr[data-id="{job_id}"] [data-field="state"]')).to_have_text("succeeded")
+    expect(page.locator(f'tr[data-id="{job_id}"] .applied')).to_have_text("applied")
     page.screenshot(path=str(ARTIFACTS / "jobs.png"), full_page=True)
     page.close()
     assert {p.name for p in ARTIFACTS.glob("*.png")} == {"new-job-with-error.png", "job.png", "jobs.png"}

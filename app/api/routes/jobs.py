@@ -14,6 +14,7 @@ from app.api.deps import Operator, Services, ServicesDep, Viewer
 from app.models import Job, Upload
 from app.schemas import (
     ERRORS,
+    AppliedOut,
     ErrorOut,
     JobCreate,
     JobList,
@@ -79,6 +80,12 @@ def job_out(job: Job) -> JobOut:
         exit_code=job.exit_code,
         cancel_requested=bool(job.cancel_requested),
         script_bytes=job.script_bytes or 0,
+        applied=(
+            AppliedOut(execution=job.applied_execution, by=job.applied_by or "", at=job.applied_at)
+            if job.applied_execution is not None and job.applied_at is not None
+            else None
+        ),
+        disk_bytes=job.disk_bytes or 0,
         links=links,
     )
 
