@@ -26,6 +26,7 @@ from app.schemas import (
 from app.services import artifacts
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
+from app.services.upload_range import check_upload_range
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -115,6 +116,10 @@ def submit_job(services: Services, req: JobCreate, who: str) -> Job:
     errors = check_job_request(req, services.servers, upload_files)
     if not errors and req.server is not None:
         errors = check_server_files(services.servers[req.server], req.range.model_dump(exclude_none=True))
+    if not errors and req.upload is not None and upload_files:
+        errors = check_upload_range(
+            services.settings.uploads_dir / req.upload, upload_files, req.range.model_dump(exclude_none=True)
+        )
     if errors:
         for error in errors:
             error["msg"] = services.scrub(error["msg"])
