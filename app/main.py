@@ -27,6 +27,7 @@ from app.core.security import TokenStore
 from app.metrics import Metrics
 from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner, Scrubber
+from app.services.retention import RetentionSweeper
 from app.web import routes as web
 from rollback.errors import RollbackError
 
@@ -60,6 +61,7 @@ def start_services(
     if start_workers:
         runner.start()
         executions_.start()
+        RetentionSweeper(database, settings).start()
     else:
         runner.recover()
         executions_.recover()

@@ -25,7 +25,7 @@ from app.db import Database
 from app.metrics import Metrics
 from app.models import FINAL_STATES, Job, Upload, utcnow
 from app.schemas import JobCreate
-from app.services import artifacts, engine, sources
+from app.services import artifacts, engine, retention, sources
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_REFUSED, RollbackError
 from rollback.flashback import Filters, Options
 
@@ -351,4 +351,5 @@ class JobRunner:
             "plan_path": str(out.plan),
             "changes_path": str(out.changes),
             "script_bytes": out.script.stat().st_size,
+            "disk_bytes": retention.disk_usage(out_dir),
         }

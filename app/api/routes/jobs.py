@@ -7,11 +7,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, StreamingResponse
+from fastapi.responses import FileResponse, Response, StreamingResponse
 from sqlalchemy import func, select
 
 from app.api.deps import Operator, Services, ServicesDep, Viewer
-from app.models import Job, Upload
+from app.models import FINAL_STATES, Execution, Job, Upload
 from app.schemas import (
     ERRORS,
     AppliedOut,
@@ -23,7 +23,7 @@ from app.schemas import (
     SummaryOut,
     check_job_request,
 )
-from app.services import artifacts
+from app.services import artifacts, retention
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
 from app.services.upload_range import check_upload_range
@@ -176,6 +176,35 @@ def cancel(job_id: str, services: ServicesDep, _: Operator) -> JobOut:
     if not changed:
         raise HTTPException(409, f"job {job_id} already finished ({job.state})")
     return job_out(job)
+
+
+@router.delete(
+    "/{job_id}",
+    status_code=204,
+    responses={
+        **ERRORS,
+        **NOT_FOUND,
+        409: {"model": ErrorOut, "description": "the job is queued or running, or an execution of it is"},
+    },
+)
+def delete(job_id: str, services: ServicesDep, who: Operator) -> Response:
+    """Delete a finished job: its record, its executions, its output files, its upload when no other
+    job uses it, and the binlog files spooled for it. A job that was applied needs the admin role."""
+    job = get_job(services, job_id)
+    if job.state not in FINAL_STATES:
+        raise HTTPException(409, f"job {job_id} is {job.state}: cancel it first")
+    with services.db.session() as session:
+        busy = session.scalar(
+            select(func.count())
+            .select_from(Execution)
+            .where(Execution.job_id == job_id, Execution.state.in_(("queued", "running")))
+        )
+    if busy:
+        raise HTTPException(409, f"job {job_id} has an execution queued or running: cancel it first")
+    if job.applied_execution is not None and not who.has("admin"):
+        raise HTTPException(403, f"job {job_id} was applied: deleting it needs the admin role")
+    retention.delete_job(services.db, services.settings, job_id)
+    return Response(status_code=204)
 
 
 def _paged(path: Path, offset: int | None, limit: int | None, media_type: str, request: Request) -> Any:
