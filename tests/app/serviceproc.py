@@ -33,7 +33,8 @@ def service_env(data_dir: Path, servers: str, **extra: str) -> dict[str, str]:
 class Service:
     """One `mysql-rollback serve` process; every response body it sends is kept for the password check."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str], log_path: Path):
+    def __init__(self, data_dir: Path, env: dict[str, str], log_path: Path, prefix: list[str] | None = None):
+        self.prefix = prefix or []  # a command the service runs under (unshare, a shell that mounts first)
         self.data_dir = data_dir
         self.env = env
         self.log_path = log_path
@@ -47,7 +48,7 @@ class Service:
             self.port = s.getsockname()[1]
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "rollback.cli", "serve", "--port", str(self.port)],
+            [*self.prefix, sys.executable, "-m", "rollback.cli", "serve", "--port", str(self.port)],
             cwd=REPO,
             env=self.env,
             stdout=log,
