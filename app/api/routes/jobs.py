@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, Response, StreamingResponse
 from sqlalchemy import func, select
+from sqlalchemy.orm import defer
 
 from app.api.deps import Operator, Services, ServicesDep, Viewer
 from app.models import FINAL_STATES, Execution, Job, Upload
@@ -146,7 +147,7 @@ def list_jobs(
     offset: Annotated[int, Query(ge=0, le=2**31)] = 0,
 ) -> JobList:
     """Newest first."""
-    query = select(Job)
+    query = select(Job).options(defer(Job.summary))  # the list shows no summary: not decoded
     count = select(func.count()).select_from(Job)
     if state is not None:
         query = query.where(Job.state == state)
