@@ -87,18 +87,24 @@ def wait(service: Service, job_id: str, timeout: float = 600) -> dict[str, Any]:
 async def measure(url: str, clients: int, seconds: float, job_ids: list[str]) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {"GET /api/jobs": [], "GET /api/jobs/{id}": []}
     errors = 0
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + 3600.0
+    ready = asyncio.Event()
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
     async def client(n: int) -> None:
         nonlocal errors
         async with httpx.AsyncClient(base_url=url, headers=auth(VIEWER), timeout=60, limits=limits) as http:
+            await http.get("/health")  # the connection is open before the clock starts
+            await ready.wait()
             i = n
+            routes = [("GET /api/jobs", None), ("GET /api/jobs/{id}", "")]
+            if n % 2:
+                routes.reverse()  # half the clients start with each route
             while time.monotonic() < deadline:
-                for route, path in (
-                    ("GET /api/jobs", "/api/jobs"),
-                    ("GET /api/jobs/{id}", f"/api/jobs/{job_ids[i % len(job_ids)]}"),
-                ):
+                for route, _ in routes:
+                    path = (
+                        "/api/jobs" if route == "GET /api/jobs" else f"/api/jobs/{job_ids[i % len(job_ids)]}"
+                    )
                     started = time.perf_counter()
                     response = await http.get(path)
                     times[route].append(time.perf_counter() - started)
@@ -106,7 +112,13 @@ async def measure(url: str, clients: int, seconds: float, job_ids: list[str]) ->
                         errors += 1
                 i += 1
 
-    await asyncio.gather(*(client(n) for n in range(clients)))
+    async def start() -> None:
+        nonlocal deadline
+        await asyncio.sleep(0.5 + clients / 100)  # every client connected
+        deadline = time.monotonic() + seconds
+        ready.set()
+
+    await asyncio.gather(start(), *(client(n) for n in range(clients)))
     if errors:
         print(f"  {errors} non-200 answers")
     return times
@@ -157,6 +169,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--engine", default="spark", choices=("spark", "local"))
+    parser.add_argument("--idle-only", action="store_true", help="measure idle only (a quick comparison)")
     parser.add_argument(
         "--py-spy", metavar="BIN", help="record the service with this py-spy during the busy phase"
     )
@@ -188,6 +201,10 @@ def main() -> None:
             idle = asyncio.run(measure(service.url, clients, args.seconds / 2, jobs))
             lines += report(f"idle, {clients} client(s)", idle)
 
+        if args.idle_only:
+            print("| phase | route | requests | p50 ms | p95 ms | p99 ms |\n|---|---|---:|---:|---:|---:|")
+            print("\n".join(lines) + f"\nload {os.getloadavg()}")
+            return
         large_jobs = [
             service.request("POST", "/api/jobs", OPERATOR, json={"server": "scratch", "range": large}).json()[
                 "id"

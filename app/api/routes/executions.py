@@ -7,9 +7,10 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Response
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.api.deps import Operator, Services, ServicesDep, Viewer
-from app.api.routes.jobs import NOT_FOUND, NOT_READY, finished_job, get_job
+from app.api.routes.jobs import NOT_FOUND, NOT_READY, finished_job
 from app.core.config import ServerConfig
 from app.models import Execution, Job
 from app.schemas import ERRORS, ErrorOut, ExecutionCreate, ExecutionOut, ExecutionProgressOut
@@ -192,8 +193,11 @@ def get_execution(services: Services, job_id: str, execution_id: int) -> Executi
     response_model=ExecutionOut,
     responses={**ERRORS, 404: {"model": ErrorOut, "description": "no such execution"}},
 )
-def read_execution(job_id: str, execution_id: int, services: ServicesDep, _: Viewer) -> ExecutionOut:
-    return execution_out(get_execution(services, job_id, execution_id))
+async def read_execution(job_id: str, execution_id: int, services: ServicesDep, _: Viewer) -> ExecutionOut:
+    record = await services.db.read(lambda session: session.get(Execution, execution_id))
+    if record is None or record.job_id != job_id:
+        raise HTTPException(404, f"no execution {execution_id} of job {job_id!r}")
+    return execution_out(record)
 
 
 @router.post(
@@ -224,10 +228,15 @@ def cancel_execution(job_id: str, execution_id: int, services: ServicesDep, who:
 
 
 @router.get("/{job_id}/executions", response_model=list[ExecutionOut], responses={**ERRORS, **NOT_FOUND})
-def list_executions(job_id: str, services: ServicesDep, _: Viewer) -> list[ExecutionOut]:
-    get_job(services, job_id)
-    with services.db.session() as session:
-        records = session.scalars(
-            select(Execution).where(Execution.job_id == job_id).order_by(Execution.id)
-        ).all()
-    return [execution_out(r) for r in records]
+async def list_executions(job_id: str, services: ServicesDep, _: Viewer) -> list[ExecutionOut]:
+    def records(session: Session) -> list[Execution] | None:
+        if session.get(Job, job_id) is None:
+            return None
+        return list(
+            session.scalars(select(Execution).where(Execution.job_id == job_id).order_by(Execution.id))
+        )
+
+    found = await services.db.read(records)
+    if found is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    return [execution_out(r) for r in found]
