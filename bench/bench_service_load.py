@@ -197,6 +197,28 @@ def main() -> None:
             f"service pid {service.process.pid if service.process else '?'}, engine {args.engine}, {os.cpu_count()} CPUs"
         )
         lines = []
+        if args.idle_only and args.py_spy and service.process is not None:
+            spy_idle = subprocess.Popen(
+                [
+                    args.py_spy,
+                    "record",
+                    "-p",
+                    str(service.process.pid),
+                    "-d",
+                    str(int(args.seconds / 2)),
+                    "-r",
+                    "100",
+                    "-f",
+                    "raw",
+                    "-o",
+                    str(base / "idle.collapsed"),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            asyncio.run(measure(service.url, 10, args.seconds / 2, jobs))
+            spy_idle.wait(60)
+            print(f"  py-spy profile of 10 idle clients: {base / 'idle.collapsed'}")
         for clients in sorted({1, 10, args.clients}):
             idle = asyncio.run(measure(service.url, clients, args.seconds / 2, jobs))
             lines += report(f"idle, {clients} client(s)", idle)
