@@ -430,7 +430,8 @@ def interrupted_reason(record: Execution) -> str:
         applied = details.get("transactions_applied", [])
         current = record.current_transaction
         pending = (
-            f"; transaction {current.get('tx')} was open and was rolled back by the target"
+            f"; transaction {current.get('tx')} was open: the target rolled it back, unless the service died "
+            "between its COMMIT and this record (a dry run shows it)"
             if current and current not in applied and record.phase == "apply"
             else ""
         )
