@@ -406,7 +406,7 @@ async def cancel_execution(request: Request, job_id: str, execution_id: int) -> 
     await _form(request, token)
     services = _services(request)
     with services.db.session() as session:
-        record = session.get(Execution, execution_id)
+        record = session.get(Execution, execution_id) if 0 < execution_id < 2**31 else None
     if record is not None and record.job_id == job_id and (record.dry_run or principal.has("admin")):
         services.executions.cancel(execution_id)
     return RedirectResponse(f"/jobs/{job_id}#executions", status_code=303)

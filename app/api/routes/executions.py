@@ -4,7 +4,10 @@ An execution is queued and runs in the execution worker pool; the POST answers 2
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, HTTPException, Response
+from fastapi import Path as FastAPIPath
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -17,6 +20,7 @@ from app.schemas import ERRORS, ErrorOut, ExecutionCreate, ExecutionOut, Executi
 from app.services.executions import ExecutionOptions, new_execution
 
 router = APIRouter(prefix="/api/jobs", tags=["executions"])
+ExecutionId = Annotated[int, FastAPIPath(ge=1, le=2**31)]
 
 
 def execution_out(record: Execution) -> ExecutionOut:
@@ -193,7 +197,9 @@ def get_execution(services: Services, job_id: str, execution_id: int) -> Executi
     response_model=ExecutionOut,
     responses={**ERRORS, 404: {"model": ErrorOut, "description": "no such execution"}},
 )
-async def read_execution(job_id: str, execution_id: int, services: ServicesDep, _: Viewer) -> ExecutionOut:
+async def read_execution(
+    job_id: str, execution_id: ExecutionId, services: ServicesDep, _: Viewer
+) -> ExecutionOut:
     record = await services.db.read(lambda session: session.get(Execution, execution_id))
     if record is None or record.job_id != job_id:
         raise HTTPException(404, f"no execution {execution_id} of job {job_id!r}")
@@ -210,7 +216,9 @@ async def read_execution(job_id: str, execution_id: int, services: ServicesDep, 
         409: {"model": ErrorOut, "description": "the execution already finished"},
     },
 )
-def cancel_execution(job_id: str, execution_id: int, services: ServicesDep, who: Operator) -> ExecutionOut:
+def cancel_execution(
+    job_id: str, execution_id: ExecutionId, services: ServicesDep, who: Operator
+) -> ExecutionOut:
     """Queued: cancelled at once. Running: stops before its next statement and rolls back its open
     transaction (per-transaction mode: the transactions committed before stay, listed). Cancelling a
     commit needs the admin role. Finished: 409."""
