@@ -20,12 +20,19 @@ from tests.app.serviceproc import Service, service_env
 pytestmark = pytest.mark.server
 DB = "exq"
 ROWS = 2000  # single-row transactions: the reversal is one DELETE per original transaction
+ALIASES = [f"x{i}" for i in range(1, 6)]
 
 
 @pytest.fixture(scope="module")
 def service(scratch_server, tmp_path_factory) -> Iterator[Service]:
     base = tmp_path_factory.mktemp("executions")
-    env = service_env(base / "data", servers_json(scratch_server), MYSQL_ROLLBACK_ENGINE="local")
+    aliases = {name: scratch_server.dsn for name in ALIASES}  # one lock each: executions run at once
+    env = service_env(
+        base / "data",
+        servers_json(scratch_server, **aliases),
+        MYSQL_ROLLBACK_ENGINE="local",
+        MYSQL_ROLLBACK_EXECUTION_WORKERS="5",
+    )
     svc = Service(base / "data", env, base / "service.log").start()
     try:
         yield svc
@@ -164,28 +171,33 @@ def test_a_committed_job_is_applied_and_needs_reapply_to_commit_again(service, j
     restore(scratch_server)
 
 
-def test_get_jobs_answers_while_five_executions_and_two_jobs_run(service, job, scratch_server):
-    """Five dry runs (one per target alias, so none waits for another) and two jobs, then GETs."""
-    scratch_server.run_sql("CREATE TABLE IF NOT EXISTS exq.bulk (id INT PRIMARY KEY, v TEXT)")
+def test_get_jobs_answers_while_five_executions_and_two_jobs_run(service, scratch_server):
+    """Five dry runs at once (each of its own job and table, on its own target name, so that none
+    waits for another's lock) and two jobs, and GETs meanwhile."""
+    plans = []
+    for i in range(1, 6):
+        scratch_server.run_sql(
+            [f"DROP TABLE IF EXISTS {DB}.p{i}", f"CREATE TABLE {DB}.p{i} (id INT PRIMARY KEY)"]
+        )
+        done = scratch_server.run_sql([f"INSERT INTO p{i} VALUES ({n})" for n in range(1, 1501)], database=DB)
+        created = service.request(
+            "POST", "/api/jobs", OPERATOR, json={"server": "scratch", "range": _range(done)}
+        )
+        plans.append(created.json()["id"])
+    for job_id in plans:
+        assert service.wait(job_id, timeout=120)["state"] == "succeeded"
+    scratch_server.run_sql(f"CREATE TABLE IF NOT EXISTS {DB}.bulk (id INT PRIMARY KEY, v TEXT)")
     big = scratch_server.run_sql(
         "INSERT INTO bulk SELECT seq, REPEAT('x', 300) FROM seq_1_to_30000", database=DB
     )
-    body = {
-        "server": "scratch",
-        "range": {
-            "start_file": big.start_file,
-            "start_position": big.start_position,
-            "stop_file": big.stop_file,
-            "stop_position": big.stop_position,
-        },
-    }
+    body = {"server": "scratch", "range": _range(big)}
     jobs = [service.request("POST", "/api/jobs", OPERATOR, json=body).json()["id"] for _ in range(2)]
     executions = [
-        service.request("POST", f"/api/jobs/{job['id']}/executions", OPERATOR, json={"target": "scratch"})
-        for _ in range(5)
+        service.request("POST", f"/api/jobs/{job_id}/executions", OPERATOR, json={"target": target})
+        for job_id, target in zip(plans, ALIASES, strict=True)
     ]
     assert all(e.status_code == 202 for e in executions)
-    times = []
+    times, running_at_once = [], 0
     while True:
         started = time.monotonic()
         answer = service.request("GET", "/api/jobs?limit=50")
@@ -193,9 +205,20 @@ def test_get_jobs_answers_while_five_executions_and_two_jobs_run(service, job, s
         assert answer.status_code == 200
         states = [service.request("GET", e.headers["location"]).json()["state"] for e in executions]
         job_states = [service.request("GET", f"/api/jobs/{j}").json()["state"] for j in jobs]
+        running_at_once = max(running_at_once, states.count("running"))
         if all(s not in ("queued", "running") for s in states + job_states):
             break
-    assert all(s == "succeeded" for s in job_states), job_states
+    assert all(s == "succeeded" for s in job_states + states), (job_states, states)
+    assert running_at_once >= 2  # they ran side by side, not one after another
     times.sort()
     assert len(times) >= 3 and times[len(times) // 2] < 1.0 and times[-1] < 5.0, times
-    scratch_server.query("DROP TABLE exq.bulk")
+    scratch_server.query(f"DROP TABLE {DB}.bulk")
+
+
+def _range(done: Any) -> dict[str, Any]:
+    return {
+        "start_file": done.start_file,
+        "start_position": done.start_position,
+        "stop_file": done.stop_file,
+        "stop_position": done.stop_position,
+    }
