@@ -32,8 +32,10 @@ from app.core.security import TokenStore
 from app.core.sessions import SessionStore, load_or_create_secret
 from app.core.throttle import AuthThrottle
 from app.metrics import Metrics
+from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner
 from app.services.redact import Redactor
+from app.services.retention import RetentionSweeper
 from app.web import routes as web
 from rollback.errors import RollbackError
 
@@ -63,10 +65,14 @@ def start_services(
     metrics_ = Metrics(database)
     scrub = Redactor(servers, settings)
     runner = JobRunner(database, settings, servers, metrics_, scrub)
+    executions_ = ExecutionRunner(database, servers, metrics_, scrub, settings.execution_workers)
     if start_workers:
         runner.start()
+        executions_.start()
+        RetentionSweeper(database, settings).start()
     else:
         runner.recover()
+        executions_.recover()
     os.environ.setdefault("MYSQL_ROLLBACK_SPARK_MASTER", settings.spark_master)
     if settings.spark_secret is not None:
         os.environ.setdefault("MYSQL_ROLLBACK_SPARK_SECRET", settings.spark_secret.get_secret_value())
@@ -78,7 +84,9 @@ def start_services(
     sessions = SessionStore(database, store, secret, timedelta(hours=settings.session_hours))
     sessions.revoke_unknown_tokens()
     throttle = AuthThrottle(settings.auth_failures_per_minute)
-    return Services(settings, servers, database, store, runner, metrics_, scrub, sessions, throttle)
+    return Services(
+        settings, servers, database, store, runner, metrics_, scrub, sessions, throttle, executions_
+    )
 
 
 class _App(FastAPI):
@@ -104,6 +112,7 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
         try:
             yield
         finally:
+            services.executions.stop()
             services.runner.stop()
             services.db.dispose()
 

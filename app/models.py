@@ -17,6 +17,17 @@ from sqlalchemy.types import TypeDecorator
 
 JOB_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINAL_STATES = ("succeeded", "failed", "cancelled")
+EXECUTION_STATES = (
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "conflict",
+    "cancelled",
+    "interrupted",
+    "refused",
+)
+EXECUTION_FINAL_STATES = ("succeeded", "failed", "conflict", "cancelled", "interrupted", "refused")
 
 
 def utcnow() -> datetime:
@@ -93,6 +104,11 @@ class Job(Base):
     changes_path: Mapped[str | None] = mapped_column(String(1024))
     script_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # the execution that committed this job's reversal (the latest one), when and by whom
+    applied_execution: Mapped[int | None] = mapped_column(Integer)
+    applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    applied_by: Mapped[str | None] = mapped_column(String(64))
+    disk_bytes: Mapped[int] = mapped_column(BigInteger, default=0)  # script, plan, changes, indexes
 
     executions: Mapped[list[Execution]] = relationship(
         back_populates="job", cascade="all, delete-orphan", order_by="Execution.id"
@@ -109,8 +125,9 @@ class Execution(Base):
     on_conflict: Mapped[str] = mapped_column(String(8))
     requested_by: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
-    state: Mapped[str] = mapped_column(String(16))  # running | succeeded | conflict | failed
+    state: Mapped[str] = mapped_column(String(16), index=True)  # EXECUTION_STATES
     committed: Mapped[bool] = mapped_column(Boolean, default=False)
     statements: Mapped[int] = mapped_column(Integer, default=0)
     rows_affected: Mapped[int] = mapped_column(Integer, default=0)
@@ -125,6 +142,12 @@ class Execution(Base):
     # unverified, non_transactional_applied
     details: Mapped[dict[str, Any] | None] = mapped_column(JSONText())
     exit_code: Mapped[int | None] = mapped_column(Integer)  # as for jobs; None while running
+    # progress of the running pass: "check" (the dry run first) or "apply"; steps of the plan passed
+    phase: Mapped[str | None] = mapped_column(String(8))
+    progress_done: Mapped[int] = mapped_column(Integer, default=0)
+    progress_total: Mapped[int] = mapped_column(Integer, default=0)
+    current_transaction: Mapped[dict[str, Any] | None] = mapped_column(JSONText())
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
 
     job: Mapped[Job] = relationship(back_populates="executions")
 

@@ -271,6 +271,12 @@ class ProgressOut(BaseModel):
     percent: float
 
 
+class AppliedOut(BaseModel):
+    execution: int
+    by: str
+    at: datetime
+
+
 class JobOut(BaseModel):
     id: str
     state: Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -301,6 +307,14 @@ class JobOut(BaseModel):
     )
     cancel_requested: bool
     script_bytes: int
+    applied: AppliedOut | None = Field(
+        None, description="the latest execution that committed this job's reversal: by whom, when"
+    )
+    disk_bytes: int = Field(
+        0,
+        description="bytes the job's output files take on the service's disk (script, plan, "
+        "changes and their indexes; an upload's files count on the upload)",
+    )
     links: dict[str, str]
 
 
@@ -367,6 +381,23 @@ class ExecutionCreate(BaseModel):
         le=3600,
         description="seconds a check waits for a row another session holds",
     )
+    reapply: bool = Field(
+        False,
+        description="commit a job whose reversal was already committed (applied) once more; the conflict "
+        "check still runs first",
+    )
+
+
+class ExecutionProgressOut(BaseModel):
+    phase: Literal["check", "apply"] | None = Field(
+        None, description="check: the dry run every execution starts with; apply: the committing pass"
+    )
+    statements_done: int
+    statements_total: int
+    percent: float
+    current_transaction: dict[str, Any] | None = Field(
+        None, description="the original transaction whose reversal runs now (tx, gtid, file, pos)"
+    )
 
 
 class ExecutionOut(BaseModel):
@@ -377,8 +408,11 @@ class ExecutionOut(BaseModel):
     on_conflict: str
     requested_by: str
     created_at: datetime
+    started_at: datetime | None = None
     finished_at: datetime | None
-    state: Literal["running", "succeeded", "conflict", "failed", "refused"]
+    state: Literal[
+        "queued", "running", "succeeded", "conflict", "failed", "cancelled", "interrupted", "refused"
+    ]
     committed: bool
     statements: int
     rows_affected: int
@@ -397,6 +431,10 @@ class ExecutionOut(BaseModel):
     read_only_tables: list[str]
     unverified: int
     non_transactional_applied: dict[str, int]
+    progress: ExecutionProgressOut
+    cancel_requested: bool = False
+    reapply: bool = False
+    links: dict[str, str] = Field(default_factory=dict)
 
 
 class UploadOut(BaseModel):

@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlparse
 
 import pymysql
 
-from rollback.errors import EXIT_INCOMPLETE, ConflictError, RollbackError, SourceError
+from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
 from rollback.side_effects import (
     SideEffects,
     cascade_warning,
@@ -42,6 +42,7 @@ LOCKING = " FOR UPDATE"
 DEFAULT_LOCK_WAIT_TIMEOUT = 10  # seconds a check waits for a row another session holds
 LOCK_ERRORS = {1205: "row locked by another session", 1213: "deadlock with another session"}
 LISTED_TRANSACTIONS = 10  # transactions named in an error message; the result lists them all
+PROGRESS_EVERY = 100  # statements between two progress reports (each commit is reported too)
 
 
 @dataclass
@@ -98,6 +99,39 @@ class ExecutionConflict(ConflictError):
     def __init__(self, message: str, result: ExecutionResult):
         super().__init__(message)
         self.result = result  # how far the pass got (transactions committed in per-transaction mode)
+
+
+class ExecutionCancelled(RollbackError):
+    """The caller asked to stop: the open transaction was rolled back; the message says what stays."""
+
+    exit_code = EXIT_INTERRUPTED
+
+    def __init__(self, message: str, result: ExecutionResult):
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass
+class ExecutionProgress:
+    """Where a pass stands, told to the caller's observer after each statement and each commit."""
+
+    phase: str  # "check" (the dry run every execution starts with) or "apply" (the committing pass)
+    statements_done: int
+    statements_total: int
+    rows_affected: int
+    transaction: dict[str, Any] | None  # the original transaction being reversed (tx, gtid, file, pos)
+    # per-transaction mode: set once, right after this transaction's reversal was committed
+    committed: dict[str, Any] | None = None
+
+
+class ExecutionObserver:
+    """What execute_plan tells its caller as it goes, and asks it; the default hears nothing, never stops."""
+
+    def progress(self, state: ExecutionProgress) -> None:
+        pass
+
+    def cancelled(self) -> bool:
+        return False
 
 
 class ExecutionRefused(RollbackError):
@@ -194,6 +228,25 @@ class _Pass:
     read_only: set[str]  # lower-cased tables whose statements this pass must not run (dry run)
     non_transactional: set[str]  # lower-cased tables whose changes no rollback undoes
     last: dict[str, Any] | None = None  # per-transaction mode: the transaction open at the end
+    observer: ExecutionObserver = field(default_factory=ExecutionObserver)
+    phase: str = "check"
+    done: int = 0  # steps passed (run, skipped, or checked only)
+
+    def _tell(self, current: dict[str, Any] | None, committed: dict[str, Any] | None = None) -> None:
+        self.observer.progress(
+            ExecutionProgress(
+                self.phase,
+                self.done,
+                len(self.plan),
+                self.result.rows_affected,
+                current,
+                committed,
+            )
+        )
+
+    def _stop_if_asked(self) -> None:
+        if self.observer.cancelled():
+            raise ExecutionCancelled(f"cancelled; {_applied(self.result)}", self.result)
 
     def _execute(self, cur: Any, sql: str, step: dict[str, Any]) -> int:
         try:
@@ -222,12 +275,18 @@ class _Pass:
             cur.execute(f"SET SESSION innodb_lock_wait_timeout = {int(self.lock_wait_timeout)}")
             current: dict[str, Any] | None = None
             for step in self.plan:
-                if self.per_transaction and (current is None or step["tx"] != current["tx"]):
-                    if current is not None:
+                self._stop_if_asked()
+                if current is None or step["tx"] != current["tx"]:
+                    if self.per_transaction and current is not None:
                         conn.commit()
                         result.transactions_applied.append(current)
+                        self._tell(current, committed=current)
                     current = {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
-                    cur.execute("BEGIN")
+                    if self.per_transaction:
+                        cur.execute("BEGIN")
+                self.done += 1
+                if self.done % PROGRESS_EVERY == 0:
+                    self._tell(current)
                 table = str(step.get("table"))
                 key = table.lower()
                 read_only = key in self.read_only
@@ -258,7 +317,9 @@ class _Pass:
                         result,
                     )
                 result.rows_affected += affected
-            self.last = current
+            self._stop_if_asked()
+            self._tell(current)
+            self.last = current if self.per_transaction else None
 
     def _conflict(self, step: dict[str, Any], found: int) -> None:
         expect = step["expect"]
@@ -312,6 +373,7 @@ def _attempt(
             result.committed = True
             if one.last is not None:
                 result.transactions_applied.append(one.last)
+                one._tell(one.last, committed=one.last)
     except pymysql.err.MySQLError as exc:
         reason = exc.args[-1] if exc.args else exc
         raise ExecutionFailed(
@@ -424,6 +486,7 @@ def execute_plan(
     accept_cascades: bool = False,
     accept_non_transactional: Iterable[str] = (),
     lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT,
+    observer: ExecutionObserver | None = None,
     inspect: Callable[[Any], None] | None = None,
 ) -> ExecutionResult:
     """Run the plan on the target (a DSN or a connection factory). Dry run unless commit=True.
@@ -435,8 +498,11 @@ def execute_plan(
     on non-transactional tables are not run, only their checks): a conflict or a refused statement
     stops the job there, before anything is applied. Commit mode then runs it for real, in one
     transaction unless single_transaction=False (a commit per original transaction).
+    The observer hears the progress of each pass and every per-transaction commit right after it
+    happens; when it says cancelled, the open transaction is rolled back (ExecutionCancelled).
     inspect (dry run only) reads the target after the last statement, before the rollback.
     """
+    observer = observer or ExecutionObserver()
     if lock_wait_timeout < 1:
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
     plan = list(read_plan(plan_path))
@@ -451,7 +517,17 @@ def execute_plan(
     dry.read_only_tables = sorted(found.non_transactional_tables)
     _attempt(
         factory,
-        _Pass(plan, on_conflict, dry, False, lock_wait_timeout, non_transactional, non_transactional),
+        _Pass(
+            plan,
+            on_conflict,
+            dry,
+            False,
+            lock_wait_timeout,
+            non_transactional,
+            non_transactional,
+            None,
+            observer,
+        ),
         commit=False,
         inspect=None if commit else inspect,
     )
@@ -460,7 +536,18 @@ def execute_plan(
     real = ExecutionResult(dry_run=False, side_effects=found.to_dict())
     _attempt(
         factory,
-        _Pass(plan, on_conflict, real, not single_transaction, lock_wait_timeout, set(), non_transactional),
+        _Pass(
+            plan,
+            on_conflict,
+            real,
+            not single_transaction,
+            lock_wait_timeout,
+            set(),
+            non_transactional,
+            None,
+            observer,
+            "apply",
+        ),
         commit=True,
     )
     return real

@@ -14,6 +14,7 @@ from app.core.sessions import SessionStore
 from app.core.throttle import AuthThrottle
 from app.db import Database
 from app.metrics import Metrics
+from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner, Scrubber
 
 SESSION_COOKIE = "mysql_rollback_session"
@@ -30,6 +31,7 @@ class Services:
     scrub: Scrubber
     sessions: SessionStore
     throttle: AuthThrottle
+    executions: ExecutionRunner
 
 
 def get_services(request: Request) -> Services:

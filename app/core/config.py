@@ -132,6 +132,8 @@ class Settings(BaseSettings):
     spark_master: str = "local[*]"
     engine: str = "spark"  # spark | local (a range that fits in one partition runs in-process)
     workers: int = 2  # jobs running at once
+    execution_workers: int = 4  # executions running at once (one per target)
+    retention_days: int = 30  # jobs (and their files) kept this long after they end; applied jobs are kept
     max_upload_bytes: int = 1 << 30
     auth_failures_per_minute: int = 20  # per client address; 0 turns throttling off
     session_hours: float = 12.0  # a web sign-in lasts this long
@@ -165,6 +167,20 @@ class Settings(BaseSettings):
     def _workers(cls, value: int) -> int:
         if not 1 <= value <= 64:
             raise ValueError("MYSQL_ROLLBACK_WORKERS must be between 1 and 64")
+        return value
+
+    @field_validator("execution_workers")
+    @classmethod
+    def _execution_workers(cls, value: int) -> int:
+        if not 1 <= value <= 64:
+            raise ValueError("MYSQL_ROLLBACK_EXECUTION_WORKERS must be between 1 and 64")
+        return value
+
+    @field_validator("retention_days")
+    @classmethod
+    def _retention_days(cls, value: int) -> int:
+        if not 0 <= value <= 36500:
+            raise ValueError("MYSQL_ROLLBACK_RETENTION_DAYS must be between 0 (keep forever) and 36500")
         return value
 
     @field_validator("engine")

@@ -1,24 +1,33 @@
-"""Verified execution of a job's plan on a configured target, recorded as an Execution.
+"""Verified execution of a job's plan on a configured target, run in a worker pool like jobs.
 
 The engine does the work (refusals before anything runs, locking conflict checks in the
 transaction, one row per statement, all or nothing unless per_transaction; a dry run rolls back).
-When it stops on a conflict, a dry run with on_conflict=skip lists every conflicting row so that
-the record (and the web form) can show them all. One execution per target at a time.
+A request records the execution `queued` and returns; a worker takes it when the target is free
+(one execution per target at a time), records its progress as it goes, and in per-transaction mode
+records each transaction right after the target committed it, so that a service killed mid-way
+leaves a record that says exactly what was applied (see recover()). When it stops on a conflict, a
+dry run with on_conflict=skip lists every conflicting row so that the record shows them all.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
+
+from sqlalchemy import select, update
 
 from app.core.config import ServerConfig
 from app.db import Database
 from app.metrics import Metrics
-from app.models import Execution, Job, utcnow
+from app.models import EXECUTION_FINAL_STATES, Execution, Job, utcnow
 from app.services.jobs import Scrubber
-from rollback.errors import EXIT_INTERNAL, ConflictError, RollbackError
+from rollback import ExecutionCancelled, ExecutionObserver, ExecutionProgress
+from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED, ConflictError, RollbackError
 from rollback.execute import (
     DEFAULT_LOCK_WAIT_TIMEOUT,
     ExecutionConflict,
@@ -29,8 +38,8 @@ from rollback.execute import (
 
 log = logging.getLogger("mysql_rollback.executions")
 
-_target_locks: dict[str, threading.Lock] = {}
-_locks_guard = threading.Lock()
+PROGRESS_SECONDS = 0.5  # at most one progress write per execution in this time (commits are written at once)
+STOP_REASON = "the service stopped while this execution waited or ran"
 
 
 @dataclass
@@ -59,13 +68,20 @@ class ExecutionOptions:
             "lock_wait_timeout": self.lock_wait_timeout,
         }
 
+    @classmethod
+    def of(cls, record: Execution) -> ExecutionOptions:
+        accepted = record.accepted or {}
+        details = record.details or {}
+        return cls(
+            accept_triggers=bool(accepted.get("triggers")),
+            accept_cascades=bool(accepted.get("cascades")),
+            accept_non_transactional=list(accepted.get("non_transactional", [])),
+            per_transaction=bool(details.get("per_transaction")),
+            lock_wait_timeout=int(details.get("lock_wait_timeout", DEFAULT_LOCK_WAIT_TIMEOUT)),
+        )
+
 
 RESULT_DETAILS = ("transactions_applied", "read_only_tables", "unverified", "non_transactional_applied")
-
-
-def _lock_for(target: str) -> threading.Lock:
-    with _locks_guard:
-        return _target_locks.setdefault(target, threading.Lock())
 
 
 def conflict_check(job: Job, target: ServerConfig, options: ExecutionOptions | None = None) -> dict[str, Any]:
@@ -75,18 +91,17 @@ def conflict_check(job: Job, target: ServerConfig, options: ExecutionOptions | N
     return result.to_dict()
 
 
-def run_execution(
+def new_execution(
     db: Database,
-    metrics: Metrics,
-    scrub: Scrubber,
     job: Job,
     target: ServerConfig,
     dry_run: bool,
     on_conflict: str,
     who: str,
-    options: ExecutionOptions | None = None,
+    options: ExecutionOptions,
+    reapply: bool = False,
 ) -> Execution:
-    options = options or ExecutionOptions()
+    """The execution's record, queued."""
     record = Execution(
         job_id=job.id,
         target=target.name,
@@ -94,35 +109,245 @@ def run_execution(
         on_conflict=on_conflict,
         requested_by=who,
         created_at=utcnow(),
-        state="running",
+        state="queued",
         committed=False,
         statements=0,
         rows_affected=0,
         skipped=0,
         conflicts=[],
         accepted=options.accepted(),
-        details={"per_transaction": options.per_transaction, "lock_wait_timeout": options.lock_wait_timeout},
+        details={
+            "per_transaction": options.per_transaction,
+            "lock_wait_timeout": options.lock_wait_timeout,
+            "reapply": reapply,
+        },
+        progress_done=0,
+        progress_total=0,
+        cancel_requested=False,
     )
     with db.session() as session:
         session.add(record)
         session.commit()
+    return record
+
+
+class _Recorder(ExecutionObserver):
+    """Writes the engine's progress to the execution's record; each per-transaction commit at once."""
+
+    def __init__(self, runner: ExecutionRunner, record_id: int, cancel: threading.Event):
+        self.runner = runner
+        self.record_id = record_id
+        self.cancel = cancel
+        self.applied: list[dict[str, Any]] = []
+        self.details: dict[str, Any] = {}
+        self._last_write = 0.0
+
+    def progress(self, state: ExecutionProgress) -> None:
+        values: dict[str, Any] = {
+            "phase": state.phase,
+            "progress_done": state.statements_done,
+            "progress_total": state.statements_total,
+            "current_transaction": state.transaction,
+        }
+        if state.committed is not None:
+            self.applied.append(state.committed)
+            values["details"] = self.details | {"transactions_applied": list(self.applied)}
+        elif time.monotonic() - self._last_write < PROGRESS_SECONDS and state.statements_done < (
+            state.statements_total
+        ):
+            return
+        self._last_write = time.monotonic()
+        self.runner.set(self.record_id, **values)
+
+    def cancelled(self) -> bool:
+        return self.cancel.is_set() or self.runner.stopping.is_set()
+
+
+class ExecutionRunner:
+    """`workers` threads taking queued executions; one execution per target at a time."""
+
+    def __init__(
+        self, db: Database, servers: dict[str, ServerConfig], metrics: Metrics, scrub: Scrubber, workers: int
+    ):
+        self.db = db
+        self.servers = servers
+        self.metrics = metrics
+        self.scrub = scrub
+        self.workers = workers
+        self.stopping = threading.Event()
+        self._queue: queue.Queue[int | None] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self._cancel: dict[int, threading.Event] = {}
+        self._targets: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    # ---- life cycle
+
+    def start(self) -> None:
+        self.recover()
+        for i in range(self.workers):
+            thread = threading.Thread(target=self._loop, name=f"mysql-rollback-execution-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def recover(self) -> None:
+        """Executions a dead process left queued or running are `interrupted`, with what is known."""
+        with self.db.session() as session:
+            stale = session.scalars(select(Execution).where(Execution.state.in_(("queued", "running")))).all()
+            for record in stale:
+                record.state = "interrupted"
+                record.exit_code = EXIT_INTERRUPTED
+                record.finished_at = utcnow()
+                record.error = interrupted_reason(record)
+            session.commit()
+        if stale:
+            log.warning(
+                "marked %d execution(s) a previous process left unfinished as interrupted", len(stale)
+            )
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stopping.set()
+        for _ in self._threads:
+            self._queue.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.clear()
+
+    def submit(self, record_id: int) -> None:
+        with self._lock:
+            self._cancel[record_id] = threading.Event()
+        self._queue.put(record_id)
+
+    # ---- cancellation
+
+    def cancel(self, record_id: int) -> tuple[Execution | None, bool]:
+        """A queued execution is cancelled at once; a running one at its next statement (rolled back)."""
+        with self._lock, self.db.session() as session:
+            record = session.get(Execution, record_id)
+            if record is None or record.state in EXECUTION_FINAL_STATES:
+                return record, False
+            record.cancel_requested = True
+            if record.state == "queued":
+                record.state = "cancelled"
+                record.exit_code = EXIT_INTERRUPTED
+                record.finished_at = utcnow()
+                record.error = "cancelled before it started; nothing was applied"
+            self._cancel.setdefault(record_id, threading.Event()).set()
+            session.commit()
+            return record, True
+
+    # ---- the work
+
+    def set(self, record_id: int, **values: Any) -> None:
+        with self.db.session() as session:
+            session.execute(update(Execution).where(Execution.id == record_id).values(**values))
+            session.commit()
+
+    def _target_lock(self, target: str) -> threading.Lock:
+        with self._lock:
+            return self._targets.setdefault(target, threading.Lock())
+
+    def _loop(self) -> None:
+        while True:
+            record_id = self._queue.get()
+            if record_id is None or self.stopping.is_set():
+                return
+            try:
+                self._run(record_id)
+            except Exception:  # noqa: BLE001 - a worker thread must survive anything one execution does
+                log.error(
+                    "execution %s: unexpected failure:\n%s", record_id, self.scrub(traceback.format_exc())
+                )
+            finally:
+                with self._lock:
+                    self._cancel.pop(record_id, None)
+
+    def _run(self, record_id: int) -> None:
+        with self._lock:
+            cancel = self._cancel.setdefault(record_id, threading.Event())
+        with self.db.session() as session:
+            record = session.get(Execution, record_id)
+            if record is None or record.state != "queued":
+                return
+            target_name = record.target
+        lock = self._target_lock(target_name)
+        while not lock.acquire(timeout=0.2):  # another execution has the target; wait, still cancellable
+            if cancel.is_set() or self.stopping.is_set():
+                return
+        try:
+            with self._lock, self.db.session() as session:
+                record = session.get(Execution, record_id)
+                if record is None or record.state != "queued":
+                    return
+                record.state = "running"
+                record.started_at = utcnow()
+                session.commit()
+                job = session.get(Job, record.job_id)
+            if job is not None:
+                self._execute(record, job, cancel)
+        finally:
+            lock.release()
+
+    def _execute(self, record: Execution, job: Job, cancel: threading.Event) -> None:
         record_id = record.id
-    details = dict(record.details or {})
-    values: dict[str, Any] = {}
-    log.info(
-        "execution %s of job %s on %s: %s", record_id, job.id, target.name, "dry run" if dry_run else "commit"
-    )
-    with _lock_for(target.name):
+        details = dict(record.details or {})
+        recorder = _Recorder(self, record_id, cancel)
+        recorder.details = details
+        options = ExecutionOptions.of(record)
+        log.info(
+            "execution %s of job %s on %s: %s",
+            record_id,
+            job.id,
+            record.target,
+            "dry run" if record.dry_run else "commit",
+        )
+        target = self.servers.get(record.target)
+        if target is None:
+            values: dict[str, Any] = {
+                "state": "failed",
+                "exit_code": EXIT_INCOMPLETE,
+                "error": f"server {record.target!r} is no longer configured; nothing was run",
+            }
+        else:
+            values = self._outcome(job, target, record, options, recorder, details)
+        self.metrics.executions.labels("dry_run" if record.dry_run else "commit", values["state"]).inc()
+        with self.db.session() as session:
+            stored = session.get(Execution, record_id)
+            assert stored is not None
+            for key, value in values.items():
+                setattr(stored, key, value)
+            stored.finished_at = utcnow()
+            if stored.committed and not stored.dry_run:
+                applied = session.get(Job, job.id)
+                if applied is not None:
+                    applied.applied_execution = record_id
+                    applied.applied_at = stored.finished_at
+                    applied.applied_by = stored.requested_by
+            session.commit()
+        log.info("execution %s: %s", record_id, values["state"])
+
+    def _outcome(
+        self,
+        job: Job,
+        target: ServerConfig,
+        record: Execution,
+        options: ExecutionOptions,
+        recorder: _Recorder,
+        details: dict[str, Any],
+    ) -> dict[str, Any]:
+        scrub = self.scrub
         try:
             result = execute_plan(
                 job.plan_path or "",
                 target.dsn,
-                commit=not dry_run,
-                on_conflict=on_conflict,
+                commit=not record.dry_run,
+                on_conflict=record.on_conflict,
+                observer=recorder,
                 **options.engine_arguments(),
             )
             outcome = result.to_dict()
-            values = {
+            return {
                 "state": "succeeded",
                 "exit_code": 0,
                 "committed": result.committed,
@@ -132,16 +357,32 @@ def run_execution(
                 "conflicts": result.conflicts,
                 "side_effects": result.side_effects,
                 "details": details | {k: outcome[k] for k in RESULT_DETAILS},
+                "current_transaction": None,
+            }
+        except ExecutionCancelled as exc:
+            outcome = exc.result.to_dict()
+            reason = STOP_REASON if self.stopping.is_set() and not recorder.cancel.is_set() else None
+            return {
+                "state": "interrupted" if reason else "cancelled",
+                "exit_code": exc.exit_code,
+                "error": scrub(f"{reason}: {exc.one_line()}" if reason else exc.one_line()),
+                "statements": exc.result.statements,
+                "rows_affected": exc.result.rows_affected,
+                "details": details | {k: outcome[k] for k in RESULT_DETAILS},
             }
         except ExecutionRefused as exc:
-            values = {
+            return {
                 "state": "refused",
                 "exit_code": exc.exit_code,
                 "error": scrub(exc.one_line()),
                 "side_effects": exc.side_effects,
             }
         except ConflictError as exc:
-            values = {"state": "conflict", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
+            values: dict[str, Any] = {
+                "state": "conflict",
+                "exit_code": exc.exit_code,
+                "error": scrub(exc.one_line()),
+            }
             if isinstance(exc, ExecutionConflict):
                 outcome = exc.result.to_dict()
                 values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
@@ -151,27 +392,56 @@ def run_execution(
                 values["side_effects"] = check["side_effects"]
             except RollbackError as again:
                 values["error"] += scrub(f" (listing the conflicts failed: {again.one_line()})")
+            return values
         except ExecutionFailed as exc:
             values = {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
             if exc.result is not None:
                 outcome = exc.result.to_dict()
                 values["side_effects"] = exc.result.side_effects
                 values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
+            return values
         except RollbackError as exc:
-            values = {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
+            return {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
+        except OSError as exc:
+            return {
+                "state": "failed",
+                "exit_code": EXIT_INCOMPLETE,
+                "error": scrub(f"cannot read the job's plan: {exc.strerror or exc}; nothing was run"),
+            }
         except Exception as exc:  # noqa: BLE001 - recorded, never a traceback to the user
-            log.error("execution %s failed: %s", record_id, scrub(f"{type(exc).__name__}: {exc}"))
-            values = {
+            log.error("execution %s failed: %s", record.id, scrub(f"{type(exc).__name__}: {exc}"))
+            return {
                 "state": "failed",
                 "exit_code": EXIT_INTERNAL,
                 "error": scrub(f"internal error ({type(exc).__name__}): {exc}"),
             }
-    metrics.executions.labels("dry_run" if dry_run else "commit", values["state"]).inc()
-    with db.session() as session:
-        stored = session.get(Execution, record_id)
-        assert stored is not None
-        for key, value in values.items():
-            setattr(stored, key, value)
-        stored.finished_at = utcnow()
-        session.commit()
-        return stored
+
+
+def interrupted_reason(record: Execution) -> str:
+    """What a record left unfinished by a dead process can say about the target."""
+    details = record.details or {}
+    if record.state == "queued" or record.dry_run:
+        return (
+            "the service stopped before it ran"
+            if record.state == "queued"
+            else ("the service stopped during this dry run; the target rolled it back: nothing was applied")
+        )
+    if details.get("per_transaction"):
+        applied = details.get("transactions_applied", [])
+        current = record.current_transaction
+        pending = (
+            f"; transaction {current.get('tx')} was open: the target rolled it back, unless the service died "
+            "between its COMMIT and this record (a dry run shows it)"
+            if current and current not in applied and record.phase == "apply"
+            else ""
+        )
+        return (
+            f"the service stopped during this execution (per transaction): {len(applied)} transaction(s) were "
+            f"committed before, listed in transactions_applied{pending}"
+        )
+    if record.phase == "apply" and record.progress_total and record.progress_done >= record.progress_total:
+        return (
+            "the service stopped while the target was committing this execution: whether the commit happened "
+            "is not known; a dry run on the target shows it (every applied row conflicts)"
+        )
+    return "the service stopped during this execution; the target rolled its transaction back: nothing was applied"

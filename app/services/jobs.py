@@ -25,7 +25,8 @@ from app.db import Database
 from app.metrics import Metrics
 from app.models import FINAL_STATES, Job, Upload, utcnow
 from app.schemas import JobCreate
-from app.services import artifacts, engine, sources
+from app.services import artifacts, engine, retention, sources
+from app.services.storage import storage_problem
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_REFUSED, RollbackError
 from rollback.flashback import Filters, Options
 
@@ -222,8 +223,9 @@ class JobRunner:
         except RollbackError as exc:
             values = {"error": self.scrub(exc.one_line()), "exit_code": exc.exit_code}
         except OSError as exc:
+            problem = storage_problem(exc, "the job's output")
             values = {
-                "error": self.scrub(f"cannot read or write a file: {exc.strerror or exc}: {exc.filename}"),
+                "error": self.scrub(f"{problem}; the partial output was removed; start the job again"),
                 "exit_code": EXIT_REFUSED,
             }
         except Exception as exc:  # noqa: BLE001 - recorded on the job, never a traceback to the user
@@ -351,4 +353,5 @@ class JobRunner:
             "plan_path": str(out.plan),
             "changes_path": str(out.changes),
             "script_bytes": out.script.stat().st_size,
+            "disk_bytes": retention.disk_usage(out_dir),
         }

@@ -49,6 +49,32 @@ function liveJob(badge) {
   setTimeout(tick, 1000);
 }
 
+const EXECUTION_FINAL = ["succeeded", "failed", "conflict", "cancelled", "interrupted", "refused"];
+
+function liveExecutions(table) {
+  const running = () => Array.from(table.querySelectorAll("tbody tr"))
+    .some((tr) => !EXECUTION_FINAL.includes(tr.dataset.state));
+  if (!running()) return;
+  async function tick() {
+    try {
+      const list = await getJSON(table.dataset.live);
+      for (const e of list) {
+        const row = table.querySelector(`tr[data-id="${e.id}"]`);
+        if (!row) continue;
+        if (EXECUTION_FINAL.includes(e.state) && row.dataset.state !== e.state) { window.location.reload(); return; }
+        row.dataset.state = e.state;
+        setState(row.querySelector('[data-field="state"]'), e.state);
+        row.querySelector('[data-field="progress"]').value = e.progress.percent;
+        row.querySelector('[data-field="phase"]').textContent = e.progress.phase || "";
+        row.querySelector('[data-field="done"]').textContent = e.progress.statements_done;
+        row.querySelector('[data-field="total"]').textContent = e.progress.statements_total;
+      }
+    } catch (e) { /* the next tick tries again */ }
+    if (running()) setTimeout(tick, 1000);
+  }
+  setTimeout(tick, 1000);
+}
+
 function rangeTabs(form) {
   const show = () => {
     const kind = form.querySelector('input[name="range_kind"]:checked')?.value || "position";
@@ -78,6 +104,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (table && table.dataset.live) liveJobList(table);
   const badge = document.getElementById("job-state");
   if (badge) liveJob(badge);
+  const executions = document.getElementById("execution-list");
+  if (executions && executions.dataset.live) liveExecutions(executions);
   const form = document.getElementById("job-form");
   if (form) rangeTabs(form);
   const server = document.querySelector("select[data-timezone-target]");

@@ -20,13 +20,13 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from app.api.deps import SESSION_COOKIE, Services, authenticate, check_throttle, client_address
-from app.api.routes.executions import execution_out
+from app.api.routes.executions import already_applied, execution_out, submit_execution
 from app.api.routes.jobs import job_out
 from app.core.security import Principal, csrf_token
 from app.models import Execution, Job
 from app.schemas import JobCreate, check_job_request
 from app.services import artifacts
-from app.services.executions import ExecutionOptions, conflict_check, run_execution
+from app.services.executions import ExecutionOptions, conflict_check
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
 from rollback.errors import RollbackError
@@ -385,22 +385,35 @@ async def _run_execution(
     *,
     dry_run: bool,
     on_conflict: str,
+    reapply: bool = False,
 ) -> Response:
-    """Run (or dry-run) a job's plan on a target, record it (a refusal too), and show the job's executions."""
+    """Queue a (dry) run of a job's plan on a target, as the API does; the job page follows it live."""
     services = _services(request)
     await run_in_threadpool(
-        run_execution,
-        services.db,
-        services.metrics,
-        services.scrub,
+        submit_execution,
+        services,
         job,
         target,
-        dry_run,
-        on_conflict,
-        principal.name,
-        options,
+        dry_run=dry_run,
+        on_conflict=on_conflict,
+        who=principal.name,
+        options=options,
+        reapply=reapply,
     )
     return RedirectResponse(f"/jobs/{job.id}#executions", status_code=303)
+
+
+@router.post("/jobs/{job_id}/executions/{execution_id}/cancel")
+@_page
+async def cancel_execution(request: Request, job_id: str, execution_id: int) -> Response:
+    principal, sid = _principal(request, "operator")
+    await _form(request, sid)
+    services = _services(request)
+    with services.db.session() as session:
+        record = session.get(Execution, execution_id) if 0 < execution_id < 2**31 else None
+    if record is not None and record.job_id == job_id and (record.dry_run or principal.has("admin")):
+        services.executions.cancel(execution_id)
+    return RedirectResponse(f"/jobs/{job_id}#executions", status_code=303)
 
 
 @router.post("/jobs/{job_id}/dry-run")
@@ -450,7 +463,24 @@ async def execute(request: Request, job_id: str) -> Response:
     job, target = _executable(request, job_id, str(data.get("target", "")), principal, sid)
     if data.get("confirm") != "yes":
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+    reapply = data.get("reapply") == "yes"
+    if not reapply and (reason := already_applied(job)):
+        return _render(
+            request,
+            "error.html",
+            {"message": reason.replace("send reapply: true", "tick “apply again”")},
+            409,
+            principal,
+            sid,
+        )
     on_conflict = "skip" if data.get("on_conflict") == "skip" else "abort"
     return await _run_execution(
-        request, job, target, principal, _options(data), dry_run=False, on_conflict=on_conflict
+        request,
+        job,
+        target,
+        principal,
+        _options(data),
+        dry_run=False,
+        on_conflict=on_conflict,
+        reapply=reapply,
     )

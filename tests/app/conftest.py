@@ -69,3 +69,20 @@ def wait_for_job(client: Any, job_id: str, timeout: float = 60.0, token: str = V
         if time.monotonic() > deadline:
             raise AssertionError(f"job {job_id} still {job['state']} after {timeout}s: {job}")
         time.sleep(0.1)
+
+
+EXECUTION_FINAL = ("succeeded", "failed", "conflict", "cancelled", "interrupted", "refused")
+
+
+def wait_for_execution(client: Any, created: Any, timeout: float = 60.0) -> dict[str, Any]:
+    """The execution a POST (202, Location) queued, once it has ended."""
+    assert created.status_code == 202, created.text
+    location = created.headers["location"]
+    deadline = time.monotonic() + timeout
+    while True:
+        record = client.get(location, headers=auth(VIEWER)).json()
+        if record["state"] in EXECUTION_FINAL:
+            return record
+        if time.monotonic() > deadline:
+            raise AssertionError(f"execution still {record['state']} after {timeout}s: {record}")
+        time.sleep(0.05)

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from tests.app.conftest import FINAL, TOKENS, VIEWER, auth
+from tests.app.conftest import EXECUTION_FINAL, FINAL, TOKENS, VIEWER, auth
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,8 @@ def service_env(data_dir: Path, servers: str, **extra: str) -> dict[str, str]:
 class Service:
     """One `mysql-rollback serve` process; every response body it sends is kept for the password check."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str], log_path: Path):
+    def __init__(self, data_dir: Path, env: dict[str, str], log_path: Path, prefix: list[str] | None = None):
+        self.prefix = prefix or []  # a command the service runs under (unshare, a shell that mounts first)
         self.data_dir = data_dir
         self.env = env
         self.log_path = log_path
@@ -47,7 +48,7 @@ class Service:
             self.port = s.getsockname()[1]
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "rollback.cli", "serve", "--port", str(self.port)],
+            [*self.prefix, sys.executable, "-m", "rollback.cli", "serve", "--port", str(self.port)],
             cwd=REPO,
             env=self.env,
             stdout=log,
@@ -81,6 +82,23 @@ class Service:
                 return job
             assert time.monotonic() < deadline, f"job still {job['state']}: {job}"
             time.sleep(0.1)
+
+    def execute(self, job_id: str, token: str, body: dict[str, Any], timeout: float = 90.0) -> dict[str, Any]:
+        """POST an execution (202 with its Location) and wait until it ends."""
+        created = self.request("POST", f"/api/jobs/{job_id}/executions", token, json=body)
+        assert created.status_code == 202, created.text
+        return self.wait_execution(created.headers["location"], timeout)
+
+    def wait_execution(
+        self, location: str, timeout: float = 90.0, until: tuple[str, ...] = EXECUTION_FINAL
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            record = self.request("GET", location).json()
+            if record["state"] in until:
+                return record
+            assert time.monotonic() < deadline, f"execution still {record['state']}: {record}"
+            time.sleep(0.05)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         proc, self.process = self.process, None

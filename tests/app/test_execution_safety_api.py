@@ -5,10 +5,20 @@ refused (409, recorded), the confirmation page offers the acceptances, and an ac
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
-from tests.app.conftest import ADMIN, OPERATOR, VIEWER, auth, servers_json, wait_for_job
+from tests.app.conftest import (
+    ADMIN,
+    EXECUTION_FINAL,
+    OPERATOR,
+    VIEWER,
+    auth,
+    servers_json,
+    wait_for_execution,
+    wait_for_job,
+)
 from tests.support.restore import snapshot
 
 pytestmark = pytest.mark.server
@@ -62,6 +72,17 @@ def _job(client, rng) -> dict:
     return job
 
 
+def _until_ended(client, job_id):
+    """The job's executions once none is queued or running (the web form queues them as the API does)."""
+    deadline = time.monotonic() + 60
+    while True:
+        executions = client.get(f"/api/jobs/{job_id}/executions", headers=auth(VIEWER)).json()
+        if all(e["state"] in EXECUTION_FINAL for e in executions):
+            return executions
+        assert time.monotonic() < deadline, executions
+        time.sleep(0.05)
+
+
 def test_the_api_lists_side_effects_refuses_what_is_not_accepted_and_runs_what_is(
     make_client, scratch_server, incident
 ):
@@ -80,27 +101,26 @@ def test_the_api_lists_side_effects_refuses_what_is_not_accepted_and_runs_what_i
     assert largest["bytes"] > 0 and largest["table"].startswith(f"{DB}.") and largest["pos"] > 0
 
     url = f"/api/jobs/{job['id']}/executions"
-    refused = client.post(url, json={"target": "scratch"}, headers=auth(OPERATOR))
-    assert refused.status_code == 409 and "--accept-triggers" in refused.json()["detail"]
-    assert client.get(url, headers=auth(VIEWER)).json()[-1]["exit_code"] == 2  # refused, as the CLI exits
-    dry = client.post(url, json={"target": "scratch", "accept_triggers": True}, headers=auth(OPERATOR))
-    assert dry.status_code == 201, dry.text
-    assert dry.json()["state"] == "succeeded" and dry.json()["read_only_tables"] == [f"{DB}.counter"]
+    refused = wait_for_execution(client, client.post(url, json={"target": "scratch"}, headers=auth(OPERATOR)))
+    assert refused["state"] == "refused" and "--accept-triggers" in refused["error"]
+    assert refused["exit_code"] == 2  # refused, as the CLI exits
+    dry = wait_for_execution(
+        client, client.post(url, json={"target": "scratch", "accept_triggers": True}, headers=auth(OPERATOR))
+    )
+    assert dry["state"] == "succeeded" and dry["read_only_tables"] == [f"{DB}.counter"]
     assert snapshot(scratch_server, TABLES) == after  # the MyISAM table too
 
     commit = {"target": "scratch", "dry_run": False, "accept_triggers": True}
-    refused_commit = client.post(url, json=commit, headers=auth(ADMIN))
-    detail = refused_commit.json()["detail"]
-    assert refused_commit.status_code == 409
+    refused_commit = wait_for_execution(client, client.post(url, json=commit, headers=auth(ADMIN)))
+    detail = refused_commit["error"]
+    assert refused_commit["state"] == "refused"
     assert "--accept-cascades" in detail and f"--accept-non-transactional {DB}.counter" in detail
     assert snapshot(scratch_server, TABLES) == after
     commit |= {"accept_cascades": True, "accept_non_transactional": [f"{DB}.counter"]}
-    done = client.post(url, json=commit, headers=auth(ADMIN))
-    assert done.status_code == 201 and done.json()["committed"] and done.json()["exit_code"] == 0, done.text
-    assert done.json()["per_transaction"] is False and done.json()["non_transactional_applied"] == {
-        f"{DB}.counter": 1
-    }
-    assert done.json()["accepted"] == {
+    done = wait_for_execution(client, client.post(url, json=commit, headers=auth(ADMIN)))
+    assert done["committed"] and done["exit_code"] == 0, done
+    assert done["per_transaction"] is False and done["non_transactional_applied"] == {f"{DB}.counter": 1}
+    assert done["accepted"] == {
         "triggers": True,
         "cascades": True,
         "non_transactional": [f"{DB}.counter"],
@@ -149,11 +169,12 @@ def test_the_web_pages_show_the_side_effects_and_carry_the_acceptances(make_clie
     # confirming without ticking the cascade and table boxes is refused and recorded
     confirm = {"csrf": csrf, "target": "scratch", "confirm": "yes", "accept_triggers": "on"}
     client.post(f"/jobs/{job['id']}/execute", data=confirm)
+    _until_ended(client, job["id"])
     assert snapshot(scratch_server, TABLES) == after
     page = client.get(f"/jobs/{job['id']}").text
     assert "refused" in page and "--accept-cascades" in page
     confirm |= {"accept_cascades": "on", "accept_non_transactional": f"{DB}.counter"}
     client.post(f"/jobs/{job['id']}/execute", data=confirm)
-    executions = client.get(f"/api/jobs/{job['id']}/executions", headers=auth(VIEWER)).json()
+    executions = _until_ended(client, job["id"])
     assert [e["state"] for e in executions] == ["refused", "succeeded"] and executions[-1]["committed"]
     assert scratch_server.query(f"SELECT id FROM {DB}.parent ORDER BY id") == [(1,), (2,)]

@@ -118,14 +118,11 @@ def test_rollback_through_the_service_restores_the_snapshot(service, scratch_ser
     assert job["statements"] > 20 and job["range_resolved"]["files"]
     script = service.request("GET", f"/api/jobs/{job['id']}/script")
     assert script.status_code == 200 and "DELETE FROM `svc`.`orders`" in script.text
-    dry = service.request("POST", f"/api/jobs/{job['id']}/executions", OPERATOR, json={"target": "scratch"})
-    assert dry.json()["state"] == "succeeded" and not dry.json()["conflicts"], dry.text
+    dry = service.execute(job["id"], OPERATOR, {"target": "scratch"})
+    assert dry["state"] == "succeeded" and not dry["conflicts"], dry
     assert checksums(scratch_server) != before
-    applied = service.request(
-        "POST", f"/api/jobs/{job['id']}/executions", ADMIN, json={"target": "scratch", "dry_run": False}
-    )
-    assert applied.status_code == 201, applied.text
-    assert applied.json()["committed"] and applied.json()["rows_affected"] == job["statements"]
+    applied = service.execute(job["id"], ADMIN, {"target": "scratch", "dry_run": False})
+    assert applied["committed"] and applied["rows_affected"] == job["statements"], applied
     assert checksums(scratch_server) == before
 
 

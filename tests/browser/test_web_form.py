@@ -130,11 +130,18 @@ def test_start_watch_preview_dry_run_and_execute_in_the_browser(browser, service
     expect(page.locator("tr.execution").nth(1)).to_contain_text("succeeded")
     assert dialogs and "COMMIT" in dialogs[0]
     assert _checksum(scratch_server) == before
+    # The job is now applied: a badge on its page, and a second commit asks for an explicit "apply again".
+    expect(page.locator("#job-applied")).to_contain_text("applied by")
+    page.click("#execute")
+    expect(page.locator("#already-applied")).to_be_visible()
+    expect(page.locator("#reapply")).to_have_attribute("required", "")
+    page.goto(job_url)
 
     # The job list shows the job and its state.
     page.goto(service.url + "/jobs")
     job_id = job_url.rsplit("/", 1)[1]
     expect(page.locator(f'tr[data-id="{job_id}"] [data-field="state"]')).to_have_text("succeeded")
+    expect(page.locator(f'tr[data-id="{job_id}"] .applied')).to_have_text("applied")
     page.screenshot(path=str(ARTIFACTS / "jobs.png"), full_page=True)
     page.close()
     assert {p.name for p in ARTIFACTS.glob("*.png")} == {"new-job-with-error.png", "job.png", "jobs.png"}
@@ -207,3 +214,48 @@ def test_the_execute_panel_shows_side_effects_and_asks_for_each_acceptance(brows
     assert scratch_server.query("SELECT n FROM websafe.hits") == [(0,)]
     assert scratch_server.query("SELECT id FROM websafe.acct ORDER BY id") == [(1,), (2,)]
     page.close()
+
+
+def test_the_job_page_follows_an_execution_live(browser, service, scratch_server):
+    """A dry run of 4,000 statements: the page shows it running with its progress moving (app.js polls
+    the API), then its result, without the user reloading."""
+    from playwright.sync_api import expect
+
+    from tests.app.conftest import OPERATOR
+
+    scratch_server.run_sql(
+        [
+            "DROP DATABASE IF EXISTS weblive",
+            "CREATE DATABASE weblive",
+            "CREATE TABLE weblive.t (id INT PRIMARY KEY)",
+        ]
+    )
+    done = scratch_server.run_sql([f"INSERT INTO t VALUES ({n})" for n in range(1, 4001)], database="weblive")
+    body = {
+        "server": "scratch",
+        "range": {
+            "start_file": done.start_file,
+            "start_position": done.start_position,
+            "stop_file": done.stop_file,
+            "stop_position": done.stop_position,
+        },
+    }
+    job = service.wait(service.request("POST", "/api/jobs", OPERATOR, json=body).json()["id"], timeout=180)
+    assert job["state"] == "succeeded" and job["statements"] == 4000, job
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(60_000)
+    page.goto(service.url + "/login")
+    page.fill("#token", ADMIN)
+    page.click("button[type=submit]")
+    page.goto(f"{service.url}/jobs/{job['id']}")
+    page.click("#dry-run")
+    row = page.locator("tr.execution").first
+    expect(row.locator('[data-field="state"]')).to_have_text("running")
+    expect(row.locator('[data-field="cancel"]')).to_be_visible()
+    expect(row.locator('[data-field="total"]')).to_have_text("4000")
+    expect(row.locator('[data-field="done"]')).not_to_have_text(re.compile(r"^0$"))
+    expect(row.locator('[data-field="state"]')).to_have_text("succeeded")
+    expect(row.locator('[data-field="cancel"]')).to_have_count(0)
+    page.close()
+    scratch_server.query("DROP DATABASE weblive")

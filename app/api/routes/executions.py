@@ -1,22 +1,33 @@
-"""/api/jobs/{id}/executions: apply a job's reverse SQL to a configured target (dry run by default)."""
+"""/api/jobs/{id}/executions: apply a job's reverse SQL to a configured target (dry run by default).
+
+An execution is queued and runs in the execution worker pool; the POST answers 202 at once."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Response
+from fastapi import Path as FastAPIPath
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from app.api.deps import Operator, ServicesDep, Viewer
-from app.api.routes.jobs import NOT_FOUND, NOT_READY, finished_job, get_job
+from app.api.deps import Operator, Services, ServicesDep, Viewer
+from app.api.routes.jobs import NOT_FOUND, NOT_READY, finished_job
+from app.core.config import ServerConfig
 from app.models import Execution, Job
-from app.schemas import ERRORS, ErrorOut, ExecutionCreate, ExecutionOut
-from app.services.executions import ExecutionOptions, run_execution
+from app.schemas import ERRORS, ErrorOut, ExecutionCreate, ExecutionOut, ExecutionProgressOut
+from app.services.executions import ExecutionOptions, new_execution
 
 router = APIRouter(prefix="/api/jobs", tags=["executions"])
+ExecutionId = Annotated[int, FastAPIPath(ge=1, le=2**31)]
 
 
 def execution_out(record: Execution) -> ExecutionOut:
     details = record.details or {}
+    done, total = record.progress_done or 0, record.progress_total or 0
+    finished = record.state == "succeeded"
+    base = f"/api/jobs/{record.job_id}/executions/{record.id}"
     return ExecutionOut(
         id=record.id,
         job_id=record.job_id,
@@ -25,6 +36,7 @@ def execution_out(record: Execution) -> ExecutionOut:
         on_conflict=record.on_conflict,
         requested_by=record.requested_by,
         created_at=record.created_at,
+        started_at=record.started_at,
         finished_at=record.finished_at,
         state=record.state,  # type: ignore[arg-type]
         committed=record.committed,
@@ -41,6 +53,16 @@ def execution_out(record: Execution) -> ExecutionOut:
         read_only_tables=details.get("read_only_tables", []),
         unverified=details.get("unverified", 0),
         non_transactional_applied=details.get("non_transactional_applied", {}),
+        progress=ExecutionProgressOut(
+            phase=record.phase,  # type: ignore[arg-type]
+            statements_done=done,
+            statements_total=total,
+            percent=100.0 if finished else (min(100.0, round(100.0 * done / total, 1)) if total else 0.0),
+            current_transaction=record.current_transaction,
+        ),
+        cancel_requested=bool(record.cancel_requested),
+        reapply=bool(details.get("reapply")),
+        links={"self": base, "cancel": f"{base}/cancel", "job": f"/api/jobs/{record.job_id}"},
     )
 
 
@@ -53,9 +75,53 @@ def executable_job(services: ServicesDep, job_id: str) -> Job:
     return job
 
 
+def known_target(services: Services, name: str) -> ServerConfig:
+    target = services.servers.get(name)
+    if target is None:
+        known = ", ".join(sorted(services.servers)) or "none configured"
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("body", "target"),
+                    "msg": f"unknown server {name!r} (configured: {known})",
+                    "type": "value_error",
+                }
+            ]
+        )
+    return target
+
+
+def already_applied(job: Job) -> str | None:
+    """Why committing this job again needs `reapply`, or None."""
+    if job.applied_execution is None or job.applied_at is None:
+        return None
+    return (
+        f"job {job.id} was already applied by {job.applied_by} at {job.applied_at:%Y-%m-%d %H:%M:%S} UTC "
+        f"(execution {job.applied_execution}); send reapply: true to commit it again (the conflict check "
+        "still runs first)"
+    )
+
+
+def submit_execution(
+    services: Services,
+    job: Job,
+    target: ServerConfig,
+    *,
+    dry_run: bool,
+    on_conflict: str,
+    who: str,
+    options: ExecutionOptions,
+    reapply: bool = False,
+) -> Execution:
+    """Record the execution queued and hand it to the worker pool (the API and the web form)."""
+    record = new_execution(services.db, job, target, dry_run, on_conflict, who, options, reapply)
+    services.executions.submit(record.id)
+    return record
+
+
 @router.post(
     "/{job_id}/executions",
-    status_code=201,
+    status_code=202,
     response_model=ExecutionOut,
     responses={
         **ERRORS,
@@ -64,42 +130,39 @@ def executable_job(services: ServicesDep, job_id: str) -> Job:
         422: {"description": "invalid request"},
         409: {
             "model": ErrorOut,
-            "description": "refused before anything ran (recorded with state `refused`): a statement over the "
-            "target's max_allowed_packet, or side effects the request did not accept",
+            "description": "the job has no plan, or its reversal was already committed and `reapply` is not set",
         },
     },
 )
-def create_execution(job_id: str, req: ExecutionCreate, services: ServicesDep, who: Operator) -> ExecutionOut:
-    """Run the job's plan on `target`: conflict check first, one row per statement, all or nothing.
+def create_execution(
+    job_id: str, req: ExecutionCreate, services: ServicesDep, who: Operator, response: Response
+) -> ExecutionOut:
+    """Queue a run of the job's plan on `target`; answers 202 at once with the execution and its Location.
 
-    `dry_run` (the default) rolls back at the end and needs the operator role; `dry_run: false`
-    commits and needs the admin role. The outcome is in `state` (succeeded, conflict, failed).
+    The execution then goes `queued` → `running` → `succeeded` | `conflict` | `failed` | `refused` |
+    `cancelled` | `interrupted` (GET its Location). `dry_run` (the default) rolls back at the end and
+    needs the operator role; `dry_run: false` commits and needs the admin role; a job already applied
+    needs `reapply: true` to be committed again.
 
     Before anything runs, the target is asked what the statements set off. Triggers that would fire
     again are refused unless `accept_triggers` (dry runs too); a commit is refused on cascading foreign
     keys unless `accept_cascades`, and on non-transactional tables unless each is named in
     `accept_non_transactional` (a dry run never writes to them: it only runs their checks). A refusal
-    answers 409 with the reason, and is recorded. `per_transaction` commits per original transaction
-    instead of all or nothing; `lock_wait_timeout` bounds how long a check waits for a row another
-    session holds.
+    ends the execution in state `refused` with the reason in `error`. `per_transaction` commits per
+    original transaction instead of all or nothing, recording each as it commits; `lock_wait_timeout`
+    bounds how long a check waits for a row another session holds. Progress (statements passed of
+    the plan, the transaction being reversed) is in `progress` while it runs.
     """
     if not req.dry_run and not who.has("admin"):
         raise HTTPException(
             403, f"committing an execution needs the admin role; the token {who.name!r} has {who.role}"
         )
     job = executable_job(services, job_id)
-    target = services.servers.get(req.target)
-    if target is None:
-        known = ", ".join(sorted(services.servers)) or "none configured"
-        raise RequestValidationError(
-            [
-                {
-                    "loc": ("body", "target"),
-                    "msg": f"unknown server {req.target!r} (configured: {known})",
-                    "type": "value_error",
-                }
-            ]
-        )
+    target = known_target(services, req.target)
+    if not req.dry_run and not req.reapply:
+        reason = already_applied(job)
+        if reason:
+            raise HTTPException(409, reason)
     options = ExecutionOptions(
         accept_triggers=req.accept_triggers,
         accept_cascades=req.accept_cascades,
@@ -107,27 +170,81 @@ def create_execution(job_id: str, req: ExecutionCreate, services: ServicesDep, w
         per_transaction=req.per_transaction,
         lock_wait_timeout=req.lock_wait_timeout,
     )
-    record = run_execution(
-        services.db,
-        services.metrics,
-        services.scrub,
+    record = submit_execution(
+        services,
         job,
         target,
-        req.dry_run,
-        req.on_conflict,
-        who.name,
-        options,
+        dry_run=req.dry_run,
+        on_conflict=req.on_conflict,
+        who=who.name,
+        options=options,
+        reapply=req.reapply,
     )
-    if record.state == "refused":
-        raise HTTPException(409, record.error)
+    response.headers["Location"] = f"/api/jobs/{job_id}/executions/{record.id}"
     return execution_out(record)
 
 
-@router.get("/{job_id}/executions", response_model=list[ExecutionOut], responses={**ERRORS, **NOT_FOUND})
-def list_executions(job_id: str, services: ServicesDep, _: Viewer) -> list[ExecutionOut]:
-    get_job(services, job_id)
+def get_execution(services: Services, job_id: str, execution_id: int) -> Execution:
     with services.db.session() as session:
-        records = session.scalars(
-            select(Execution).where(Execution.job_id == job_id).order_by(Execution.id)
-        ).all()
-    return [execution_out(r) for r in records]
+        record = session.get(Execution, execution_id)
+    if record is None or record.job_id != job_id:
+        raise HTTPException(404, f"no execution {execution_id} of job {job_id!r}")
+    return record
+
+
+@router.get(
+    "/{job_id}/executions/{execution_id}",
+    response_model=ExecutionOut,
+    responses={**ERRORS, 404: {"model": ErrorOut, "description": "no such execution"}},
+)
+async def read_execution(
+    job_id: str, execution_id: ExecutionId, services: ServicesDep, _: Viewer
+) -> ExecutionOut:
+    record = await services.db.read(lambda session: session.get(Execution, execution_id))
+    if record is None or record.job_id != job_id:
+        raise HTTPException(404, f"no execution {execution_id} of job {job_id!r}")
+    return execution_out(record)
+
+
+@router.post(
+    "/{job_id}/executions/{execution_id}/cancel",
+    status_code=202,
+    response_model=ExecutionOut,
+    responses={
+        **ERRORS,
+        404: {"model": ErrorOut, "description": "no such execution"},
+        409: {"model": ErrorOut, "description": "the execution already finished"},
+    },
+)
+def cancel_execution(
+    job_id: str, execution_id: ExecutionId, services: ServicesDep, who: Operator
+) -> ExecutionOut:
+    """Queued: cancelled at once. Running: stops before its next statement and rolls back its open
+    transaction (per-transaction mode: the transactions committed before stay, listed). Cancelling a
+    commit needs the admin role. Finished: 409."""
+    record = get_execution(services, job_id, execution_id)
+    if not record.dry_run and not who.has("admin"):
+        raise HTTPException(
+            403, f"cancelling a commit needs the admin role; the token {who.name!r} has {who.role}"
+        )
+    cancelled, changed = services.executions.cancel(execution_id)
+    if cancelled is None:
+        raise HTTPException(404, f"no execution {execution_id} of job {job_id!r}")
+    if not changed:
+        raise HTTPException(409, f"execution {execution_id} already finished ({cancelled.state})")
+    return execution_out(cancelled)
+
+
+@router.get("/{job_id}/executions", response_model=list[ExecutionOut], responses={**ERRORS, **NOT_FOUND})
+async def list_executions(job_id: str, services: ServicesDep, _: Viewer) -> list[ExecutionOut]:
+    def records(session: Session) -> list[Execution] | None:
+        if session.get(Job, job_id) is None:
+            return None
+        return list(
+            session.scalars(select(Execution).where(Execution.job_id == job_id).order_by(Execution.id))
+        )
+
+    found = await services.db.read(records)
+    if found is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    return [execution_out(r) for r in found]

@@ -15,6 +15,7 @@ from app.api.deps import Operator, ServicesDep, Viewer
 from app.models import Upload, utcnow
 from app.schemas import ERRORS, FILE_NAME, UploadOut
 from app.services.jobs import new_id
+from app.services.storage import storage_problem
 
 router = APIRouter(prefix="/api/uploads", tags=["uploads"])
 
@@ -62,6 +63,7 @@ def _field_error(msg: str) -> RequestValidationError:
     responses={
         **ERRORS,
         413: {"description": "the upload is larger than the limit"},
+        507: {"description": "the service cannot store the files (disk full, data dir not writable)"},
         422: {"description": "not binlog files"},
     },
 )
@@ -84,7 +86,10 @@ async def create_upload(
         raise _field_error("two files have the same name")
     upload_id = new_id()
     directory = services.settings.uploads_dir / upload_id
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HTTPException(507, storage_problem(exc, "the upload") + "; nothing was stored") from None
     total = 0
     stored: list[dict[str, Any]] = []
     try:
@@ -97,6 +102,9 @@ async def create_upload(
                 )
             total += size
             stored.append({"name": name, "size": size})
+    except OSError as exc:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise HTTPException(507, storage_problem(exc, "the upload") + "; nothing was stored") from None
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
