@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 
 from app.core.config import ServerConfig, Settings
 from app.core.security import Principal, TokenStore
@@ -34,7 +35,7 @@ class Services:
     executions: ExecutionRunner
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:  # async: no worker-thread hop per request
     return request.app.state.services
 
 
@@ -85,15 +86,19 @@ def authenticate(request: Request, allow_session: bool) -> tuple[Principal, str 
     return None
 
 
-def require(role: str) -> Callable[[Request], Principal]:
+def require(role: str) -> Callable[[Request], Awaitable[Principal]]:
     """A dependency: the caller's Principal with at least `role`, else 401 or 403 with a JSON body.
 
     The web form's session cookie is accepted for reads only (GET/HEAD): every change through the
     API needs the Authorization header, so that no other site can make a browser send one.
     """
 
-    def dependency(request: Request) -> Principal:
-        found = authenticate(request, allow_session=request.method in ("GET", "HEAD"))
+    async def dependency(request: Request) -> Principal:
+        # A bearer token is checked in memory, on the event loop; a session needs the job database.
+        if bearer_token(request) is None and request.method in ("GET", "HEAD"):
+            found = await run_in_threadpool(authenticate, request, True)
+        else:
+            found = authenticate(request, allow_session=False)
         if found is None:
             raise HTTPException(
                 401,
