@@ -12,10 +12,8 @@ dry run with on_conflict=skip lists every conflicting row so that the record sho
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +24,7 @@ from app.db import Database
 from app.metrics import Metrics
 from app.models import EXECUTION_FINAL_STATES, Execution, Job, utcnow
 from app.services.jobs import Scrubber
+from app.services.pool import WorkerPool
 from rollback import ExecutionCancelled, ExecutionObserver, ExecutionProgress
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED, ConflictError, RollbackError
 from rollback.execute import (
@@ -163,32 +162,23 @@ class _Recorder(ExecutionObserver):
         return self.cancel.is_set() or self.runner.stopping.is_set()
 
 
-class ExecutionRunner:
+class ExecutionRunner(WorkerPool[int]):
     """`workers` threads taking queued executions; one execution per target at a time."""
+
+    kind = "execution"
 
     def __init__(
         self, db: Database, servers: dict[str, ServerConfig], metrics: Metrics, scrub: Scrubber, workers: int
     ):
+        super().__init__(workers, scrub)
         self.db = db
         self.servers = servers
         self.metrics = metrics
-        self.scrub = scrub
-        self.workers = workers
-        self.stopping = threading.Event()
-        self._queue: queue.Queue[int | None] = queue.Queue()
-        self._threads: list[threading.Thread] = []
         self._cancel: dict[int, threading.Event] = {}
         self._targets: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
     # ---- life cycle
-
-    def start(self) -> None:
-        self.recover()
-        for i in range(self.workers):
-            thread = threading.Thread(target=self._loop, name=f"mysql-rollback-execution-{i}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
 
     def recover(self) -> None:
         """Executions a dead process left queued or running are `interrupted`, with what is known."""
@@ -205,19 +195,10 @@ class ExecutionRunner:
                 "marked %d execution(s) a previous process left unfinished as interrupted", len(stale)
             )
 
-    def stop(self, timeout: float = 10.0) -> None:
-        self.stopping.set()
-        for _ in self._threads:
-            self._queue.put(None)
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        self._threads.clear()
-
     def submit(self, record_id: int) -> None:
         with self._lock:
             self._cancel[record_id] = threading.Event()
-        self._queue.put(record_id)
+        super().submit(record_id)
 
     # ---- cancellation
 
@@ -248,22 +229,11 @@ class ExecutionRunner:
         with self._lock:
             return self._targets.setdefault(target, threading.Lock())
 
-    def _loop(self) -> None:
-        while True:
-            record_id = self._queue.get()
-            if record_id is None or self.stopping.is_set():
-                return
-            try:
-                self._run(record_id)
-            except Exception:  # noqa: BLE001 - a worker thread must survive anything one execution does
-                log.error(
-                    "execution %s: unexpected failure:\n%s", record_id, self.scrub(traceback.format_exc())
-                )
-            finally:
-                with self._lock:
-                    self._cancel.pop(record_id, None)
+    def done(self, record_id: int) -> None:
+        with self._lock:
+            self._cancel.pop(record_id, None)
 
-    def _run(self, record_id: int) -> None:
+    def run(self, record_id: int) -> None:
         with self._lock:
             cancel = self._cancel.setdefault(record_id, threading.Event())
         with self.db.session() as session:

@@ -8,7 +8,6 @@ process are marked failed with the reason, and queued jobs are queued again.
 from __future__ import annotations
 
 import logging
-import queue
 import shutil
 import threading
 import time
@@ -26,6 +25,7 @@ from app.metrics import Metrics
 from app.models import FINAL_STATES, Job, Upload, utcnow
 from app.schemas import JobCreate
 from app.services import artifacts, engine, retention, sources
+from app.services.pool import WorkerPool
 from app.services.storage import storage_problem
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_REFUSED, RollbackError
 from rollback.flashback import Filters, Options
@@ -83,7 +83,9 @@ def create_job(db: Database, req: JobCreate, who: str) -> Job:
     return job
 
 
-class JobRunner:
+class JobRunner(WorkerPool[str]):
+    kind = "job"
+
     def __init__(
         self,
         db: Database,
@@ -92,25 +94,15 @@ class JobRunner:
         metrics: Metrics,
         scrub: Scrubber,
     ):
+        super().__init__(settings.workers, scrub)
         self.db = db
         self.settings = settings
         self.servers = servers
         self.metrics = metrics
-        self.scrub = scrub
-        self._queue: queue.Queue[str | None] = queue.Queue()
-        self._threads: list[threading.Thread] = []
         self._cancel: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
 
     # ---- life cycle
-
-    def start(self) -> None:
-        self.recover()
-        for i in range(self.settings.workers):
-            thread = threading.Thread(target=self._loop, name=f"mysql-rollback-job-{i}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
 
     def recover(self) -> None:
         with self.db.session() as session:
@@ -128,19 +120,7 @@ class JobRunner:
                 select(Job.id).where(Job.state == "queued").order_by(Job.created_at)
             ).all()
         for job_id in queued:
-            self._queue.put(job_id)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stopping.set()
-        for _ in self._threads:
-            self._queue.put(None)
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        self._threads.clear()
-
-    def submit(self, job_id: str) -> None:
-        self._queue.put(job_id)
+            self.submit(job_id)
 
     def job_dir(self, job_id: str) -> Path:
         return self.settings.jobs_dir / job_id
@@ -168,20 +148,6 @@ class JobRunner:
 
     # ---- the work
 
-    def _loop(self) -> None:
-        while True:
-            job_id = self._queue.get()
-            if job_id is None or self._stopping.is_set():
-                return  # a queued job stays queued for the next start
-            try:
-                self._run(job_id)
-            except Exception:  # noqa: BLE001 - a worker thread must survive anything one job does
-                log.error(
-                    "job %s: unexpected failure in the worker:\n%s",
-                    job_id,
-                    self.scrub(traceback.format_exc()),
-                )
-
     def _claim(self, job_id: str) -> Job | None:
         with self._lock, self.db.session() as session:
             job = session.get(Job, job_id)
@@ -198,7 +164,7 @@ class JobRunner:
             session.execute(update(Job).where(Job.id == job_id).values(**values))
             session.commit()
 
-    def _run(self, job_id: str) -> None:
+    def run(self, job_id: str) -> None:
         job = self._claim(job_id)
         if job is None:
             return
@@ -215,9 +181,9 @@ class JobRunner:
             # As the CLI exits: 3 when --allow-partial left irreversible changes out of the script.
             values["exit_code"] = EXIT_INCOMPLETE if values.get("irreversible") else 0
         except engine.Cancelled:
-            outcome = "failed" if self._stopping.is_set() else "cancelled"
+            outcome = "failed" if self.stopping.is_set() else "cancelled"
             values = {
-                "error": STOP_REASON if self._stopping.is_set() else "cancelled while running",
+                "error": STOP_REASON if self.stopping.is_set() else "cancelled while running",
                 "exit_code": EXIT_INTERRUPTED,
             }
         except RollbackError as exc:
@@ -306,7 +272,7 @@ class JobRunner:
             options,
             out,
             progress,
-            lambda: cancelled() or self._stopping.is_set(),
+            lambda: cancelled() or self.stopping.is_set(),
         )
         for path in (out.script, out.changes):
             artifacts.build_line_index(path)
