@@ -12,49 +12,10 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
+from tests.support import REPO
+from tests.support.app import ADMIN
 
-from tests.app.conftest import ADMIN, servers_json
-from tests.app.serviceproc import Service, service_env
-
-pytestmark = pytest.mark.server
-REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: ./scripts/test installs Debian's chromium")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture(scope="module")
-def service(scratch_server, tmp_path_factory):
-    base = tmp_path_factory.mktemp("web")
-    svc = Service(
-        base / "data", service_env(base / "data", servers_json(scratch_server)), base / "service.log"
-    )
-    svc.start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
 
 
 def _checksum(server):

@@ -13,53 +13,7 @@ from rollback.errors import ConflictError, DDLInRange, IrreversibleChange, Schem
 from rollback.execute import execute_plan
 from rollback.schema import schema_from_file
 from tests.support.restore import apply_with_client, digest, flashback, range_args, run_cli, snapshot, span
-
-# ---- the benchmark of seed document 000: t1/t2/t3 with 32,550 rows and its update steps ----
-
-T1_ROWS, T2_ROWS = 32_550, 32_689
-NUMBERS = "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) "
-
-
-@pytest.fixture(scope="module")
-def seed_db(scratch_server):
-    scratch_server.run_sql(["DROP DATABASE IF EXISTS seed", "CREATE DATABASE seed"])
-    scratch_server.run_sql(
-        [
-            "SET SESSION max_recursive_iterations = 100000",
-            "CREATE TABLE t1 (id INTEGER, c1 CHAR(200), c2 CHAR(200), c3 CHAR(200), last_modified TIMESTAMP(6))",
-            "ALTER TABLE t1 MODIFY COLUMN id INT AUTO_INCREMENT PRIMARY KEY",
-            "CREATE TABLE t2 (id INTEGER AUTO_INCREMENT PRIMARY KEY, last_modified TIMESTAMP(6))",
-            "INSERT INTO t1 (c1, c2, c3, last_modified) "
-            + NUMBERS.format(count=T1_ROWS)
-            + "SELECT CONCAT('a', i), IF(i % 7 = 0, NULL, 'b'), '', "
-            "TIMESTAMP'2024-01-01 00:00:00' + INTERVAL i * 1000003 MICROSECOND FROM n",
-            "INSERT INTO t2 (last_modified) "
-            + NUMBERS.format(count=T2_ROWS)
-            + "SELECT TIMESTAMP'2023-06-30 23:59:59.5' + INTERVAL i SECOND FROM n",
-        ],
-        database="seed",
-    )
-    return "seed"
-
-
-SEED_STEPS = [
-    ["update t1 set last_modified=last_modified + interval 1 second"],
-    ["update t2 set last_modified=last_modified + interval 1 second"],
-    [
-        "create table t3 (id integer auto_increment primary key, flag char(1))",
-        "insert into t3 (flag) select 'x' from t1",
-    ],
-    ["update t3 set flag='y'"],
-    [
-        "alter table t3 add column c1 char(200) default 'a'",
-        "alter table t3 add column c2 char(200) default 'b'",
-        "alter table t3 add column c3 char(200) default 'c'",
-    ],
-    ["update t3 set c1='a',c2='b',c3='c'"],  # matches every row, changes none: nothing to undo
-    ["update t3 set c1='c',c2='b',c3='a'"],
-    ["update t3 set flag='z'"],
-]
-ALTER_STEP = 4
+from tests.support.workloads import ALTER_STEP, SEED_STEPS, T1_ROWS, T2_ROWS
 
 
 def _seed_tables(server) -> list[str]:

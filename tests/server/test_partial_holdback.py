@@ -76,13 +76,15 @@ def test_newer_changes_to_a_row_whose_older_change_is_irreversible_are_held_back
     assert script.decode().count(f"({HELD})") == 4  # listed in the header
 
 
-def test_held_back_changes_follow_the_row_across_partitions_on_both_engines(minimal, incident, tmp_path):
+def test_held_back_changes_follow_the_row_across_partitions_on_both_engines(
+    minimal, incident, tmp_path, spark
+):
     unsplit = run(minimal, incident, tmp_path / "unsplit")
     local = run(minimal, incident, tmp_path / "local", engine="local", partition_bytes=100)
-    spark = run(minimal, incident, tmp_path / "spark", engine="spark", partition_bytes=100)
-    assert local[2].partitions >= 6 and spark[2].engine == "spark"
-    assert local[:2] == unsplit[:2] == spark[:2]
-    assert local[2].irreversible == unsplit[2].irreversible == spark[2].irreversible
+    on_spark = run(minimal, incident, tmp_path / "spark", engine="spark", partition_bytes=100)
+    assert local[2].partitions >= 6 and on_spark[2].engine == "spark"
+    assert local[:2] == unsplit[:2] == on_spark[:2]
+    assert local[2].irreversible == unsplit[2].irreversible == on_spark[2].irreversible
 
 
 def test_the_cli_exits_3_and_lists_the_held_back_changes(minimal, incident, tmp_path):

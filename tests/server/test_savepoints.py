@@ -140,7 +140,7 @@ def test_rows_undone_by_rollback_to_savepoint_are_left_out_and_the_tables_restor
     assert sum(1 for w in report.warnings if "ROLLBACK TO" in w) == 5, report.warnings
 
 
-def test_both_engines_write_the_same_bytes_across_partitions(db, tmp_path):
+def test_both_engines_write_the_same_bytes_across_partitions(db, tmp_path, spark):
     rng = run_workload(db)
     outputs = []
     for engine in ("local", "spark"):

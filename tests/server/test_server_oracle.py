@@ -31,8 +31,6 @@ from rollback.binlog.reader import read_file_facts
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError
 
-pytestmark = pytest.mark.server
-
 SESSION = ["SET SESSION time_zone = '+05:30'", "SET SESSION sql_mode = ''"]
 
 

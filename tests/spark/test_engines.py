@@ -12,9 +12,6 @@
 from __future__ import annotations
 
 import json
-import random
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,135 +20,24 @@ import pytest
 from rollback.binlog.constants import EventType
 from rollback.binlog.reader import BinlogFile
 from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
-from rollback.flashback import Filters, Options, Progress, RangeSpec, Report, generate
-from rollback.pipeline import partition
+from rollback.flashback import Filters, Options, Progress, RangeSpec, generate
 from rollback.schema import ServerSchema
-from tests.e2e import test_flashback_workloads as seed_workload
-from tests.e2e.test_flashback_restore import TABLES, workload
 from tests.support.corpus import lane_ids, lanes_and
-
-UNSPLIT = 1 << 40
-SEED_STEPS = seed_workload.SEED_STEPS
-seed_db = seed_workload.seed_db  # the fixture, here too
-
-
-@dataclass
-class Output:
-    script: bytes
-    plan: bytes
-    changes: bytes
-    report: Report
-
-    def same(self, other: Output) -> bool:
-        return (self.script, self.plan, self.changes) == (other.script, other.plan, other.changes)
-
-
-def run(rng: RangeSpec, out_dir: Path, name: str, plan: bool = True, **options: Any) -> Output:
-    """The job's outputs. Without a plan, statements take the generated full-image path (no checks)."""
-    out = out_dir / name
-    out.mkdir()
-    plan_path = out / "p.jsonl" if plan else None
-    report = generate(rng, Filters(), Options(**options), out / "r.sql", plan_path, out / "c.jsonl")
-    return Output(
-        (out / "r.sql").read_bytes(),
-        (out / "p.jsonl").read_bytes() if plan else b"",
-        (out / "c.jsonl").read_bytes(),
-        report,
-    )
-
-
-def same_without_plan(without: Output, with_plan: Output) -> bool:
-    return (without.script, without.changes) == (with_plan.script, with_plan.changes)
-
-
-def range_of(binlog_range: Any) -> RangeSpec:
-    return RangeSpec(
-        [str(f) for f in binlog_range.files], binlog_range.start_position, binlog_range.stop_position
-    )
-
-
-def snapshot(server: Any, tables: list[str]) -> dict[str, Any]:
-    return {
-        t: (
-            server.query(f"CHECKSUM TABLE {t} EXTENDED")[0][1],
-            sorted(map(repr, server.query(f"SELECT * FROM {t}"))),
-        )
-        for t in tables
-    }
-
-
-def apply_script(server: Any, script: bytes) -> None:
-    done = subprocess.run(
-        [
-            "mariadb",
-            "--no-defaults",
-            "-h",
-            "127.0.0.1",
-            "-P",
-            str(server.port),
-            "-u",
-            server.user,
-            f"-p{server.password}",
-        ],
-        input=script,
-        capture_output=True,
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-
+from tests.support.jobs import (
+    UNSPLIT,
+    Output,
+    apply_script,
+    range_of,
+    run,
+    sakila,
+    same_without_plan,
+    snapshot,
+)
+from tests.support.workloads import SEED_STEPS
 
 # ---- one huge transaction ----------------------------------------------------------------------------
 
-HUGE_ROWS = 100_000
 
-
-@pytest.fixture(scope="module")
-def huge_delete(scratch_server):
-    """A table of 100k mixed-type rows, then `DELETE FROM` it in one transaction: (range, tables, before)."""
-    db = "huge"
-    scratch_server.run_sql(
-        [
-            f"DROP DATABASE IF EXISTS {db}",
-            f"CREATE DATABASE {db}",
-            f"""CREATE TABLE {db}.orders (id INT PRIMARY KEY, customer BIGINT UNSIGNED, amount DECIMAL(12,2),
-                note VARCHAR(60) CHARACTER SET utf8mb4, created DATETIME(6), state ENUM('new','paid','sent'),
-                doc TEXT, flags BLOB)""",
-            f"""INSERT INTO {db}.orders SELECT seq, seq * 7919, seq / 100, CONCAT('order ', seq, ' ü'),
-                TIMESTAMP'2024-01-01 00:00:00' + INTERVAL seq SECOND, 1 + seq % 3,
-                IF(seq % 5 = 0, NULL, REPEAT('x', seq % 40)), UNHEX(HEX(seq)) FROM seq_1_to_{HUGE_ROWS}""",
-        ],
-        database="mysql",
-    )
-    tables = [f"{db}.orders"]
-    before = snapshot(scratch_server, tables)
-    rng = scratch_server.run_sql([f"DELETE FROM {db}.orders"])
-    return rng, tables, before
-
-
-@pytest.mark.server
-def test_a_huge_transaction_cut_into_1mb_partitions_gives_the_unsplit_bytes(
-    scratch_server, huge_delete, tmp_path
-):
-    binlog_range, _tables, _before = huge_delete
-    rng = range_of(binlog_range)
-    assert binlog_range.stop_position - binlog_range.start_position > 5 << 20
-    schema = ServerSchema(scratch_server.connect)
-    unsplit = run(rng, tmp_path, "unsplit", schema=schema, partition_bytes=UNSPLIT)
-    split = run(rng, tmp_path, "split", schema=schema, partition_bytes=1 << 20)
-    assert unsplit.report.partitions == 1 and split.report.partitions >= 5
-    assert unsplit.report.statements == HUGE_ROWS == split.report.statements
-    assert unsplit.report.transactions == 1 == split.report.transactions
-    assert split.script == unsplit.script
-    assert split.plan == unsplit.plan
-    assert split.changes == unsplit.changes
-    text = split.script.decode()
-    assert text.count("BEGIN;") == 1 and text.count("COMMIT;") == 1
-    # Newest change first: the DELETE removed ids in order, so the rollback re-inserts the last id first.
-    first_insert = next(line for line in text.splitlines() if line.startswith("INSERT"))
-    assert f"VALUES ({HUGE_ROWS}, " in first_insert
-
-
-@pytest.mark.server
-@pytest.mark.spark
 def test_spark_splits_the_huge_transaction_and_its_script_restores_the_table(
     scratch_server, huge_delete, tmp_path, spark
 ):
@@ -170,33 +56,6 @@ def test_spark_splits_the_huge_transaction_and_its_script_restores_the_table(
 # ---- the end-to-end workload ------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def mixed(scratch_server):
-    """The flashback issue's mixed workload (every column type, explicit transactions, key changes,
-    tables without keys): (range, tables, snapshot before it)."""
-    db = "engines"
-    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}"])
-    scratch_server.run_sql([ddl.format(db=db) for ddl in TABLES.values()])
-    scratch_server.run_sql(workload(random.Random(11), db, 80, 10_000))
-    tables = [f"{db}.{t}" for t in TABLES]
-    before = snapshot(scratch_server, tables)
-    rng = scratch_server.run_sql(
-        [
-            "BEGIN",
-            *workload(random.Random(12), db, 150, 20_000),
-            "COMMIT",
-            *workload(random.Random(13), db, 150, 30_000),
-            "BEGIN",
-            f"UPDATE {db}.pk SET amount = amount * 2",
-            f"DELETE FROM {db}.nopk WHERE a < 3",
-            "COMMIT",
-        ]
-    )
-    return rng, tables, before
-
-
-@pytest.mark.server
-@pytest.mark.spark
 @pytest.mark.parametrize("mode", ["flashback", "forward"])
 def test_engines_agree_on_the_mixed_workload_whatever_the_cuts(scratch_server, mixed, tmp_path, spark, mode):
     binlog_range, _tables, _before = mixed
@@ -220,21 +79,6 @@ def test_engines_agree_on_the_mixed_workload_whatever_the_cuts(scratch_server, m
     )
 
 
-@pytest.mark.server
-def test_a_partition_spilling_its_statements_to_disk_writes_the_same_bytes(
-    scratch_server, mixed, tmp_path, monkeypatch
-):
-    binlog_range, _tables, _before = mixed
-    rng = range_of(binlog_range)
-    schema = ServerSchema(scratch_server.connect)
-    in_memory = run(rng, tmp_path, "memory", schema=schema, partition_bytes=UNSPLIT)
-    monkeypatch.setattr(partition, "SPOOL_MEMORY", 2000)
-    spilled = run(rng, tmp_path, "spilled", schema=schema, partition_bytes=UNSPLIT)
-    assert spilled.same(in_memory)
-
-
-@pytest.mark.server
-@pytest.mark.spark
 def test_the_spark_script_of_the_mixed_workload_restores_every_table(scratch_server, mixed, tmp_path, spark):
     binlog_range, tables, before = mixed
     schema = ServerSchema(scratch_server.connect)
@@ -262,7 +106,6 @@ WITH_ROWS = lanes_and(lambda lane: lane.with_rows())
 
 
 @pytest.mark.corpus
-@pytest.mark.spark
 @pytest.mark.parametrize(("lane", "rel"), WITH_ROWS, ids=lane_ids(WITH_ROWS))
 def test_engines_agree_on_every_corpus_file_with_row_events(lane, rel, corpus_file, tmp_path, spark):
     """Split into about six partitions, on Spark and locally: the unsplit local job's bytes. Files whose
@@ -296,15 +139,10 @@ def test_engines_agree_on_every_corpus_file_with_row_events(lane, rel, corpus_fi
 # ---- progress, cancellation, errors ------------------------------------------------------------------------
 
 
-def _sakila(corpus_file) -> Path:
-    return corpus_file("osheroff__mysql-binlog-connector-java/src/test/resources/mysql-bin.sakila.gz")
-
-
 @pytest.mark.corpus
-@pytest.mark.spark
 @pytest.mark.parametrize("engine", ["local", "spark"])
 def test_progress_reaches_the_totals_of_the_plan(engine, corpus_file, tmp_path, spark):
-    rng = RangeSpec([str(_sakila(corpus_file))])
+    rng = RangeSpec([str(sakila(corpus_file))])
     seen: list[Progress] = []
     options = Options(mode="changes", engine=engine, partition_bytes=128 << 10)
     report = generate(rng, Filters(), options, tmp_path / "s.sql", progress=seen.append)
@@ -319,12 +157,11 @@ class _Stop(Exception):
 
 
 @pytest.mark.corpus
-@pytest.mark.spark
 @pytest.mark.parametrize("engine", ["local", "spark"])
 def test_a_progress_callback_that_raises_cancels_the_job_and_leaves_no_file(
     engine, corpus_file, tmp_path, spark
 ):
-    rng = RangeSpec([str(_sakila(corpus_file))])
+    rng = RangeSpec([str(sakila(corpus_file))])
 
     def stop(progress: Progress) -> None:
         raise _Stop()
@@ -338,7 +175,6 @@ def test_a_progress_callback_that_raises_cancels_the_job_and_leaves_no_file(
 
 
 @pytest.mark.corpus
-@pytest.mark.spark
 def test_an_error_inside_a_spark_task_is_the_typed_error_of_the_local_engine(corpus_file, tmp_path, spark):
     source = corpus_file("rust-us__mysql-cdc-rs/tests/events/8.0/folder/binlog.000693")
     data = bytearray(source.read_bytes())
@@ -362,9 +198,8 @@ def test_an_error_inside_a_spark_task_is_the_typed_error_of_the_local_engine(cor
 
 
 @pytest.mark.corpus
-@pytest.mark.spark
 def test_the_change_log_as_parquet_holds_the_json_lines_changes(corpus_file, tmp_path, spark):
-    rng = RangeSpec([str(_sakila(corpus_file))])
+    rng = RangeSpec([str(sakila(corpus_file))])
     options = dict(mode="changes", engine="spark", partition_bytes=256 << 10)
     as_json = run(rng, tmp_path, "jsonl", **options)
     parquet = tmp_path / "changes.parquet"
@@ -386,8 +221,6 @@ def test_the_change_log_as_parquet_holds_the_json_lines_changes(corpus_file, tmp
     assert sum(c["count"] for c in counts) == len(lines)
 
 
-@pytest.mark.server
-@pytest.mark.spark
 def test_the_cli_runs_flashback_on_spark_with_partitions_and_parquet(
     scratch_server, mixed, tmp_path, spark, capsys
 ):
@@ -428,7 +261,6 @@ def test_the_cli_runs_flashback_on_spark_with_partitions_and_parquet(
 
 
 @pytest.mark.corpus
-@pytest.mark.spark
 def test_a_range_of_several_files_splits_and_merges_in_file_order(corpus_file, tmp_path, spark):
     """Two consecutive binlogs of one MySQL 8.0 server, from inside the first to inside the second."""
     first, second = (
@@ -447,38 +279,6 @@ def test_a_range_of_several_files_splits_and_merges_in_file_order(corpus_file, t
     assert files == sorted(files) and set(files) == {first.name, second.name}
 
 
-@pytest.mark.corpus
-def test_the_job_writes_to_open_text_streams_as_to_files(corpus_file, tmp_path):
-    import io
-
-    from rollback.flashback import Flashback
-
-    rng = RangeSpec([str(_sakila(corpus_file))])
-    files = run(rng, tmp_path, "files", mode="changes", partition_bytes=256 << 10)
-    script, plan, changes = io.StringIO(), io.StringIO(), io.StringIO()
-    options = Options(mode="changes", partition_bytes=256 << 10, work_dir=str(tmp_path))
-    report = Flashback(rng, Filters(), options).run(script, plan, changes)
-    assert script.getvalue().encode() == files.script and changes.getvalue().encode() == files.changes
-    assert report.to_dict() == files.report.to_dict()
-
-
-def test_the_cli_progress_bar_shows_bytes_events_and_ends_its_line():
-    import io
-
-    from rollback.cli import _ProgressBar
-
-    out = io.StringIO()
-    bar = _ProgressBar(out, width=10)
-    bar(Progress(5 << 20, 10 << 20, 50, 100, 4, "spark"))
-    bar(Progress(10 << 20, 10 << 20, 100, 100, 4, "spark"))
-    bar.close()
-    text = out.getvalue()
-    assert text.startswith("\r[#####.....]  50.0% 5.2/10.5 MB 50/100 events (spark, 4 partitions)")
-    assert "\r[##########] 100.0% 10.5/10.5 MB 100/100 events" in text and text.endswith("\n")
-
-
-@pytest.mark.server
-@pytest.mark.spark
 def test_engines_agree_on_the_seed_benchmark_steps(scratch_server, seed_db, tmp_path, spark):
     """The seed's steps (32,550-row UPDATEs and INSERT ... SELECT, the ALTERs): each step's range on
     Spark in 256 KB partitions gives the local unsplit job's bytes."""

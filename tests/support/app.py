@@ -1,4 +1,5 @@
-"""Fixtures of the service tests: settings in a temporary data dir, tokens of each role, a client."""
+"""Fixtures and helpers of the service tests: settings in a temporary data dir, tokens of each role,
+a client, the head revision of the migrations."""
 
 from __future__ import annotations
 
@@ -9,16 +10,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, inspect
 
+from app import db
 from app.core.config import Settings
 from app.main import create_app
+from app.models import Base
 
 VIEWER = "viewer-token-0123456789"
 OPERATOR = "operator-token-0123456789"
 ADMIN = "admin-token-0123456789abc"
 TOKENS = f"vera:viewer:{VIEWER},otto:operator:{OPERATOR},ada:admin:{ADMIN}"
 FINAL = ("succeeded", "failed", "cancelled")
+JOB_TABLES = {"jobs", "executions", "uploads", "api_tokens"}
+MIGRATIONS_HEAD = ScriptDirectory(str(db.migrations_dir())).get_current_head()
 
 
 def auth(token: str) -> dict[str, str]:
@@ -69,3 +78,24 @@ def wait_for_job(client: Any, job_id: str, timeout: float = 60.0, token: str = V
         if time.monotonic() > deadline:
             raise AssertionError(f"job {job_id} still {job['state']} after {timeout}s: {job}")
         time.sleep(0.1)
+
+
+def check_migrations_round_trip(url: str) -> None:
+    """Upgrade to head (the models match), down to base, up again: on any database URL."""
+    db.upgrade(url)
+    engine = create_engine(url)
+    try:
+        assert JOB_TABLES <= set(inspect(engine).get_table_names())
+        with engine.connect() as conn:
+            diff = compare_metadata(
+                MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
+            )
+        assert diff == []
+        assert db.current_revision(url) == MIGRATIONS_HEAD
+        db.downgrade(url, "base")
+        assert set(inspect(engine).get_table_names()) & JOB_TABLES == set()
+        assert db.current_revision(url) is None
+        db.upgrade(url)  # and up again from base
+        assert JOB_TABLES <= set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+
 CORPUS_ENV = "MYSQL_ROLLBACK_CORPUS"
 SEEDS_ENV = "MYSQL_ROLLBACK_SEEDS"
 MARIADB_OUT = "_mariadb-binlog-output"

@@ -1,4 +1,5 @@
-"""A `mysql-rollback serve` process for the tests that need the service as users run it."""
+"""A `mysql-rollback serve` process for the tests that need the service as users run it, and the
+`service` fixture: one such process per test module, serving the scratch MariaDB."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.app.conftest import FINAL, TOKENS, VIEWER, auth
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+from tests.support.app import FINAL, TOKENS, VIEWER, auth, servers_json
 
 
 def service_env(data_dir: Path, servers: str, **extra: str) -> dict[str, str]:
@@ -91,3 +93,18 @@ class Service:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def service(scratch_server, tmp_path_factory) -> Iterator[Service]:
+    """A started service whose servers are the scratch MariaDB (`scratch`, `scratch_live`); stopped after
+    the module, whatever happened. A module that needs tables first requests its own fixture before this."""
+    base = tmp_path_factory.mktemp("service")
+    svc = Service(
+        base / "data", service_env(base / "data", servers_json(scratch_server)), base / "service.log"
+    )
+    svc.start()
+    try:
+        yield svc
+    finally:
+        svc.stop()

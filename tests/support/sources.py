@@ -49,3 +49,14 @@ def event_positions(path: Path) -> list[tuple[int, int]]:
     """(position, type code) of every event of a binlog file, every CRC verified."""
     with BinlogFile(path) as binlog:
         return [(e.pos, e.type_code) for e in binlog.events(verify=True)]
+
+
+ENGINE = ("--engine", "local")  # a job that needs no Spark
+
+
+def run_cli_in_process(capsys, *argv: str) -> tuple[int, str, str]:
+    """`mysql-rollback ARGV` in-process: (exit code, stdout, stderr)."""
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err

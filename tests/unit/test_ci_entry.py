@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO
 
 
 def _run_test_command(*args: str) -> int:

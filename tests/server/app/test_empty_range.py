@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.conftest import OPERATOR, auth, servers_json, wait_for_job
-
-pytestmark = pytest.mark.server
+from tests.support.app import OPERATOR, auth, servers_json, wait_for_job
 
 DB = "rchk_api"
 

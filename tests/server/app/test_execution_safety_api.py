@@ -9,10 +9,8 @@ import re
 import pytest
 
 from app.core.security import csrf_token
-from tests.app.conftest import ADMIN, OPERATOR, VIEWER, auth, servers_json, wait_for_job
+from tests.support.app import ADMIN, OPERATOR, VIEWER, auth, servers_json, wait_for_job
 from tests.support.restore import snapshot
-
-pytestmark = pytest.mark.server
 
 DB = "apisafe"
 TABLES = [f"{DB}.acct", f"{DB}.audit", f"{DB}.parent", f"{DB}.child", f"{DB}.counter"]

@@ -11,17 +11,12 @@ from __future__ import annotations
 import random
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.app.conftest import ADMIN, FINAL, OPERATOR, servers_json
-from tests.app.serviceproc import Service, service_env
+from tests.support.app import ADMIN, FINAL, OPERATOR
 
-pytestmark = pytest.mark.server
-REPO = Path(__file__).resolve().parents[2]
 DB = "svc"
 TABLES = {
     "orders": "CREATE TABLE svc.orders (id INT PRIMARY KEY, customer VARCHAR(40), amount DECIMAL(10,2), "
@@ -31,10 +26,9 @@ TABLES = {
 }
 
 
-@pytest.fixture(scope="module")
-def service(scratch_server, tmp_path_factory) -> Iterator[Service]:
-    base = tmp_path_factory.mktemp("service")
-    env = service_env(base / "data", servers_json(scratch_server))
+@pytest.fixture(scope="module", autouse=True)
+def svc_tables(scratch_server) -> None:
+    """The tables of this module, filled before the module's service starts."""
     scratch_server.run_sql(
         [f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}", *TABLES.values()]
         + [
@@ -43,11 +37,6 @@ def service(scratch_server, tmp_path_factory) -> Iterator[Service]:
         ]
         + [f"INSERT INTO svc.stock VALUES ('s{i}', {i})" for i in range(20)]
     )
-    svc = Service(base / "data", env, base / "service.log").start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
 
 
 def checksums(server) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from rollback.binlog.gtid import MariaGtidPos
 from rollback.sources.ranges import BinlogPosition, position_range
 from rollback.sources.server import BinlogServer
 from rollback.sources.spool import MANIFEST_SUFFIX, spool_maria_gtid, spool_range
-from tests.sources.conftest import event_positions
+from tests.support.sources import event_positions
 
 
 def test_whole_closed_file_is_spooled_byte_identical(scratch_server, table, tmp_path: Path):

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.test_migrations import HEAD
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+from tests.support.app import MIGRATIONS_HEAD as HEAD
 
 
 def _copied_sources() -> list[str]:

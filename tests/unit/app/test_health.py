@@ -4,13 +4,11 @@ import json
 import platform
 import subprocess
 import sys
-from pathlib import Path
 
 import pyspark
 
 import rollback
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
 
 
 def test_health_reports_package_python_and_spark_versions_without_starting_spark():

@@ -6,56 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, inspect
-
-from app import db
-from app.models import Base
-
-HEAD = ScriptDirectory(str(db.migrations_dir())).get_current_head()
-
-REPO = Path(__file__).resolve().parents[2]
-TABLES = {"jobs", "executions", "uploads", "api_tokens"}
-
-
-def _check_round_trip(url: str) -> None:
-    db.upgrade(url)
-    engine = create_engine(url)
-    try:
-        assert TABLES <= set(inspect(engine).get_table_names())
-        with engine.connect() as conn:
-            diff = compare_metadata(
-                MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
-            )
-        assert diff == []
-        assert db.current_revision(url) == HEAD
-        db.downgrade(url, "base")
-        assert set(inspect(engine).get_table_names()) & TABLES == set()
-        assert db.current_revision(url) is None
-        db.upgrade(url)  # and up again from base
-        assert TABLES <= set(inspect(engine).get_table_names())
-    finally:
-        engine.dispose()
+from tests.support import REPO
+from tests.support.app import MIGRATIONS_HEAD as HEAD
+from tests.support.app import check_migrations_round_trip
 
 
 def test_sqlite_upgrade_head_downgrade_base_and_models_match(tmp_path):
-    _check_round_trip(f"sqlite:///{tmp_path / 'jobs.sqlite3'}")
-
-
-@pytest.mark.server
-def test_mariadb_upgrade_head_downgrade_base_and_models_match(scratch_server):
-    scratch_server.query("DROP DATABASE IF EXISTS jobstore")
-    scratch_server.query("CREATE DATABASE jobstore CHARACTER SET utf8mb4")
-    url = (
-        f"mysql+pymysql://{scratch_server.user}:{scratch_server.password}@{scratch_server.host}:"
-        f"{scratch_server.port}/jobstore?charset=utf8mb4"
-    )
-    _check_round_trip(url)
+    check_migrations_round_trip(f"sqlite:///{tmp_path / 'jobs.sqlite3'}")
 
 
 def test_db_upgrade_command_creates_the_job_database(tmp_path):

@@ -9,7 +9,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 
-from tests.app.conftest import ADMIN, auth
+from tests.support.app import ADMIN, auth
 
 
 def test_api_answers_every_generated_request_within_its_schema(make_client):

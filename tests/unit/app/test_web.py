@@ -6,7 +6,7 @@ import re
 
 from app.core.security import csrf_token
 from app.web.routes import job_request_from_form
-from tests.app.conftest import ADMIN, OPERATOR, VIEWER
+from tests.support.app import ADMIN, OPERATOR, VIEWER
 
 
 def _sign_in(client, token):

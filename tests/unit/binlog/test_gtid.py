@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -31,6 +29,14 @@ from rollback.binlog.gtid import (
 )
 from rollback.errors import BinlogFormatError, RangeError, RollbackError
 from tests.support.corpus import LANES, VENDORED, Corpus
+from tests.support.raw_events import (
+    MARIADB_GTID,
+    MARIADB_GTID_LIST,
+    PREVIOUS_GTIDS,
+    events,
+    first_body,
+    position_after,
+)
 
 U1 = "00000000-0000-0000-0000-000000000001"
 U2 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -499,32 +505,9 @@ def test_gtid_list_round_trips_in_written_order(gtids, flags):
 
 # --------------------------------------------------------------------------- real binlogs
 
-HEADER = struct.Struct("<IBIIIH")
-PREVIOUS_GTIDS, MARIADB_GTID, MARIADB_GTID_LIST = 35, 162, 163
-
-
-def events(path: Path) -> Iterator[tuple[int, int, int, bytes]]:
-    """(offset, type, server_id, body without checksum) of every whole event of a binlog file."""
-    data = path.read_bytes()
-    assert data[:4] == b"\xfebin", path
-    pos = 4
-    while pos + HEADER.size <= len(data):
-        _, type_code, server_id, length, _, _ = HEADER.unpack_from(data, pos)
-        if length < HEADER.size or pos + length > len(data):
-            break
-        event = data[pos : pos + length]
-        has_crc = len(event) >= 23 and zlib.crc32(event[:-4]) == int.from_bytes(event[-4:], "little")
-        yield pos, type_code, server_id, event[HEADER.size : -4 if has_crc else None]
-        pos += length
-
-
 LANE_IDS = [lane.lane for lane in LANES]
 # lane -> (PREVIOUS_GTIDS events re-encoded, GTID_LIST events compared with mariadb-binlog): at least
 MINIMUM = {"vendored": (40, 2), "extended": (50, 10)}
-
-
-def first_body(path: Path, type_code: int) -> bytes:
-    return next(body for _, t, _, body in events(path) if t == type_code)
 
 
 @pytest.mark.corpus
@@ -569,18 +552,6 @@ def test_gtid_lists_of_the_corpus_match_what_mariadb_binlog_printed(lane: Corpus
     assert compared >= MINIMUM[lane.lane][1]
 
 
-def position_after(path: Path) -> MariaGtidPos:
-    """The GTID_LIST a file starts with, advanced by every GTID event in it."""
-    pos = MariaGtidPos()
-    for _, type_code, server_id, body in events(path):
-        if type_code == MARIADB_GTID_LIST:
-            pos = pos | decode_mariadb_gtid_list(body).pos
-        elif type_code == MARIADB_GTID:
-            seq, domain = struct.unpack_from("<QI", body)
-            pos = pos | MariaGtidPos([(domain, server_id, seq)])
-    return pos
-
-
 @pytest.mark.corpus
 @pytest.mark.extended
 @pytest.mark.parametrize(("this", "following"), [(4, 5), (5, 6), (6, 7), (9, 10)])
@@ -591,34 +562,6 @@ def test_gtid_list_of_a_file_is_where_the_previous_file_ended(this, following, e
         first_body(folder / f"mariadb-repl-bin.{following:06d}", MARIADB_GTID_LIST)
     )
     assert starts.pos == ended and len(starts.gtids) == 1
-
-
-@pytest.mark.server
-def test_gtid_list_of_each_file_the_scratch_server_writes_is_where_the_previous_one_ended(scratch_server):
-    """The same fact on MariaDB files written here: files of one to four transactions, each followed by
-    an empty one (run_sql rotates the log before and after)."""
-    scratch_server.run_sql(
-        [
-            "CREATE DATABASE IF NOT EXISTS gtid_lists",
-            "CREATE OR REPLACE TABLE gtid_lists.t (id INT PRIMARY KEY)",
-        ]
-    )
-    written = [
-        scratch_server.run_sql(
-            [f"INSERT INTO gtid_lists.t VALUES ({10 * n + i})" for i in range(n + 1)], own_file=True
-        ).start_file
-        for n in range(4)
-    ]
-    first = written[0]
-    names = [path.name for path in scratch_server.binlog_files()]
-    files = [scratch_server.binlog_dir / name for name in names[names.index(first) :]]
-    assert len(files) >= 5
-    moved = 0
-    for this, following in zip(files, files[1:], strict=False):
-        starts = decode_mariadb_gtid_list(first_body(following, MARIADB_GTID_LIST))
-        assert starts.pos == position_after(this), (this.name, following.name)
-        moved += starts.pos != decode_mariadb_gtid_list(first_body(this, MARIADB_GTID_LIST)).pos
-    assert moved >= 4
 
 
 @pytest.mark.corpus

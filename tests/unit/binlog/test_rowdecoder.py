@@ -20,7 +20,7 @@ from rollback.binlog.columns import MISSING, ColumnSpec, parse_column_metadata
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.rowdecoder import RowDecoder, get_row_decoder
 from rollback.errors import BinlogFormatError
-from tests.binlog.test_columns import Kind, encode_datetime2, kinds, unhex
+from tests.support.columns import Kind, encode_datetime2, kinds, unhex
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
