@@ -9,7 +9,7 @@ from rollback.binlog.table_map import TableMap
 from rollback.errors import SchemaMismatch
 from rollback.schema import Column, SchemaResolver, StaticSchema, TableSchema, check_schema, parse_ddl
 
-# Printed by MariaDB 10.11 for the restore proof's table of every type (tests/e2e/test_flashback_workloads.py).
+# Printed by MariaDB 10.11 for the restore proof's table of every type (tests/server/test_flashback_workloads.py).
 MARIADB_TYPES = """CREATE TABLE `keyed` (
   `id` int(11) NOT NULL,
   `tiu` tinyint(3) unsigned DEFAULT NULL,

@@ -1,6 +1,6 @@
 """SQL literals and statements: identifiers, strings per charset, exact numbers, temporals, JSON, GEOMETRY,
 and the row identification of TableRenderer. What the server makes of them is proven end to end in
-tests/e2e/test_flashback_workloads.py; here each rule is pinned on its own."""
+tests/server/test_flashback_workloads.py; here each rule is pinned on its own."""
 
 from __future__ import annotations
 
