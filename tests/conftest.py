@@ -100,7 +100,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     for marker, count in config.stash.get(_LEFT_OUT, {}).items():
         what, _, variable = _OUTSIDE[marker]
         # count 0: none of the selected tests needed it (a subset was run); a count would read "the 0 tests"
-        which = f"the {count} tests that need it" if count else "the tests that need it"
+        which = {0: "the tests that need it", 1: "the 1 test that needs it"}.get(
+            count, f"the {count} tests that need it"
+        )
         terminalreporter.write_line(f"{what}: not given (set {variable}=DIR to run {which})")
 
 

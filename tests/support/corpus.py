@@ -4,7 +4,8 @@
 * The extended corpus, the folder MYSQL_ROLLBACK_CORPUS names (CI: ../shared/corpus): when given, the
   same conformance tests run over every file it lists too, as a second lane.
 * The seed documents, the folder MYSQL_ROLLBACK_SEEDS names (CI: ../shared/seeds): web pages with hex
-  dumps of single events, read only by the tests marked `seeds`.
+  dumps of single events. Their bytes are transcribed in tests/vectors; only the test marked `seeds`
+  reads the documents, to check the transcription.
 
 Both corpora lay files out the same way (`<owner>__<repo>/<path in that repository>`), so a test names
 a file once, whichever lane reads it.

@@ -1,20 +1,23 @@
 """Event-level hex dumps of the seed documents decode to the values they state.
 
-The seed documents are web pages (blog posts dissecting MySQL binlog events) kept outside the
-repository: these tests run when MYSQL_ROLLBACK_SEEDS names their folder (CI: ../shared/seeds), and
-are deselected otherwise (tests/conftest.py says so at the end of the run).
+The seed documents are web pages (blog posts dissecting MySQL binlog events), part of this project's
+specification, kept outside the repository. Their event bytes are transcribed into
+tests/vectors/seed_events.json (provenance: tests/vectors/README.md), so these tests run in every
+suite; only the check that the transcription matches the documents needs them (marker `seeds`,
+MYSQL_ROLLBACK_SEEDS, CI: ../shared/seeds).
 
 * 002: a PREVIOUS_GTIDS event of MySQL 5.7.19 (`hexdump -C`).
 * 003: the FORMAT_DESCRIPTION of MySQL 8.0.22 and a Table_map / Write_rows pair (`mysqlbinlog --hexdump`).
 * 004: a QUERY event with status variables, MySQL 5.7 (a numbered `hexdump` listing).
 
-The bytes are read from the documents themselves, so a test fails if a dump and its stated values
-part ways. Where a document and the MySQL source disagree, the source wins; the comments say where.
+The values asserted are the ones the documents state, so a test fails if the bytes and the stated
+values part ways. Where a document and the MySQL source disagree, the source wins; the comments say where.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 import struct
 import zlib
@@ -29,8 +32,7 @@ from rollback.binlog.reader import FormatFacts, iter_events, parse_format_descri
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError
-
-pytestmark = pytest.mark.seeds
+from tests.support import REPO
 
 PREVIOUS_GTIDS_DOC = "002_b888cd016e98d5e8.txt"
 ROWS_DOC = "003_cc9c0466395ca542.txt"
@@ -81,20 +83,40 @@ def _facts(server_version: str, checksum: ChecksumAlg) -> FormatFacts:
     return FormatFacts(4, server_version, 0, 19, b"", checksum)
 
 
-@pytest.fixture(scope="module")
-def seeds(seeds_dir) -> dict[str, str]:
+VECTORS = json.loads((REPO / "tests" / "vectors" / "seed_events.json").read_text(encoding="utf-8"))
+
+
+def _bytes(lines: list[str]) -> bytes:
+    return bytes.fromhex("".join(lines))
+
+
+SEED_002 = _bytes(VECTORS["002_previous_gtids"]["hex"])
+SEED_003 = VECTORS["003_rows"]
+SEED_004 = _bytes(VECTORS["004_query"]["hex"])
+
+
+@pytest.mark.seeds
+def test_the_vectors_are_the_bytes_the_seed_documents_show(seeds_dir):
     # the documents were copied from web pages: their dumps are spaced with U+00A0 as often as not
-    return {
+    docs = {
         name: (seeds_dir / name).read_text(encoding="utf-8").replace("\u00a0", " ")
         for name in (PREVIOUS_GTIDS_DOC, ROWS_DOC, QUERY_DOC)
     }
+    assert _hexdump_c(docs[PREVIOUS_GTIDS_DOC]) == SEED_002
+    blocks = _mysqlbinlog_hexdump_events(docs[ROWS_DOC])
+    names = ("fde_in_use", "table_map", "fde_closed", "write_rows")
+    assert blocks == [_bytes(SEED_003[name]) for name in names]
+    for prefix, key in (("hk6eXw8B", "fde_binlog_base64"), ("QKumXx4B", "write_rows_binlog_base64")):
+        blob = re.search(rf"BINLOG '\n({prefix}.*?)\n'", docs[ROWS_DOC], re.S)
+        assert blob is not None and blob[1].replace("\n", "") == SEED_003[key]
+    assert _numbered_hexdump(docs[QUERY_DOC]) == SEED_004
 
 
 # ----------------------------------------------------------------------------- 002: PREVIOUS_GTIDS
 
 
-def test_previous_gtids_event_of_seed_002(seeds):
-    data = _hexdump_c(seeds[PREVIOUS_GTIDS_DOC])
+def test_previous_gtids_event_of_seed_002():
+    data = SEED_002
     assert len(data) == 71  # hexdump -C -s 123 -n 71
     (raw,) = iter_events(memoryview(data), _facts("5.7.19-17-debug-log", ChecksumAlg.CRC32), 0, len(data))
     # header: "1~19字节是event header"; type 35, server_id 10, length 71, next position 194 (0xc2)
@@ -111,8 +133,8 @@ def test_previous_gtids_event_of_seed_002(seeds):
     assert struct.unpack_from("<qq", data, 19 + 8 + 16 + 8) == (1, 54)  # the bytes the document quotes
 
 
-def test_previous_gtids_of_seed_002_with_a_flipped_bit_fails_its_crc(seeds):
-    data = bytearray(_hexdump_c(seeds[PREVIOUS_GTIDS_DOC]))
+def test_previous_gtids_of_seed_002_with_a_flipped_bit_fails_its_crc():
+    data = bytearray(SEED_002)
     data[50] ^= 0x01
     with pytest.raises(BinlogFormatError, match="CRC32 mismatch in event type 35") as info:
         list(
@@ -126,15 +148,15 @@ def test_previous_gtids_of_seed_002_with_a_flipped_bit_fails_its_crc(seeds):
 # -------------------------------------------------------------- 003: FDE, Table_map and Write_rows
 
 
-def _seed_003_events(text: str) -> tuple[bytes, bytes, bytes, bytes]:
-    blocks = _mysqlbinlog_hexdump_events(text)
-    assert len(blocks) == 4  # FDE (flags 01 00), Table_map, FDE (flags 00 00), Write_rows
-    fde_in_use, table_map, fde_closed, write_rows = blocks
+def _seed_003_events() -> tuple[bytes, bytes, bytes, bytes]:
+    """The four dumps of 003: FDE (flags 01 00), Table_map, FDE (flags 00 00), Write_rows."""
+    names = ("fde_in_use", "table_map", "fde_closed", "write_rows")
+    fde_in_use, table_map, fde_closed, write_rows = (_bytes(SEED_003[name]) for name in names)
     return fde_in_use, table_map, fde_closed, write_rows
 
 
-def test_format_description_of_seed_003_with_and_without_the_in_use_flag(seeds):
-    fde_in_use, _, fde_closed, _ = _seed_003_events(seeds[ROWS_DOC])
+def test_format_description_of_seed_003_with_and_without_the_in_use_flag():
+    fde_in_use, _, fde_closed, _ = _seed_003_events()
     assert len(fde_in_use) == len(fde_closed) == 0x79
     # the two dumps differ only in the flags (01 00: LOG_EVENT_BINLOG_IN_USE_F) and share the CRC
     # 0x52873723: the server computes the FDE's checksum with the in-use flag cleared
@@ -150,8 +172,7 @@ def test_format_description_of_seed_003_with_and_without_the_in_use_flag(seeds):
         assert facts.post_header_len(EventType.QUERY, 0) == 13
         assert facts.created == 0x5F9E4E86
     # The BINLOG '...' block of the document holds the same event (base64 of the raw bytes)
-    blob = re.search(r"BINLOG '\n(hk6eXw8B.*?)\n'", seeds[ROWS_DOC], re.S)
-    assert blob is not None and base64.b64decode(blob[1].replace("\n", "")) in (fde_in_use, fde_closed)
+    assert base64.b64decode(SEED_003["fde_binlog_base64"]) in (fde_in_use, fde_closed)
     # flipping any other flag bit does break the CRC
     broken = bytearray(fde_closed)
     broken[17] = 0x02
@@ -159,11 +180,10 @@ def test_format_description_of_seed_003_with_and_without_the_in_use_flag(seeds):
         parse_format_description(bytes(broken), 4)
 
 
-def test_table_map_and_write_rows_of_seed_003(seeds):
-    fde, table_map, _, write_rows = _seed_003_events(seeds[ROWS_DOC])
+def test_table_map_and_write_rows_of_seed_003():
+    fde, table_map, _, write_rows = _seed_003_events()
     assert len(table_map) == 0x3B and len(write_rows) == 0x2E
-    blob = re.search(r"BINLOG '\n(QKumXx4B.*?)\n'", seeds[ROWS_DOC], re.S)
-    assert blob is not None and base64.b64decode(blob[1].replace("\n", "")) == write_rows
+    assert base64.b64decode(SEED_003["write_rows_binlog_base64"]) == write_rows
     # A file of these three events; the document's dumps start at 931646961 (mysqlbinlog printed the
     # FDE at "# at 156 / 0000009c", its --start-position display bug #101450; the FDE is at 4 and
     # ends at 125, as its end_log_pos says).
@@ -203,8 +223,8 @@ def test_table_map_and_write_rows_of_seed_003(seeds):
 # ----------------------------------------------------------------------------- 004: QUERY_EVENT
 
 
-def test_query_event_with_status_variables_of_seed_004(seeds):
-    data = _numbered_hexdump(seeds[QUERY_DOC])
+def test_query_event_with_status_variables_of_seed_004():
+    data = SEED_004
     assert len(data) == 0xBD  # event length bd 00 00 00
     facts = _facts("5.7.17-log", ChecksumAlg.CRC32)
     (raw,) = iter_events(memoryview(data), facts, 0, len(data), "seed-004")  # CRC 0xc984a666 verified
