@@ -31,8 +31,8 @@ from tests.support.jobs import (
     run,
     sakila,
     same_without_plan,
-    snapshot,
 )
+from tests.support.restore import snapshot
 from tests.support.workloads import SEED_STEPS
 
 # ---- one huge transaction ----------------------------------------------------------------------------

@@ -4,6 +4,9 @@ a client, the head revision of the migrations."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -99,3 +102,16 @@ def check_migrations_round_trip(url: str) -> None:
         assert JOB_TABLES <= set(inspect(engine).get_table_names())
     finally:
         engine.dispose()
+
+
+def run_db_command(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """`mysql-rollback db ARGS` in a fresh interpreter, with no MYSQL_ROLLBACK_* variable but `env`."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
+    environment.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "rollback.cli", "db", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )

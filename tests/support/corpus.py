@@ -148,3 +148,21 @@ def lanes_and(items_of) -> list[tuple[Corpus, str]]:
 
 def lane_ids(pairs: list[tuple[Corpus, str]]) -> list[str]:
     return [lane.id(item) for lane, item in pairs]
+
+
+# The after images of blackbeam__rust_mysql_common/test-data/binlogs/json-opaque.binlog (MySQL 9.0.1) as
+# MySQL prints them. ORACLES.md writes {"d":"123.456"} and {"e":"9.00"}, opaque DECIMALs in quotes, as
+# rust_mysql_common's serde value shows them. MySQL does not quote them: wrapper_to_string() in
+# sql-common/json_dom.cc prints J_DECIMAL (an opaque value of field type NEWDECIMAL) with decimal2string()
+# and no quotes, while J_DATE/J_TIME/J_DATETIME/J_TIMESTAMP are quoted and other opaque values become the
+# quoted "base64:typeNN:..." string; SELECT prints {"d": 123.456}. The source wins: numbers here.
+JSON_OPAQUE_AS_MYSQL_PRINTS = [
+    '{"a": "base64:type15:VQ=="}',
+    '{"b": "2012-03-18"}',
+    '{"c": "2012-03-18 11:30:45.000000"}',
+    '{"c": "87:31:46.654321"}',
+    '{"d": 123.456}',
+    '{"e": 9.00}',
+    '{"e": [0, 1, true, false]}',
+    '{"e": null}',
+]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from rollback.flashback import Filters, Options, RangeSpec, Report, generate
+from tests.support.restore import snapshot
 from tests.support.workloads import TABLES, workload
 
 UNSPLIT = 1 << 40  # a partition size no test range reaches: one partition
@@ -51,16 +52,6 @@ def range_of(binlog_range: Any) -> RangeSpec:
     return RangeSpec(
         [str(f) for f in binlog_range.files], binlog_range.start_position, binlog_range.stop_position
     )
-
-
-def snapshot(server: Any, tables: list[str]) -> dict[str, Any]:
-    return {
-        t: (
-            server.query(f"CHECKSUM TABLE {t} EXTENDED")[0][1],
-            sorted(map(repr, server.query(f"SELECT * FROM {t}"))),
-        )
-        for t in tables
-    }
 
 
 def apply_script(server: Any, script: bytes) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ import pytest
 
 from tests.support import REPO
 from tests.support.app import MIGRATIONS_HEAD as HEAD
+from tests.support.app import run_db_command
 
 
 def _copied_sources() -> list[str]:
@@ -35,18 +35,12 @@ def test_every_file_the_dockerfile_copies_exists_and_is_not_docker_ignored():
 
 
 def test_the_image_finds_its_migrations_through_the_environment(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
-    env.update(
+    run = run_db_command(
+        tmp_path,
+        "upgrade",
         MYSQL_ROLLBACK_DATA_DIR=str(tmp_path / "data"),
         MYSQL_ROLLBACK_MIGRATIONS=str(REPO / "migrations"),
         PYTHONPATH=str(REPO),
-    )
-    run = subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "db", "upgrade"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
     )
     assert run.returncode == 0 and f"revision {HEAD}" in run.stdout, run.stderr
 

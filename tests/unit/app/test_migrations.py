@@ -9,7 +9,7 @@ import sys
 
 from tests.support import REPO
 from tests.support.app import MIGRATIONS_HEAD as HEAD
-from tests.support.app import check_migrations_round_trip
+from tests.support.app import check_migrations_round_trip, run_db_command
 
 
 def test_sqlite_upgrade_head_downgrade_base_and_models_match(tmp_path):
@@ -17,33 +17,15 @@ def test_sqlite_upgrade_head_downgrade_base_and_models_match(tmp_path):
 
 
 def test_db_upgrade_command_creates_the_job_database(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
-    env["MYSQL_ROLLBACK_DATA_DIR"] = str(tmp_path / "data")
-    run = subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "db", "upgrade"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    data = str(tmp_path / "data")
+    run = run_db_command(REPO, "upgrade", MYSQL_ROLLBACK_DATA_DIR=data)
     assert run.returncode == 0, run.stderr
     assert f"revision {HEAD}" in run.stdout
     assert (tmp_path / "data" / "jobs.sqlite3").exists()
-    down = subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "db", "downgrade", "base"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    down = run_db_command(REPO, "downgrade", "base", MYSQL_ROLLBACK_DATA_DIR=data)
     assert down.returncode == 0 and "base (empty)" in down.stdout, down.stderr
-    bad = subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "db", "upgrade"],
-        cwd=REPO,
-        env={**env, "MYSQL_ROLLBACK_SERVERS": '{"p": "mysql://u:secret-pw@h:3306/", "bad": 3}'},
-        capture_output=True,
-        text=True,
-    )
+    servers = '{"p": "mysql://u:secret-pw@h:3306/", "bad": 3}'
+    bad = run_db_command(REPO, "upgrade", MYSQL_ROLLBACK_DATA_DIR=data, MYSQL_ROLLBACK_SERVERS=servers)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "secret-pw" not in bad.stderr
     assert "server bad" in bad.stderr
 

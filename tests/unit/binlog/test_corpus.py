@@ -43,7 +43,16 @@ from rollback.binlog.rows import JsonPartial, JsonText, RowsEvent, decode_partia
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError, UnsupportedEvent
 from rollback.records import batch_records
-from tests.support.corpus import LANES, MARIADB_OUT, VENDORED, Corpus, Entry, lane_ids, lanes_and
+from tests.support.corpus import (
+    JSON_OPAQUE_AS_MYSQL_PRINTS,
+    LANES,
+    MARIADB_OUT,
+    VENDORED,
+    Corpus,
+    Entry,
+    lane_ids,
+    lanes_and,
+)
 
 pytestmark = pytest.mark.corpus
 
@@ -245,20 +254,7 @@ def _after_images(result: Decoding) -> list[tuple]:
 def test_json_opaque_after_images_print_as_mysql_prints_them(corpus):
     result = corpus(f"{BB}/json-opaque.binlog")
     texts = [decode_json(bytes(row[0])) for row in _after_images(result)]
-    # ORACLES.md writes {"d":"123.456"} and {"e":"9.00"}: opaque DECIMALs quoted, as rust_mysql_common's
-    # serde value shows them. MySQL prints a DECIMAL inside JSON as a bare number (json_dom.cc,
-    # Json_wrapper::to_string, J_DECIMAL -> decimal2string without quotes; SELECT prints {"d": 123.456}),
-    # so the source wins: numbers here. The other values are MySQL's own text, ", " / ": " separated.
-    assert texts == [
-        '{"a": "base64:type15:VQ=="}',
-        '{"b": "2012-03-18"}',
-        '{"c": "2012-03-18 11:30:45.000000"}',
-        '{"c": "87:31:46.654321"}',
-        '{"d": 123.456}',
-        '{"e": 9.00}',
-        '{"e": [0, 1, true, false]}',
-        '{"e": null}',
-    ]
+    assert texts == JSON_OPAQUE_AS_MYSQL_PRINTS  # where ORACLES.md differs, the source wins (see there)
     records = [r for batch in result.batches for r in batch_records(batch)]
     assert [r["after"]["a"] for r in records] == [{"json": t} for t in texts]
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from rollback.binlog.json_binary import JsonDiff, apply_json_diffs, decode_json, decode_json_diff
 from rollback.errors import BinlogFormatError
-from tests.support.corpus import VENDORED
+from tests.support.corpus import JSON_OPAQUE_AS_MYSQL_PRINTS, VENDORED
 
 CORPUS = VENDORED.path("blackbeam__rust_mysql_common/test-data/binlogs")
 
@@ -242,23 +242,10 @@ def corpus_rows(name: str):
 
 @pytest.mark.corpus
 def test_json_opaque_binlog_values_print_as_mysql_prints_them():
-    # ORACLES.md lists these after-images as `{"d":"123.456"}` and `{"e":"9.00"}`, DECIMALs in
-    # quotes. MySQL does not quote them: wrapper_to_string() in sql-common/json_dom.cc prints
-    # J_DECIMAL (an opaque value of field type NEWDECIMAL) with decimal2string() and no quotes,
-    # while J_DATE/J_TIME/J_DATETIME/J_TIMESTAMP are quoted and other opaque values become the
-    # quoted "base64:typeNN:..." string. The quotes come from the library that stated the fact,
-    # whose JSON value type has no arbitrary-precision number. Here: MySQL's text, exactly.
+    # MySQL's text, exactly (why it differs from ORACLES.md: tests/support/corpus.py); then ORACLES.md's
+    # facts hold as JSON values, the DECIMALs as the exact numbers the quotes held.
     values = [after[0] for _, _, after in corpus_rows("json-opaque.binlog")]
-    assert [decode_json(value) for value in values] == [
-        '{"a": "base64:type15:VQ=="}',
-        '{"b": "2012-03-18"}',
-        '{"c": "2012-03-18 11:30:45.000000"}',
-        '{"c": "87:31:46.654321"}',
-        '{"d": 123.456}',
-        '{"e": 9.00}',
-        '{"e": [0, 1, true, false]}',
-        '{"e": null}',
-    ]
+    assert [decode_json(value) for value in values] == JSON_OPAQUE_AS_MYSQL_PRINTS
     facts = ['{"a":"base64:type15:VQ=="}', '{"b":"2012-03-18"}', '{"c":"2012-03-18 11:30:45.000000"}',
              '{"c":"87:31:46.654321"}', '{"e":[0,1,true,false]}', '{"e":null}']  # fmt: skip
     texts = [decode_json(value) for i, value in enumerate(values) if i not in (4, 5)]
