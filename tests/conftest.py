@@ -97,7 +97,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
-    for marker, count in config.stash.get(_LEFT_OUT, {}).items():
+    # Under pytest-xdist (--fast) the controller collects nothing: the line without a count.
+    not_given = {marker: 0 for marker, (_, given, _) in _OUTSIDE.items() if not given}
+    for marker, count in config.stash.get(_LEFT_OUT, not_given).items():
         what, _, variable = _OUTSIDE[marker]
         # count 0: none of the selected tests needed it (a subset was run); a count would read "the 0 tests"
         which = {0: "the tests that need it", 1: "the 1 test that needs it"}.get(

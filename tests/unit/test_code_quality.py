@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -36,4 +37,20 @@ def test_engine_never_imports_the_service():
             for line in path.read_text(encoding="utf-8").splitlines()
         )
     ]
+    assert offenders == []
+
+
+def test_test_modules_import_nothing_of_other_test_modules():
+    """Shared fixtures and helpers live in tests/conftest.py and tests/support/; a test module that
+    imported another would run that module's fixtures and tests a second time under another name."""
+    offenders = []
+    for path in (REPO / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if (name == "tests" or name.startswith("tests.")) and not (
+                    name == "tests.support" or name.startswith("tests.support.")
+                ):
+                    offenders.append(f"{path.relative_to(REPO)}: {name}")
     assert offenders == []
