@@ -97,7 +97,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
-    # Under pytest-xdist (--fast) the controller collects nothing: the line without a count.
+    # Without the stash (a run that collected nothing of its own, e.g. a pytest-xdist controller): no count.
     not_given = {marker: 0 for marker, (_, given, _) in _OUTSIDE.items() if not given}
     for marker, count in config.stash.get(_LEFT_OUT, not_given).items():
         what, _, variable = _OUTSIDE[marker]

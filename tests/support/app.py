@@ -1,5 +1,6 @@
 """Fixtures and helpers of the service tests: settings in a temporary data dir, tokens of each role,
-a client, the head revision of the migrations."""
+a client. The service is imported when a test asks for it, not when pytest starts: this module is a
+plugin of every run."""
 
 from __future__ import annotations
 
@@ -10,27 +11,20 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, inspect
 
-from app import db
-from app.core.config import Settings
-from app.main import create_app
-from app.models import Base
+if TYPE_CHECKING:
+    from fastapi.testclient import TestClient
+
+    from app.core.config import Settings
 
 VIEWER = "viewer-token-0123456789"
 OPERATOR = "operator-token-0123456789"
 ADMIN = "admin-token-0123456789abc"
 TOKENS = f"vera:viewer:{VIEWER},otto:operator:{OPERATOR},ada:admin:{ADMIN}"
 FINAL = ("succeeded", "failed", "cancelled")
-JOB_TABLES = {"jobs", "executions", "uploads", "api_tokens"}
-MIGRATIONS_HEAD = ScriptDirectory(str(db.migrations_dir())).get_current_head()
 
 
 def auth(token: str) -> dict[str, str]:
@@ -48,6 +42,8 @@ def servers_json(scratch_server: Any, **extra: Any) -> str:
 
 
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
+    from app.core.config import Settings
+
     values: dict[str, Any] = {"data_dir": data_dir, "api_tokens": TOKENS, "workers": 2, "servers": "{}"}
     values.update(overrides)
     return Settings(**values)
@@ -56,6 +52,10 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
 @pytest.fixture
 def make_client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
     """make_client(**settings) -> a TestClient whose app has started (migrations, workers)."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
     clients: list[TestClient] = []
 
     def make(**overrides: Any) -> TestClient:
@@ -81,27 +81,6 @@ def wait_for_job(client: Any, job_id: str, timeout: float = 60.0, token: str = V
         if time.monotonic() > deadline:
             raise AssertionError(f"job {job_id} still {job['state']} after {timeout}s: {job}")
         time.sleep(0.1)
-
-
-def check_migrations_round_trip(url: str) -> None:
-    """Upgrade to head (the models match), down to base, up again: on any database URL."""
-    db.upgrade(url)
-    engine = create_engine(url)
-    try:
-        assert JOB_TABLES <= set(inspect(engine).get_table_names())
-        with engine.connect() as conn:
-            diff = compare_metadata(
-                MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
-            )
-        assert diff == []
-        assert db.current_revision(url) == MIGRATIONS_HEAD
-        db.downgrade(url, "base")
-        assert set(inspect(engine).get_table_names()) & JOB_TABLES == set()
-        assert db.current_revision(url) is None
-        db.upgrade(url)  # and up again from base
-        assert JOB_TABLES <= set(inspect(engine).get_table_names())
-    finally:
-        engine.dispose()
 
 
 def run_db_command(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:

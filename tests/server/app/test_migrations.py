@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.app import check_migrations_round_trip
+from tests.support.migrations import check_migrations_round_trip
 
 
 def test_mariadb_upgrade_head_downgrade_base_and_models_match(scratch_server):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import REPO
-from tests.support.app import MIGRATIONS_HEAD as HEAD
 from tests.support.app import run_db_command
+from tests.support.migrations import MIGRATIONS_HEAD as HEAD
 
 
 def _copied_sources() -> list[str]:

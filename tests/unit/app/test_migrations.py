@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 from tests.support import REPO
-from tests.support.app import MIGRATIONS_HEAD as HEAD
-from tests.support.app import check_migrations_round_trip, run_db_command
+from tests.support.app import run_db_command
+from tests.support.migrations import MIGRATIONS_HEAD as HEAD
+from tests.support.migrations import check_migrations_round_trip
 
 
 def test_sqlite_upgrade_head_downgrade_base_and_models_match(tmp_path):
