@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.support import REPO
 
@@ -54,3 +55,21 @@ def test_test_modules_import_nothing_of_other_test_modules():
                 ):
                     offenders.append(f"{path.relative_to(REPO)}: {name}")
     assert offenders == []
+
+
+def test_servers_jvms_and_browsers_start_only_in_the_fixtures_the_markers_come_from():
+    """tests/conftest.py derives the server, spark and browser markers from scratch_server_factory,
+    spark and browser: a test that started one another way would slip into the fast lane."""
+    owners = {
+        "ScratchServer(": "tests/conftest.py",
+        "get_spark(": "tests/support/spark.py",
+        "chromium.launch(": "tests/support/browser.py",
+    }
+    found = [
+        f"{path.relative_to(REPO)}: {call}"
+        for path in (REPO / "tests").rglob("*.py")
+        if path != Path(__file__).resolve()  # names them above
+        for call, owner in owners.items()
+        if call in path.read_text(encoding="utf-8") and str(path.relative_to(REPO)) != owner
+    ]
+    assert found == []
