@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx  # noqa: E402
 
-from tests.app.conftest import OPERATOR, VIEWER, auth  # noqa: E402
-from tests.app.serviceproc import Service, service_env  # noqa: E402
+from tests.support.app import OPERATOR, VIEWER, auth  # noqa: E402
 from tests.support.mariadb import ScratchServer  # noqa: E402
+from tests.support.service import Service, service_env  # noqa: E402
 
 STATEMENTS = 5000  # per execution plan
 ROWS = 100_000  # per large job

@@ -1,4 +1,9 @@
-"""Shared fixtures: one scratch MariaDB per option set, and the binlog corpora.
+"""Shared fixtures: one scratch MariaDB per option set, and the binlog corpora; the lanes of the suite.
+
+The tree has one folder per lane: tests/unit (no server, no JVM, no browser: `./scripts/test --fast`),
+tests/server (the scratch MariaDB), tests/spark (a Spark session), tests/browser (Chromium). A test's
+markers come from the fixtures it uses, directly or through other fixtures (_MARK_BY_FIXTURE), never
+from memory; collection fails when a test sits in a lane folder its fixtures contradict.
 
 The vendored corpus (tests/corpus) is always there. The extended corpus (MYSQL_ROLLBACK_CORPUS) and the
 seed documents (MYSQL_ROLLBACK_SEEDS) live outside the repository: without them the tests that need
@@ -7,13 +12,28 @@ them are deselected, never skipped, and the run ends with one line saying which 
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.corpus import CORPUS_ENV, EXTENDED, SEEDS, SEEDS_ENV, VENDORED, Corpus
-from tests.support.mariadb import ScratchServer, ServerOptions
+pytest.register_assert_rewrite("tests.support")
+
+from tests.support import REPO  # noqa: E402 (after the rewrite hook, so support asserts explain themselves)
+from tests.support.corpus import CORPUS_ENV, EXTENDED, SEEDS, SEEDS_ENV, VENDORED, Corpus, locate  # noqa: E402
+from tests.support.mariadb import ScratchServer, ServerOptions  # noqa: E402
+
+# Fixture modules: every fixture lives here or in one of these, so any test may use it by name.
+pytest_plugins = [
+    "tests.support.app",
+    "tests.support.browser",
+    "tests.support.jobs",
+    "tests.support.service",
+    "tests.support.sources",
+    "tests.support.spark",
+    "tests.support.workloads",
+]
 
 # marker -> (what it needs, whether it was given, the variable that gives it)
 _OUTSIDE = {
@@ -23,18 +43,52 @@ _OUTSIDE = {
 _LEFT_OUT = pytest.StashKey[dict[str, int]]()
 
 
-# fixture -> the marker every test using it carries, so that `-m "not server and not spark"` is the fast lane
-_MARK_BY_FIXTURE = {"scratch_server_factory": "server", "spark": "spark"}
+# fixture -> the marker of every test that uses it, directly or through another fixture (pytest's closure
+# of a test's fixtures covers both): `-m "not server and not spark and not browser"` is the fast lane.
+# `scratch_server_factory` starts every scratch MariaDB (`scratch_server`, `table`, `service`, ... use it);
+# `service_process` is asked for by tests that start their own `mysql-rollback serve` (a server too);
+# `spark` starts the JVM; `browser` starts Chromium.
+_MARK_BY_FIXTURE = {
+    "scratch_server_factory": "server",
+    "service_process": "server",
+    "spark": "spark",
+    "browser": "browser",
+}
+LANE_MARKERS = ("server", "spark", "browser")
+# lane folder -> the marker its tests must carry (None: tests/unit, which must carry none of them)
+_LANE_OF_FOLDER = {"unit": None, "server": "server", "spark": "spark", "browser": "browser"}
+
+
+def _lane_error(item: pytest.Item) -> str | None:
+    """Why the test sits in the wrong lane folder, or None."""
+    try:
+        parts = Path(str(item.path)).resolve().relative_to(REPO / "tests").parts
+    except ValueError:
+        return None  # a test outside the tree (e.g. a temporary file given on the command line)
+    if len(parts) < 2 or parts[0] not in _LANE_OF_FOLDER:
+        return f"{item.nodeid}: a test module belongs in one of tests/{{{','.join(_LANE_OF_FOLDER)}}}/"
+    needed = parts[0]
+    marks = {m for m in LANE_MARKERS if item.get_closest_marker(m) is not None}
+    if _LANE_OF_FOLDER[needed] is None and marks:
+        return (
+            f"{item.nodeid}: in tests/unit but uses {', '.join(sorted(marks))} fixtures; move it to that lane"
+        )
+    if _LANE_OF_FOLDER[needed] is not None and _LANE_OF_FOLDER[needed] not in marks:
+        return f"{item.nodeid}: in tests/{needed} but uses no {_LANE_OF_FOLDER[needed]} fixture"
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests that start a server or Spark; deselect (not skip) the tests whose outside material
-    was not given, and count them for the summary."""
+    """Mark the tests that start a server, Spark or a browser; refuse a test in the wrong lane folder;
+    deselect (not skip) the tests whose outside material was not given, and count them for the summary."""
     for item in items:
         for fixture, marker in _MARK_BY_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
+    misplaced = [error for error in map(_lane_error, items) if error]
+    if misplaced:
+        raise pytest.UsageError("tests in the wrong lane folder:\n  " + "\n  ".join(misplaced))
     left_out = {marker: 0 for marker, (_, given, _) in _OUTSIDE.items() if not given}
     kept, dropped = [], []
     for item in items:
@@ -49,11 +103,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
-    for marker, count in config.stash.get(_LEFT_OUT, {}).items():
+    # Without the stash (a run that collected nothing of its own, e.g. a pytest-xdist controller): no count.
+    not_given = {marker: 0 for marker, (_, given, _) in _OUTSIDE.items() if not given}
+    for marker, count in config.stash.get(_LEFT_OUT, not_given).items():
         what, _, variable = _OUTSIDE[marker]
-        terminalreporter.write_line(
-            f"{what}: not given (set {variable}=DIR to run the {count} tests that need it)"
+        # count 0: none of the selected tests needed it (a subset was run); a count would read "the 0 tests"
+        which = {0: "the tests that need it", 1: "the 1 test that needs it"}.get(
+            count, f"the {count} tests that need it"
         )
+        terminalreporter.write_line(f"{what}: not given (set {variable}=DIR to run {which})")
 
 
 @pytest.fixture(scope="session")
@@ -104,3 +162,22 @@ def seeds_dir() -> Path:
     if SEEDS is None:
         pytest.fail(f"{SEEDS_ENV} is not set: mark the test `seeds`")
     return SEEDS
+
+
+@pytest.fixture(scope="session")
+def corpus_file(tmp_path_factory):
+    """(rel path, lane = the vendored copy, else the extended one) -> a local binlog file, gunzipped when
+    the corpus keeps it compressed."""
+    unzipped = tmp_path_factory.mktemp("corpus-gunzipped")
+
+    def get(rel: str, lane: Corpus | None = None) -> Path:
+        path = lane.path(rel) if lane else locate(rel)
+        if path.suffix == ".gz":
+            target = unzipped / (lane.lane if lane else "any") / path.name[: -len(".gz")]
+            target.parent.mkdir(exist_ok=True)
+            if not target.exists():
+                target.write_bytes(gzip.decompress(path.read_bytes()))
+            return target
+        return path
+
+    return get

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.serviceproc import Service, service_env
+from tests.support.service import Service, service_env
 
 
 @pytest.fixture(scope="module")

@@ -13,27 +13,10 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
+from tests.support import REPO
+from tests.support.app import ADMIN
 
-from tests.app.conftest import ADMIN, servers_json
-from tests.app.serviceproc import Service, service_env
-
-pytestmark = pytest.mark.server
-REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-
-
-@pytest.fixture(scope="module")
-def service(scratch_server, tmp_path_factory):
-    base = tmp_path_factory.mktemp("web")
-    svc = Service(
-        base / "data", service_env(base / "data", servers_json(scratch_server)), base / "service.log"
-    )
-    svc.start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
 
 
 def _checksum(server):
@@ -221,7 +204,7 @@ def test_the_job_page_follows_an_execution_live(browser, service, scratch_server
     the API), then its result, without the user reloading."""
     from playwright.sync_api import expect
 
-    from tests.app.conftest import OPERATOR
+    from tests.support.app import OPERATOR
 
     scratch_server.run_sql(
         [

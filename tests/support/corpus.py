@@ -4,7 +4,8 @@
 * The extended corpus, the folder MYSQL_ROLLBACK_CORPUS names (CI: ../shared/corpus): when given, the
   same conformance tests run over every file it lists too, as a second lane.
 * The seed documents, the folder MYSQL_ROLLBACK_SEEDS names (CI: ../shared/seeds): web pages with hex
-  dumps of single events, read only by the tests marked `seeds`.
+  dumps of single events. Their bytes are transcribed in tests/vectors; only the test marked `seeds`
+  reads the documents, to check the transcription.
 
 Both corpora lay files out the same way (`<owner>__<repo>/<path in that repository>`), so a test names
 a file once, whichever lane reads it.
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+
 CORPUS_ENV = "MYSQL_ROLLBACK_CORPUS"
 SEEDS_ENV = "MYSQL_ROLLBACK_SEEDS"
 MARIADB_OUT = "_mariadb-binlog-output"
@@ -146,3 +148,21 @@ def lanes_and(items_of) -> list[tuple[Corpus, str]]:
 
 def lane_ids(pairs: list[tuple[Corpus, str]]) -> list[str]:
     return [lane.id(item) for lane, item in pairs]
+
+
+# The after images of blackbeam__rust_mysql_common/test-data/binlogs/json-opaque.binlog (MySQL 9.0.1) as
+# MySQL prints them. ORACLES.md writes {"d":"123.456"} and {"e":"9.00"}, opaque DECIMALs in quotes, as
+# rust_mysql_common's serde value shows them. MySQL does not quote them: wrapper_to_string() in
+# sql-common/json_dom.cc prints J_DECIMAL (an opaque value of field type NEWDECIMAL) with decimal2string()
+# and no quotes, while J_DATE/J_TIME/J_DATETIME/J_TIMESTAMP are quoted and other opaque values become the
+# quoted "base64:typeNN:..." string; SELECT prints {"d": 123.456}. The source wins: numbers here.
+JSON_OPAQUE_AS_MYSQL_PRINTS = [
+    '{"a": "base64:type15:VQ=="}',
+    '{"b": "2012-03-18"}',
+    '{"c": "2012-03-18 11:30:45.000000"}',
+    '{"c": "87:31:46.654321"}',
+    '{"d": 123.456}',
+    '{"e": 9.00}',
+    '{"e": [0, 1, true, false]}',
+    '{"e": null}',
+]

@@ -10,9 +10,8 @@ from typing import Any
 
 from rollback.flashback import Filters, Options, RangeSpec, Report, generate
 from rollback.schema import SchemaSource, ServerSchema
+from tests.support import REPO
 from tests.support.mariadb import BinlogRange, ScratchServer
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def range_spec(rng: BinlogRange, **extra: Any) -> RangeSpec:

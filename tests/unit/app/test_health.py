@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+
+import pyspark
+
+import rollback
+from tests.support import REPO
+
+
+def test_health_reports_package_python_and_spark_versions_without_starting_spark():
+    # A fresh interpreter: earlier tests in this process may have started the process's Spark session.
+    probe = (
+        "import json; from fastapi.testclient import TestClient; from app.main import create_app; "
+        "from rollback.pipeline import session; "
+        "r = TestClient(create_app()).get('/health'); "
+        "print(json.dumps({'status': r.status_code, 'body': r.json(), 'started': session._session is not None}))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["status"] == 200
+    body = result["body"]
+    assert body["version"] == rollback.__version__
+    assert body["python"] == platform.python_version()
+    assert body["spark"]["version"] == pyspark.__version__
+    assert "lazily" in body["spark"]["session"]
+    assert result["started"] is False
