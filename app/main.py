@@ -7,7 +7,6 @@ exists, mark jobs a previous process left running as failed, start the worker po
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,7 +26,6 @@ from app.core.security import TokenStore
 from app.metrics import Metrics
 from app.services.jobs import JobRunner, Scrubber
 from app.web import routes as web
-from rollback.errors import RollbackError
 
 log = logging.getLogger("mysql_rollback")
 STATIC = Path(__file__).resolve().parent / "static"
@@ -59,7 +57,6 @@ def start_services(
         runner.start()
     else:
         runner.recover()
-    os.environ.setdefault("MYSQL_ROLLBACK_SPARK_MASTER", settings.spark_master)
     return Services(settings, servers, database, store, runner, metrics_, scrub)
 
 
@@ -97,8 +94,8 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
     app.include_router(web.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    @app.exception_handler(RollbackError)
-    async def _rollback_error(request: Request, exc: RollbackError) -> JSONResponse:
+    @app.exception_handler(rollback.RollbackError)
+    async def _rollback_error(request: Request, exc: rollback.RollbackError) -> JSONResponse:
         services = getattr(request.app.state, "services", None)
         message = services.scrub(exc.one_line()) if services else exc.one_line()
         return JSONResponse({"detail": message}, status_code=400)

@@ -13,10 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.config import ServerConfig
-from rollback.errors import RollbackError
-from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT
-from rollback.flashback import GtidFilter, parse_datetime
-from rollback.render_text import check_plain
+from rollback import DEFAULT_LOCK_WAIT_TIMEOUT, GtidFilter, RollbackError, check_plain, parse_datetime
 
 FILE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$"
 IDENT = r"^[^\s`.][^`.]{0,63}$"

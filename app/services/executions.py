@@ -18,12 +18,14 @@ from app.db import Database
 from app.metrics import Metrics
 from app.models import Execution, Job, utcnow
 from app.services.jobs import Scrubber
-from rollback.errors import EXIT_INTERNAL, ConflictError, RollbackError
-from rollback.execute import (
+from rollback import (
     DEFAULT_LOCK_WAIT_TIMEOUT,
+    EXIT_INTERNAL,
+    ConflictError,
     ExecutionConflict,
     ExecutionFailed,
     ExecutionRefused,
+    RollbackError,
     execute_plan,
 )
 

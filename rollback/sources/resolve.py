@@ -30,9 +30,9 @@ from typing import Any
 
 import pymysql
 
-from rollback.binlog.gtid import GtidSet, MariaGtidPos, MariaGtidRange
+from rollback.binlog.gtid import MariaGtidPos, MariaGtidRange
 from rollback.errors import RangeError, SourceError
-from rollback.flashback import GtidFilter, RangeSpec, parse_datetime
+from rollback.request import GtidFilter, RangeSpec, check_server_range, parse_datetime
 from rollback.schema import SchemaSource, ServerSchema
 from rollback.sources.ranges import (
     LogIndex,
@@ -110,7 +110,7 @@ def gtid_range(server: LogIndex, text: str) -> ServerRange:
     (per domain, from before the lowest GTID asked to the highest)."""
     flt = GtidFilter(text)
     if flt.mysql is not None:
-        return mysql_gtid_range(server, GtidSet.parse(text))
+        return mysql_gtid_range(server, flt.mysql)
     lows: dict[int, tuple[int, int]] = {}
     highs: dict[int, tuple[int, int]] = {}
     for domain, server_id, first, last in flt.maria:
@@ -121,28 +121,6 @@ def gtid_range(server: LogIndex, text: str) -> ServerRange:
     start = MariaGtidPos((d, s, q) for d, (s, q) in lows.items() if q > 0)
     stop = MariaGtidPos((d, s, q) for d, (s, q) in highs.items())
     return maria_gtid_range(server, MariaGtidRange(start, stop))
-
-
-def check_range(
-    start_file: str | None,
-    start_position: int | None,
-    stop_file: str | None,
-    stop_position: int | None,
-    gtid: str | None,
-    timed: bool,
-) -> None:
-    """A server range is one of: a start file (+ positions, stop file), GTIDs, a time window."""
-    if start_file is None and (start_position is not None or stop_file or stop_position is not None):
-        raise RangeError("a position or a stop file on a server needs the start file it refers to")
-    kinds = [
-        kind for kind, given in (("start file", start_file), ("GTIDs", gtid), ("time window", timed)) if given
-    ]
-    if not kinds:
-        raise RangeError("a server range needs a start file (with positions), GTIDs, or a time window")
-    if len(kinds) > 1:
-        raise RangeError(
-            f"a server range is given by a start file, by GTIDs, or by a time window, not by {' and '.join(kinds)}"
-        )
 
 
 def resolve_server_range(
@@ -168,7 +146,7 @@ def resolve_server_range(
     of spooled copies. Raises RangeError / SourceError, with one line each.
     """
     start_file, stop_file, gtid = start_file or None, stop_file or None, gtid or None
-    check_range(
+    check_server_range(
         start_file, start_position, stop_file, stop_position, gtid, bool(start_datetime or stop_datetime)
     )
     with BinlogServer(dsn, server_id=server_id) as server:

@@ -34,7 +34,7 @@ import pytest
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ChecksumAlg, ColumnType, EventType
-from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, decode_stream, iter_row_batches
+from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, decode_stream
 from rollback.binlog.gtid import GtidSet
 from rollback.binlog.json_binary import JsonDiff, decode_json
 from rollback.binlog.reader import FormatFacts, read_file_facts
@@ -44,6 +44,7 @@ from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError, UnsupportedEvent
 from rollback.records import batch_records
 from tests.support.corpus import LANES, MARIADB_OUT, VENDORED, Corpus, Entry, lane_ids, lanes_and
+from tests.support.decoding import iter_row_batches
 
 pytestmark = pytest.mark.corpus
 

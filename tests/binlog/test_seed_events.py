@@ -23,12 +23,13 @@ import pytest
 
 from rollback.binlog import events as ev
 from rollback.binlog.constants import BINLOG_MAGIC, ChecksumAlg, ColumnType, EventType
-from rollback.binlog.decode import StreamState, iter_row_batches
+from rollback.binlog.decode import StreamState
 from rollback.binlog.gtid import GtidSet
 from rollback.binlog.reader import FormatFacts, iter_events, parse_format_description, read_file_facts
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError
+from tests.support.decoding import iter_row_batches
 
 pytestmark = pytest.mark.seeds
 

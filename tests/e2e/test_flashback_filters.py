@@ -14,9 +14,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from rollback import cli
+from rollback import Filters, Options, RangeSpec, cli, generate
 from rollback.errors import EmptyRange
-from rollback.flashback import Filters, Options, RangeSpec, generate
 from tests.support.mariadb import BinlogRange
 from tests.support.restore import apply_with_client, range_args
 
@@ -221,11 +220,16 @@ def _thread_changes(rng: RangeSpec, thread: int, tmp_path, empty: bool = False) 
     changes = tmp_path / "changes.jsonl"
     if empty:  # selecting nothing is an error unless allowed
         with pytest.raises(EmptyRange, match=f"filters: thread {thread}; the files hold [0-9]+ rows event"):
-            generate(rng, Filters(thread_id=thread), Options(mode="changes"), tmp_path / "script.sql")
+            generate(
+                rng,
+                Filters(thread_id=thread),
+                Options(mode="changes", engine="local"),
+                tmp_path / "script.sql",
+            )
     report = generate(
         rng,
         Filters(thread_id=thread),
-        Options(mode="changes", allow_empty=empty),
+        Options(mode="changes", engine="local", allow_empty=empty),
         tmp_path / "script.sql",
         changes_path=changes,
     )

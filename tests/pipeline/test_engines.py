@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
+from rollback import Filters, Options, Progress, RangeSpec, Report, generate
 from rollback.binlog.constants import EventType
 from rollback.binlog.reader import BinlogFile
 from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
-from rollback.flashback import Filters, Options, Progress, RangeSpec, Report, generate
-from rollback.pipeline import partition
+from rollback.pipeline import spill
 from rollback.schema import ServerSchema
 from tests.e2e import test_flashback_workloads as seed_workload
 from tests.e2e.test_flashback_restore import TABLES, workload
@@ -51,7 +51,9 @@ def run(rng: RangeSpec, out_dir: Path, name: str, plan: bool = True, **options: 
     out = out_dir / name
     out.mkdir()
     plan_path = out / "p.jsonl" if plan else None
-    report = generate(rng, Filters(), Options(**options), out / "r.sql", plan_path, out / "c.jsonl")
+    report = generate(
+        rng, Filters(), Options(**{"engine": "local", **options}), out / "r.sql", plan_path, out / "c.jsonl"
+    )
     return Output(
         (out / "r.sql").read_bytes(),
         (out / "p.jsonl").read_bytes() if plan else b"",
@@ -228,7 +230,7 @@ def test_a_partition_spilling_its_statements_to_disk_writes_the_same_bytes(
     rng = range_of(binlog_range)
     schema = ServerSchema(scratch_server.connect)
     in_memory = run(rng, tmp_path, "memory", schema=schema, partition_bytes=UNSPLIT)
-    monkeypatch.setattr(partition, "SPOOL_MEMORY", 2000)
+    monkeypatch.setattr(spill, "SPILL_MEMORY", 2000)
     spilled = run(rng, tmp_path, "spilled", schema=schema, partition_bytes=UNSPLIT)
     assert spilled.same(in_memory)
 
@@ -451,13 +453,13 @@ def test_a_range_of_several_files_splits_and_merges_in_file_order(corpus_file, t
 def test_the_job_writes_to_open_text_streams_as_to_files(corpus_file, tmp_path):
     import io
 
-    from rollback.flashback import Flashback
+    from rollback import Job
 
     rng = RangeSpec([str(_sakila(corpus_file))])
     files = run(rng, tmp_path, "files", mode="changes", partition_bytes=256 << 10)
     script, plan, changes = io.StringIO(), io.StringIO(), io.StringIO()
-    options = Options(mode="changes", partition_bytes=256 << 10, work_dir=str(tmp_path))
-    report = Flashback(rng, Filters(), options).run(script, plan, changes)
+    options = Options(mode="changes", engine="local", partition_bytes=256 << 10, work_dir=str(tmp_path))
+    report = Job(rng, Filters(), options).run(script, plan, changes)
     assert script.getvalue().encode() == files.script and changes.getvalue().encode() == files.changes
     assert report.to_dict() == files.report.to_dict()
 
