@@ -32,7 +32,7 @@ from rollback.pipeline.engines import engine_for
 from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.partition import JobSpec
 from rollback.pipeline.parts import Summary, decode_error, part_path
-from rollback.pipeline.plan import TARGET_BYTES, Partition, Plan, SchemaKey, plan_range
+from rollback.pipeline.plan import TARGET_BYTES, Partition, PartitionPlan, SchemaKey, plan_range
 from rollback.report import IRREVERSIBLE_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
@@ -57,7 +57,7 @@ class Job:
         self._resolved: dict[SchemaKey, TableSchema | str | None] = {}
 
     # -- planning
-    def plan(self) -> Plan:
+    def partition_plan(self) -> PartitionPlan:
         return plan_range(self.rng, self._partition_bytes())
 
     def _partition_bytes(self) -> int:
@@ -74,7 +74,7 @@ class Job:
         slots = 2 * (os.cpu_count() or 1)
         return max(MIN_SPARK_PARTITION, min(TARGET_BYTES, -(-total // slots)))
 
-    def _schemas(self, plan: Plan) -> dict[SchemaKey, TableSchema | str | None]:
+    def _schemas(self, plan: PartitionPlan) -> dict[SchemaKey, TableSchema | str | None]:
         """Every selected table's schema, resolved once here (workers never talk to a server)."""
         resolver = SchemaResolver(self.options.schema)
         schemas: dict[SchemaKey, TableSchema | str | None] = {}
@@ -150,7 +150,7 @@ class Job:
     def _run(
         self, out_dir: str, changes: bool, plan_lines: bool, progress: ProgressCallback | None
     ) -> list[Summary]:
-        plan = self.plan()
+        plan = self.partition_plan()
         report = self.report
         report.bytes_total = plan.bytes_total
         report.events_total = plan.events_total
@@ -170,7 +170,7 @@ class Job:
             until=self.rng.until,
             schemas=self._schemas(plan),
             changes=changes,
-            plan=plan_lines,
+            plan_lines=plan_lines,
             hold=self.options.allow_partial and self.options.mode == "flashback",
         )
         # A range that fits in one partition runs in-process: nothing to distribute.
@@ -209,7 +209,7 @@ class Job:
         self.report.side_effects = found.to_dict()
         self.report.warnings.extend(found.warnings())
 
-    def _collect(self, out_dir: str, plan: Plan, summaries: list[Summary]) -> None:
+    def _collect(self, out_dir: str, plan: PartitionPlan, summaries: list[Summary]) -> None:
         """The report from the summaries; raises the error the job stops with, if any."""
         report = self.report
         changed: dict[str, tuple[int, int]] = {}  # table -> (partition, position) of its first change
@@ -278,7 +278,7 @@ class Job:
             )
         self.report.warnings.append(f"the range selected no row change: {'; '.join(said[1:])}")
 
-    def _check_schema_source(self, plan: Plan, changed: set[str]) -> None:
+    def _check_schema_source(self, plan: PartitionPlan, changed: set[str]) -> None:
         """Say where the changed tables' columns came from and how that was checked; SchemaUnproven
         when a source matched by position may not describe a table as the binlog wrote it."""
         by_name: set[str] = set()
@@ -304,7 +304,7 @@ class Job:
         report.schema_source = "; ".join(sources) or (source.description if source else "binlog metadata")
         report.schema_check = "; ".join(checks) or "nothing to check (no row changes)"
 
-    def _prove(self, plan: Plan, tables: set[str], source: SchemaSource) -> str:
+    def _prove(self, plan: PartitionPlan, tables: set[str], source: SchemaSource) -> str:
         """Look for DDL on `tables` after the range up to the present (rollback.schema_proof)."""
         last = plan.partitions[-1]
         scan: Scan | None = None
@@ -372,7 +372,7 @@ class Job:
 def _hold_back(
     out_dir: str,
     spec: JobSpec,
-    plan: Plan,
+    plan: PartitionPlan,
     summaries: list[Summary],
     execute: RunPartitions,
 ) -> list[Summary]:

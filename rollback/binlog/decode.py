@@ -273,7 +273,7 @@ def _table_specs(tmap: TableMap, unsigned: tuple[bool, ...] | None) -> tuple[Col
     return specs
 
 
-def decode_rows(
+def rows_batch(
     decoded: DecodedEvent,
     event: RowsEvent,
     state: StreamState,

@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING
-from rollback.binlog.decode import RowsBatch, TxContext, decode_rows, decode_stream
+from rollback.binlog.decode import RowsBatch, TxContext, decode_stream, rows_batch
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.ddl import ddl_targets
@@ -81,7 +81,7 @@ class JobSpec:
     # table), or the message of the SchemaMismatch its schema raised. Resolved once, in the driver.
     schemas: dict[SchemaKey, TableSchema | str | None] = field(default_factory=dict)
     changes: bool = False  # write the change log
-    plan: bool = True  # write the execution plan (and render the checks it runs)
+    plan_lines: bool = True  # write the execution plan (and render the checks it runs)
     # --allow-partial: hold back the newer changes of rows whose older change is irreversible
     # (holdback.py), knowing what the partitions before found (`taints`).
     hold: bool = False
@@ -277,7 +277,7 @@ class _Run:
                     continue  # undone by a ROLLBACK TO SAVEPOINT: it never persisted
                 tmap = state.table_maps.get(event.table_id)
                 if tmap is None:
-                    decode_rows(decoded, event, state)  # raises the precise error
+                    rows_batch(decoded, event, state)  # raises the precise error
                     continue
                 current.events += 1
                 self.contents[(tmap.qualified_name, event.kind)] += 1
@@ -288,7 +288,7 @@ class _Run:
                 if changes_only:
                     schema = self.job.schemas.get(schema_key(tmap))
                     known = schema if isinstance(schema, TableSchema) else None
-                    batch = decode_rows(
+                    batch = rows_batch(
                         decoded, event, state, _fixed_unsigned(known.unsigned if known else None)
                     )
                     self._log(current, batch, known.names if known else None)
@@ -297,7 +297,7 @@ class _Run:
                 if renderer is None:
                     continue
                 unsigned = renderer.schema.unsigned if renderer.schema else None
-                batch = decode_rows(decoded, event, state, _fixed_unsigned(unsigned))
+                batch = rows_batch(decoded, event, state, _fixed_unsigned(unsigned))
                 full = (1 << event.column_count) - 1
                 complete = event.present == full == event.present_after and not event.partial
                 self._take(current, batch, renderer, complete, decoded.raw.pos)
@@ -372,7 +372,7 @@ class _Run:
         kind = batch.kind
         script: list[str] = []
         plan: list[str] = []
-        with_plan = self.job.plan
+        with_plan = self.job.plan_lines
         full = renderer.full_images() if complete and not with_plan and self.hold is None else None
         if full is not None:
             # Every column in both images: nothing is irreversible, the statements need no checks.

@@ -1,4 +1,4 @@
-"""Plan a job: a range of binlog files -> ordered partitions that each decode on their own.
+"""PartitionPlan a job: a range of binlog files -> ordered partitions that each decode on their own.
 
 A partition is a byte range (file, start, end) cut at an event boundary once it holds about the
 target size. It may start anywhere, even inside a transaction of millions of rows after one
@@ -187,7 +187,7 @@ def _decode_map(pos: int, data: bytes, facts: FormatFacts, path: str) -> TableMa
 
 
 @dataclass
-class Plan:
+class PartitionPlan:
     partitions: list[Partition]
     bytes_total: int = 0
     events_total: int = 0
@@ -219,7 +219,9 @@ class _FilePlanner:
     `end_transaction`, and the text of a ROWS_QUERY / ANNOTATE_ROWS is decoded only if a cut needs it.
     """
 
-    def __init__(self, plan: Plan, binlog: BinlogFile, path: str, file_index: int, target: int, ordinal: int):
+    def __init__(
+        self, plan: PartitionPlan, binlog: BinlogFile, path: str, file_index: int, target: int, ordinal: int
+    ):
         self.plan = plan
         self.binlog = binlog
         self.path = path
@@ -462,7 +464,7 @@ def _look_ahead(planner: _FilePlanner, binlog: BinlogFile, path: str, stop: int)
         whole.close()
 
 
-def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> Plan:
+def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> PartitionPlan:
     """Resolve the files and positions of a range into ordered partitions of about `target_bytes`."""
     if not rng.files:
         raise RangeError("no binlog files in the range")
@@ -472,7 +474,7 @@ def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> Plan:
             raise RangeError(
                 f"{where}: {what} position {given} is before the first event (events start at 4)"
             )
-    plan = Plan([])
+    plan = PartitionPlan([])
     ordinal = 0
     last = len(rng.files) - 1
     trails: list[FileTrail] = []

@@ -11,8 +11,8 @@ from rollback.binlog.decode import (
     SpecsFor,
     StreamState,
     UnsignedFor,
-    decode_rows,
     decode_stream,
+    rows_batch,
 )
 from rollback.binlog.rows import RowsEvent
 
@@ -32,4 +32,4 @@ def iter_row_batches(
         if not isinstance(event, RowsEvent):
             yield decoded, None
             continue
-        yield decoded, decode_rows(decoded, event, state, unsigned_for, specs_for)
+        yield decoded, rows_batch(decoded, event, state, unsigned_for, specs_for)
