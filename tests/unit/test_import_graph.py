@@ -197,3 +197,12 @@ def test_the_door_lists_every_name_it_exports_and_nothing_more():
     ]
     assert sorted(listed) == sorted(set(listed)), "a name is listed twice in __all__"
     assert set(listed) == imported, set(listed) ^ imported
+
+
+def test_docs_list_every_name_of_the_door_and_every_layer():
+    import rollback
+
+    text = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    missing = [name for name in rollback.__all__ if f"`{name}`" not in text]
+    assert not missing, f"docs/ARCHITECTURE.md does not name {missing}"
+    assert all(f"| {label} |" in text for label, _prefixes in LAYERS[:-2])
