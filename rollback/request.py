@@ -165,9 +165,16 @@ class RangeSpec:
             parts.append(f"time [{self.start_datetime or '-'}, {self.stop_datetime or '-'})")
         return "; ".join(parts)
 
-    @cached_property
+    # The parsed `gtid`, made once (by the property below, or given by whoever parsed it already).
+    parsed_gtid: GtidFilter | None = field(default=None, repr=False, compare=False)
+
+    @property
     def gtid_filter(self) -> GtidFilter | None:
-        return GtidFilter(self.gtid) if self.gtid else None
+        if not self.gtid:
+            return None
+        if self.parsed_gtid is None or self.parsed_gtid.text != self.gtid:
+            self.parsed_gtid = GtidFilter(self.gtid)
+        return self.parsed_gtid
 
     @cached_property
     def since(self) -> float | None:

@@ -105,10 +105,9 @@ def datetime_epoch(text: str, query: Query, where: str) -> float:
     return float(epoch)
 
 
-def gtid_range(server: LogIndex, text: str) -> ServerRange:
+def gtid_range(server: LogIndex, flt: GtidFilter) -> ServerRange:
     """The files holding the GTIDs of a --gtid text: a MySQL GTID set, or MariaDB GTIDs/ranges
     (per domain, from before the lowest GTID asked to the highest)."""
-    flt = GtidFilter(text)
     if flt.mysql is not None:
         return mysql_gtid_range(server, flt.mysql)
     lows: dict[int, tuple[int, int]] = {}
@@ -153,6 +152,7 @@ def resolve_server_range(
         address = server.address
         where = f"server {name}" if name else f"server {server.address}"
         start_dt = stop_dt = None
+        parsed: GtidFilter | None = None
         if start_datetime:
             start_dt = utc_text(datetime_epoch(start_datetime, server.query, where))
         if stop_datetime:
@@ -160,7 +160,8 @@ def resolve_server_range(
         if start_file is not None:
             srange = position_range(server, start_file, start_position, stop_file, stop_position)
         elif gtid:
-            srange = gtid_range(server, gtid)
+            parsed = GtidFilter(gtid)
+            srange = gtid_range(server, parsed)
         else:
             start_ts = int(parse_datetime(start_dt)) if start_dt else None
             stop_ts = int(parse_datetime(stop_dt)) + 1 if stop_dt else None
@@ -179,6 +180,7 @@ def resolve_server_range(
         gtid,
         start_dt,
         stop_dt,
+        parsed_gtid=parsed,
     )
     schema = ServerSchema(lambda: _schema_connection(address), name or str(address))
     return ServerSource(rng, schema, via, warnings)
