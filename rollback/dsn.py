@@ -9,9 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
 from rollback.errors import SourceError
 
 SCHEMES = ("mysql", "mariadb")
@@ -35,6 +32,9 @@ class Dsn:
 
 def parse_dsn(text: str) -> Dsn:
     """The parts of a mysql:// or mariadb:// URL; DsnError for anything else."""
+    from sqlalchemy.engine import make_url  # here: importing the engine does not load SQLAlchemy
+    from sqlalchemy.exc import ArgumentError
+
     try:
         url = make_url(text)
         port = url.port
