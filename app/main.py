@@ -7,24 +7,33 @@ exists, mark jobs a previous process left running as failed, start the worker po
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp
 
 import rollback
 from app import db as dbmod
+from app.api import allow, openapi
 from app.api.deps import Services
-from app.api.routes import executions, health, jobs, metrics, servers, uploads
+from app.api.routes import docs, executions, health, jobs, metrics, servers, uploads
 from app.core.config import Settings, get_settings
+from app.core.headers import SecurityHeaders
 from app.core.security import TokenStore
+from app.core.sessions import SessionStore, load_or_create_secret
+from app.core.throttle import AuthThrottle
 from app.metrics import Metrics
-from app.services.jobs import JobRunner, Scrubber
+from app.services.jobs import JobRunner
+from app.services.redact import Redactor
 from app.web import routes as web
 
 log = logging.getLogger("mysql_rollback")
@@ -51,13 +60,30 @@ def start_services(
     store = TokenStore(tokens, database)
     store.ensure_default_admin(token_out)
     metrics_ = Metrics(database)
-    scrub = Scrubber(servers)
+    scrub = Redactor(servers, settings)
     runner = JobRunner(database, settings, servers, metrics_, scrub)
     if start_workers:
         runner.start()
     else:
         runner.recover()
-    return Services(settings, servers, database, store, runner, metrics_, scrub)
+    if settings.spark_secret is not None:
+        os.environ.setdefault("MYSQL_ROLLBACK_SPARK_SECRET", settings.spark_secret.get_secret_value())
+    secret = (
+        settings.session_secret.get_secret_value()
+        if settings.session_secret
+        else load_or_create_secret(settings.data_dir)
+    )
+    sessions = SessionStore(database, store, secret, timedelta(hours=settings.session_hours))
+    sessions.revoke_unknown_tokens()
+    throttle = AuthThrottle(settings.auth_failures_per_minute)
+    return Services(settings, servers, database, store, runner, metrics_, scrub, sessions, throttle)
+
+
+class _App(FastAPI):
+    """FastAPI with the security headers outermost: on the 500 answers of unhandled errors too."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack())
 
 
 def create_app(settings: Settings | None = None, token_out: TextIO | None = None) -> FastAPI:
@@ -79,12 +105,17 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
             services.runner.stop()
             services.db.dispose()
 
-    app = FastAPI(
+    app = _App(
         title="mysql-rollback",
         version=rollback.__version__,
         description="Flashback for MySQL and MariaDB: reverse SQL from a binlog range, verified execution.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
     )
+    openapi.install(app)
+    app.add_exception_handler(StarletteHTTPException, allow.http_error_handler)
     app.include_router(health.router)
     app.include_router(jobs.router)
     app.include_router(executions.router)
@@ -92,7 +123,9 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
     app.include_router(servers.router)
     app.include_router(metrics.router)
     app.include_router(web.router)
+    app.include_router(docs.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount(docs.ASSETS_URL, docs.assets(), name="docs-assets")
 
     @app.exception_handler(rollback.RollbackError)
     async def _rollback_error(request: Request, exc: rollback.RollbackError) -> JSONResponse:

@@ -149,3 +149,19 @@ class ApiTokenRecord(Base):
     role: Mapped[str] = mapped_column(String(16))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class WebSession(Base):
+    """A signed-in browser: the cookie carries a signed random id, this row says whose and until when.
+
+    `id` is the SHA-256 of that random id, so the table alone opens no session; the token is named
+    by its hash, so a session ends when its token is removed from the configuration.
+    """
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

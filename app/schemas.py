@@ -28,10 +28,56 @@ TABLE = r"^[^\s`.][^`.]{0,63}\.[^`.]{1,64}$"
 MAX_POS = 2**63 - 1
 
 
+_NULL = {"type": "null"}
+_POSITION_FIELDS = ("start_file", "start_position", "stop_file", "stop_position")
+_TIME_FIELDS = ("start_datetime", "stop_datetime")
+
+
+def _none_of(*names: str) -> dict[str, Any]:
+    return {name: _NULL for name in names}
+
+
+# The kinds of range as JSON Schema states them (check_job_request enforces the same rules).
+RANGE_KINDS: dict[str, Any] = {
+    "oneOf": [
+        {
+            "title": "by position",
+            "required": ["start_file", "start_position"],
+            "properties": {
+                "start_file": {"type": "string"},
+                "start_position": {"type": "integer"},
+                **_none_of("gtid_set", *_TIME_FIELDS),
+            },
+        },
+        {
+            "title": "by GTID",
+            "required": ["gtid_set"],
+            "properties": {"gtid_set": {"type": "string"}, **_none_of(*_POSITION_FIELDS, *_TIME_FIELDS)},
+        },
+        {
+            "title": "by time",
+            "anyOf": [
+                {"required": ["start_datetime"], "properties": {"start_datetime": {"type": "string"}}},
+                {"required": ["stop_datetime"], "properties": {"stop_datetime": {"type": "string"}}},
+            ],
+            "properties": _none_of(*_POSITION_FIELDS, "gtid_set"),
+        },
+    ]
+}
+
+# A job reads a configured server or an upload, exactly one of them.
+JOB_SOURCES: dict[str, Any] = {
+    "oneOf": [
+        {"required": ["server"], "properties": {"server": {"type": "string"}, "upload": _NULL}},
+        {"required": ["upload"], "properties": {"upload": {"type": "string"}, "server": _NULL}},
+    ]
+}
+
+
 class RangeIn(BaseModel):
     """One of: start_file + start_position [+ stop_file + stop_position], gtid_set, or a time window."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=RANGE_KINDS)
 
     start_file: str | None = Field(None, pattern=FILE_NAME, examples=["mysql-bin.000042"])
     start_position: int | None = Field(None, ge=4, le=MAX_POS, examples=[4])
@@ -79,12 +125,14 @@ class OptionsIn(BaseModel):
 
 
 class JobCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=JOB_SOURCES)
 
     server: str | None = Field(
         None, max_length=64, description="a configured server name", examples=["prod1"]
     )
-    upload: str | None = Field(None, max_length=32, description="an upload id (POST /api/uploads)")
+    upload: str | None = Field(
+        None, pattern=r"^[0-9a-f]{32}$", description="an upload id (POST /api/uploads)"
+    )
     range: RangeIn
     filters: FiltersIn = Field(default_factory=lambda: FiltersIn.model_validate({}))
     mode: Literal["flashback", "forward"] = "flashback"

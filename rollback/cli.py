@@ -34,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 EXIT_CODES = (
     "exit codes: 0 done; 1 internal error; 2 bad input or refusal; 3 irreversible changes left out "
-    "(--allow-partial), conflicts or a failed execution; 4 the range selected no row change (--allow-empty)"
+    "(--allow-partial), conflicts or a failed execution; 4 the range selected no row change (--allow-empty); 5 verify: a table differs from its expected state"
 )
 
 
@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.set_defaults(func=_flashback, mode="flashback" if name == "flashback" else "forward")
 
     add_fetch_command(sub)
+    from rollback.cli_verify import add_verify_commands
+
+    add_verify_commands(sub)
     _add_plugin_commands(sub)
     return parser
 

@@ -9,6 +9,7 @@ EXIT_INTERNAL = 1  # a bug: one line, never a traceback
 EXIT_REFUSED = 2  # bad input, or a refusal that names its overriding flag
 EXIT_INCOMPLETE = 3  # irreversible changes left out (--allow-partial), conflicts, a failed execution
 EXIT_EMPTY = 4  # the range selected no row change (unless --allow-empty)
+EXIT_DIFFERS = 5  # verify: after the rollback, a table differs from its expected state
 EXIT_INTERRUPTED = 130  # interrupted, or cancelled
 
 

@@ -284,13 +284,18 @@ def _close_quietly(conn: Any) -> None:
         pass
 
 
-def _attempt(factory: Callable[[], Any], one: _Pass, commit: bool) -> None:
-    """One pass over the plan on a fresh connection; commit at the end or roll everything back."""
+def _attempt(
+    factory: Callable[[], Any], one: _Pass, commit: bool, inspect: Callable[[Any], None] | None = None
+) -> None:
+    """One pass over the plan on a fresh connection; commit at the end or roll everything back.
+    inspect, if given, reads the connection after the last statement, inside the transaction."""
     conn = factory()
     result = one.result
     try:
         conn.begin()
         one.run(conn)
+        if inspect is not None:
+            inspect(conn)
         if commit:
             conn.commit()
             result.committed = True
@@ -408,6 +413,7 @@ def execute_plan(
     accept_cascades: bool = False,
     accept_non_transactional: Iterable[str] = (),
     lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT,
+    inspect: Callable[[Any], None] | None = None,
 ) -> ExecutionResult:
     """Run the plan on the target (a DSN or a connection factory). Dry run unless commit=True.
 
@@ -418,6 +424,7 @@ def execute_plan(
     on non-transactional tables are not run, only their checks): a conflict or a refused statement
     stops the job there, before anything is applied. Commit mode then runs it for real, in one
     transaction unless single_transaction=False (a commit per original transaction).
+    inspect (dry run only) reads the target after the last statement, before the rollback.
     """
     if lock_wait_timeout < 1:
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
@@ -435,6 +442,7 @@ def execute_plan(
         factory,
         _Pass(plan, on_conflict, dry, False, lock_wait_timeout, non_transactional, non_transactional),
         commit=False,
+        inspect=None if commit else inspect,
     )
     if not commit:
         return dry

@@ -10,11 +10,13 @@ from fastapi import Depends, HTTPException, Request
 
 from app.core.config import ServerConfig, Settings
 from app.core.security import Principal, TokenStore
+from app.core.sessions import SessionStore
+from app.core.throttle import AuthThrottle
 from app.db import Database
 from app.metrics import Metrics
 from app.services.jobs import JobRunner, Scrubber
 
-SESSION_COOKIE = "mysql_rollback_token"
+SESSION_COOKIE = "mysql_rollback_session"
 
 
 @dataclass
@@ -26,6 +28,8 @@ class Services:
     runner: JobRunner
     metrics: Metrics
     scrub: Scrubber
+    sessions: SessionStore
+    throttle: AuthThrottle
 
 
 def get_services(request: Request) -> Services:
@@ -35,13 +39,47 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def token_of(request: Request, allow_cookie: bool) -> str | None:
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def bearer_token(request: Request) -> str | None:
+    """The Authorization header's bearer token; "" for a header that is not a bearer token."""
     header = request.headers.get("authorization")
-    if header:
-        scheme, _, value = header.partition(" ")
-        return value.strip() if scheme.lower() == "bearer" and value.strip() else None
-    if allow_cookie:
-        return request.cookies.get(SESSION_COOKIE)
+    if header is None:
+        return None
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else ""
+
+
+def check_throttle(request: Request) -> None:
+    services: Services = request.app.state.services
+    wait = services.throttle.retry_after(client_address(request))
+    if wait is not None:
+        raise HTTPException(
+            429,
+            f"too many failed authentications from this address; try again in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
+
+
+def authenticate(request: Request, allow_session: bool) -> tuple[Principal, str | None] | None:
+    """Who sends the request: by its bearer token, else (when allowed) by its browser session.
+
+    Returns the principal and the session id (None for a token); a wrong token counts as a failure
+    for the throttle of the client's address, and a throttled address gets 429 before anything.
+    """
+    services: Services = request.app.state.services
+    check_throttle(request)
+    token = bearer_token(request)
+    if token is not None:
+        principal = services.tokens.lookup(token)
+        if principal is None:
+            services.throttle.failed(client_address(request))
+            return None
+        return principal, None
+    if allow_session:
+        return services.sessions.resolve(request.cookies.get(SESSION_COOKIE))
     return None
 
 
@@ -53,15 +91,14 @@ def require(role: str) -> Callable[[Request], Principal]:
     """
 
     def dependency(request: Request) -> Principal:
-        services: Services = request.app.state.services
-        token = token_of(request, allow_cookie=request.method in ("GET", "HEAD"))
-        principal = services.tokens.lookup(token)
-        if principal is None:
+        found = authenticate(request, allow_session=request.method in ("GET", "HEAD"))
+        if found is None:
             raise HTTPException(
                 401,
                 "missing or invalid API token: send Authorization: Bearer <token>",
                 headers={"WWW-Authenticate": "Bearer"},
             )
+        principal = found[0]
         if not principal.has(role):
             raise HTTPException(
                 403, f"this needs the {role} role; the token {principal.name!r} has {principal.role}"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import field_validator
+from pydantic import SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -132,6 +132,32 @@ class Settings(BaseSettings):
     engine: str = DEFAULT_ENGINE.value  # spark | local (a range that fits in one partition runs in-process)
     workers: int = 2  # jobs running at once
     max_upload_bytes: int = 1 << 30
+    auth_failures_per_minute: int = 20  # per client address; 0 turns throttling off
+    session_hours: float = 12.0  # a web sign-in lasts this long
+    session_secret: SecretStr | None = None  # signs the session cookie; generated into the data dir if unset
+    https: bool = False  # served over https (directly or behind a proxy): cookies get Secure
+    spark_secret: SecretStr | None = None  # spark.authenticate.secret with a cluster master
+
+    @field_validator("auth_failures_per_minute")
+    @classmethod
+    def _auth_failures(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("MYSQL_ROLLBACK_AUTH_FAILURES_PER_MINUTE must be 0 (off) or more")
+        return value
+
+    @field_validator("session_hours")
+    @classmethod
+    def _session_hours(cls, value: float) -> float:
+        if not 0 < value <= 24 * 30:
+            raise ValueError("MYSQL_ROLLBACK_SESSION_HOURS must be more than 0 and at most 720")
+        return value
+
+    @field_validator("session_secret")
+    @classmethod
+    def _session_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 32:
+            raise ValueError("MYSQL_ROLLBACK_SESSION_SECRET must have at least 32 characters")
+        return value
 
     @field_validator("workers")
     @classmethod

@@ -36,9 +36,9 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def csrf_token(token: str) -> str:
-    """The web form's per-session anti-forgery value, derived from the session's API token."""
-    return hmac.new(token.encode("utf-8"), b"mysql-rollback web form", hashlib.sha256).hexdigest()[:32]
+def csrf_token(session_id: str) -> str:
+    """The web form's per-session anti-forgery value, derived from the (secret, random) session id."""
+    return hmac.new(session_id.encode("utf-8"), b"mysql-rollback web form", hashlib.sha256).hexdigest()[:32]
 
 
 class TokenStore:
@@ -73,6 +73,9 @@ class TokenStore:
             flush=True,
         )
         return token
+
+    def by_hash(self, digest: str) -> Principal | None:
+        return self._by_hash.get(digest)
 
     def lookup(self, token: str | None) -> Principal | None:
         if not token:

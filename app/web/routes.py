@@ -1,8 +1,9 @@
 """The DBA web form: server-rendered pages over the same services as the API.
 
-Sign-in stores the API token in an HttpOnly, SameSite=Strict cookie. Every form that changes
-something carries an anti-forgery value derived from that token, and the API accepts the cookie
-for reads only.
+Sign-in opens a server-side session (app.core.sessions): the HttpOnly, SameSite=Strict cookie
+carries its signed random id, never the API token. Every form that changes something carries an
+anti-forgery value derived from that id, and the API accepts the cookie for reads only. Sign-out
+revokes the session.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from app.api.deps import SESSION_COOKIE, Services, token_of
+from app.api.deps import SESSION_COOKIE, Services, authenticate, check_throttle, client_address
 from app.api.routes.executions import execution_out
 from app.api.routes.jobs import job_out
 from app.core.security import Principal, csrf_token
@@ -47,11 +48,11 @@ def _services(request: Request) -> Services:
 
 
 def _principal(request: Request, role: str) -> tuple[Principal, str]:
-    token = token_of(request, allow_cookie=True) or ""
-    principal = _services(request).tokens.lookup(token)
-    if principal is None:
+    found = authenticate(request, allow_session=True)
+    if found is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise _Stop(RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303))
+    principal, sid = found[0], found[1] or ""
     if not principal.has(role):
         raise _Stop(
             _render(
@@ -62,19 +63,19 @@ def _principal(request: Request, role: str) -> tuple[Principal, str]:
                 },
                 403,
                 principal,
-                token,
+                sid,
             )
         )
-    return principal, token
+    return principal, sid
 
 
-async def _form(request: Request, token: str) -> dict[str, Any]:
+async def _form(request: Request, sid: str) -> dict[str, Any]:
     form = await request.form()
     data: dict[str, Any] = {}
     for key in form:
         values = form.getlist(key)
         data[key] = values if len(values) > 1 or key in LIST_FIELDS else values[0]
-    if data.get("csrf") != csrf_token(token):
+    if not sid or data.get("csrf") != csrf_token(sid):
         raise _Stop(HTMLResponse("<p>The form expired; reload the page and try again.</p>", status_code=403))
     return data
 
@@ -85,12 +86,12 @@ def _render(
     context: dict[str, Any],
     status: int = 200,
     principal: Principal | None = None,
-    token: str = "",
+    sid: str = "",
 ) -> HTMLResponse:
     services = _services(request)
     base = {
         "user": principal,
-        "csrf": csrf_token(token) if token else "",
+        "csrf": csrf_token(sid) if sid else "",
         "servers": sorted(services.servers.values(), key=lambda s: s.name),
     }
     return templates.TemplateResponse(request, template, {**base, **context}, status_code=status)
@@ -130,23 +131,28 @@ async def login(request: Request) -> Response:
     target = str(form.get("next") or "/jobs")
     if not target.startswith("/") or target.startswith("//"):
         target = "/jobs"
-    principal = _services(request).tokens.lookup(token)
+    services = _services(request)
+    check_throttle(request)
+    principal = services.tokens.lookup(token)
     if principal is None:
+        services.throttle.failed(client_address(request))
         return _render(request, "login.html", {"next": target, "error": "This token is not valid."}, 401)
+    cookie = await run_in_threadpool(services.sessions.open, token)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
-        token,
+        cookie,
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
-        max_age=12 * 3600,
+        secure=services.settings.https or request.url.scheme == "https",
+        max_age=services.sessions.max_age,
     )
     return response
 
 
 @router.post("/logout")
-async def logout() -> Response:
+async def logout(request: Request) -> Response:
+    await run_in_threadpool(_services(request).sessions.revoke, request.cookies.get(SESSION_COOKIE))
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE)
     return response
@@ -158,7 +164,7 @@ async def logout() -> Response:
 @router.get("/jobs")
 @_page
 async def jobs_page(request: Request) -> Response:
-    principal, token = _principal(request, "viewer")
+    principal, sid = _principal(request, "viewer")
     services = _services(request)
 
     def load() -> list[Any]:
@@ -167,7 +173,7 @@ async def jobs_page(request: Request) -> Response:
         return [job_out(j) for j in rows]
 
     jobs = await run_in_threadpool(load)
-    return _render(request, "jobs.html", {"jobs": jobs}, 200, principal, token)
+    return _render(request, "jobs.html", {"jobs": jobs}, 200, principal, sid)
 
 
 FIELD_NAMES = {
@@ -252,18 +258,18 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
 @router.get("/jobs/new")
 @_page
 async def new_job_form(request: Request) -> Response:
-    principal, token = _principal(request, "operator")
+    principal, sid = _principal(request, "operator")
     return _render(
-        request, "job_new.html", {"form": {"range_kind": "position"}, "errors": {}}, 200, principal, token
+        request, "job_new.html", {"form": {"range_kind": "position"}, "errors": {}}, 200, principal, sid
     )
 
 
 @router.post("/jobs/new")
 @_page
 async def new_job(request: Request) -> Response:
-    principal, token = _principal(request, "operator")
+    principal, sid = _principal(request, "operator")
     services = _services(request)
-    data = await _form(request, token)
+    data = await _form(request, sid)
     body, errors = job_request_from_form(data)
     if not errors:
         try:
@@ -284,7 +290,7 @@ async def new_job(request: Request) -> Response:
                 job = create_job(services.db, req, principal.name)
                 services.runner.submit(job.id)
                 return RedirectResponse(f"/jobs/{job.id}", status_code=303)
-    return _render(request, "job_new.html", {"form": data, "errors": errors}, 422, principal, token)
+    return _render(request, "job_new.html", {"form": data, "errors": errors}, 422, principal, sid)
 
 
 def _job_context(services: Services, job_id: str, page: int) -> dict[str, Any] | None:
@@ -321,26 +327,24 @@ def _job_context(services: Services, job_id: str, page: int) -> dict[str, Any] |
 @router.get("/jobs/{job_id}")
 @_page
 async def job_page(request: Request, job_id: str, page: int = 1) -> Response:
-    principal, token = _principal(request, "viewer")
+    principal, sid = _principal(request, "viewer")
     context = await run_in_threadpool(_job_context, _services(request), job_id, page)
     if context is None:
-        return _render(
-            request, "error.html", {"message": f"There is no job {job_id}."}, 404, principal, token
-        )
-    return _render(request, "job.html", context, 200, principal, token)
+        return _render(request, "error.html", {"message": f"There is no job {job_id}."}, 404, principal, sid)
+    return _render(request, "job.html", context, 200, principal, sid)
 
 
 @router.post("/jobs/{job_id}/cancel")
 @_page
 async def cancel_job(request: Request, job_id: str) -> Response:
-    principal, token = _principal(request, "operator")
-    await _form(request, token)
+    principal, sid = _principal(request, "operator")
+    await _form(request, sid)
     _services(request).runner.cancel(job_id)
     return RedirectResponse(f"/jobs/{job_id}", status_code=303)
 
 
 def _executable(
-    request: Request, job_id: str, target_name: str, principal: Principal, token: str
+    request: Request, job_id: str, target_name: str, principal: Principal, sid: str
 ) -> tuple[Job, Any]:
     services = _services(request)
     with services.db.session() as session:
@@ -348,14 +352,14 @@ def _executable(
     if job is None or job.state != "succeeded" or job.mode != "flashback" or not job.plan_path:
         raise _Stop(
             _render(
-                request, "error.html", {"message": "This job has no plan to execute."}, 409, principal, token
+                request, "error.html", {"message": "This job has no plan to execute."}, 409, principal, sid
             )
         )
     target = services.servers.get(target_name)
     if target is None:
         raise _Stop(
             _render(
-                request, "error.html", {"message": "Pick a configured target server."}, 422, principal, token
+                request, "error.html", {"message": "Pick a configured target server."}, 422, principal, sid
             )
         )
     return job, target
@@ -400,9 +404,9 @@ async def _run_execution(
 @router.post("/jobs/{job_id}/dry-run")
 @_page
 async def dry_run(request: Request, job_id: str) -> Response:
-    principal, token = _principal(request, "operator")
-    data = await _form(request, token)
-    job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
+    principal, sid = _principal(request, "operator")
+    data = await _form(request, sid)
+    job, target = _executable(request, job_id, str(data.get("target", "")), principal, sid)
     return await _run_execution(
         request, job, target, principal, _options(data), dry_run=True, on_conflict="abort"
     )
@@ -412,9 +416,9 @@ async def dry_run(request: Request, job_id: str) -> Response:
 @_page
 async def execute_check(request: Request, job_id: str) -> Response:
     """The conflict check a commit needs first: a dry run listing every conflicting row."""
-    principal, token = _principal(request, "admin")
-    data = await _form(request, token)
-    job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
+    principal, sid = _principal(request, "admin")
+    data = await _form(request, sid)
+    job, target = _executable(request, job_id, str(data.get("target", "")), principal, sid)
     options = _options(data)
     found = None
     try:
@@ -433,15 +437,15 @@ async def execute_check(request: Request, job_id: str) -> Response:
         "accept_triggers": options.accept_triggers,
         "largest_statement": (job.summary or {}).get("largest_statement"),
     }
-    return _render(request, "execute_confirm.html", context, 200, principal, token)
+    return _render(request, "execute_confirm.html", context, 200, principal, sid)
 
 
 @router.post("/jobs/{job_id}/execute")
 @_page
 async def execute(request: Request, job_id: str) -> Response:
-    principal, token = _principal(request, "admin")
-    data = await _form(request, token)
-    job, target = _executable(request, job_id, str(data.get("target", "")), principal, token)
+    principal, sid = _principal(request, "admin")
+    data = await _form(request, sid)
+    job, target = _executable(request, job_id, str(data.get("target", "")), principal, sid)
     if data.get("confirm") != "yes":
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
     on_conflict = "skip" if data.get("on_conflict") == "skip" else "abort"

@@ -42,17 +42,33 @@ def get_spark(master: str | None = None) -> Any:
                 # Local workers run this interpreter (its packages), not whatever `python3` is on PATH.
                 os.environ["PYSPARK_PYTHON"] = sys.executable
             builder = SparkSession.builder.appName("mysql-rollback").master(master)
-            for key, value in _spark_conf_from_env().items():
+            for key, value in _spark_conf_from_env(master).items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel(os.environ.get("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", "ERROR"))
         return _session
 
 
-def _spark_conf_from_env() -> dict[str, str]:
+def network_conf(master: str, secret: str | None) -> dict[str, str]:
+    """Where Spark listens, and who may talk to it.
+
+    In local mode nothing outside this machine needs the driver: its RPC endpoint and block manager
+    bind to loopback and the UI is off. With a cluster master the executors must reach the driver,
+    so it listens where Spark decides, and `spark.authenticate` with the configured secret
+    (MYSQL_ROLLBACK_SPARK_SECRET) keeps others out.
+    """
+    conf = {"spark.ui.enabled": "false"}
+    if master.startswith("local"):
+        conf.update({"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"})
+    elif secret:
+        conf.update({"spark.authenticate": "true", "spark.authenticate.secret": secret})
+    return conf
+
+
+def _spark_conf_from_env(master: str) -> dict[str, str]:
     """Any MYSQL_ROLLBACK_SPARK_CONF_<key with dots as __> passes through as a spark.* setting."""
     conf = {
-        "spark.ui.enabled": "false",
+        **network_conf(master, os.environ.get("MYSQL_ROLLBACK_SPARK_SECRET")),
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "8",
     }

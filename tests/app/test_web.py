@@ -38,7 +38,10 @@ def test_forms_need_the_anti_forgery_value_and_execute_needs_admin(make_client):
     client = _sign_in(make_client(), OPERATOR)
     form = client.get("/jobs/new").text
     value = re.search(r'name="csrf" value="([0-9a-f]+)"', form).group(1)
-    assert value == csrf_token(OPERATOR)
+    assert value != csrf_token(OPERATOR)  # derived from the session, not the token
+    other = _sign_in(make_client(data_dir=client.app.state.services.settings.data_dir), OPERATOR)
+    stolen = other.post("/jobs/new", data={"csrf": value, "range_kind": "gtid", "gtid_set": "0-1-1"})
+    assert stolen.status_code == 403  # another session's value does not pass
     forged = client.post("/jobs/new", data={"range_kind": "gtid", "gtid_set": "0-1-1"})
     assert forged.status_code == 403
     invalid = client.post("/jobs/new", data={"csrf": value, "range_kind": "gtid", "gtid_set": "0-1-1"})

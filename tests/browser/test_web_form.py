@@ -3,7 +3,8 @@
 Covers: sign in, a validation error shown next to its field, starting a job, watching it finish,
 the paged and highlighted preview, a dry run, and execute (conflict check, confirmation, commit);
 side effects (a trigger, a MyISAM table) listed on the job page and accepted before they run.
-Screenshots of the three pages land in test-artifacts/browser/.
+Screenshots of the three pages land in test-artifacts/browser/. Every page runs under the
+service's Content-Security-Policy, and any violation fails the test (tests/browser/conftest.py).
 """
 
 from __future__ import annotations
@@ -20,28 +21,6 @@ from tests.app.serviceproc import Service, service_env
 pytestmark = pytest.mark.server
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: ./scripts/test installs Debian's chromium")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,136 @@
+"""`mysql-rollback checksum` and `mysql-rollback verify`: the CI workflow.
+
+mysql-rollback checksum DSN --database shop > before.json       # before the deploy
+mysql-rollback flashback FILES... --plan plan.jsonl -o rollback.sql
+mysql-rollback verify --plan plan.jsonl --target SCRATCH_DSN --expected before.json --junit verify.xml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rollback.checksum import ChecksumError, load, tables_of_database, take
+from rollback.errors import EXIT_DIFFERS, RollbackError
+from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT, connect, redact
+from rollback.verify import VerifyResult, junit_xml, plan_tables, verify_plan
+
+
+def add_verify_commands(sub: argparse._SubParsersAction) -> None:
+    checksum = sub.add_parser(
+        "checksum",
+        help="record what tables hold (JSON), to verify a rollback against later",
+        description="Write a checksum of each table: its columns, its key and a digest per row.",
+    )
+    checksum.add_argument("dsn", metavar="DSN", help="mysql://user:password@host:port/")
+    checksum.add_argument("--table", "-t", action="append", default=[], metavar="DB.TABLE")
+    checksum.add_argument(
+        "--database", "-d", action="append", default=[], metavar="DB", help="every table of DB"
+    )
+    checksum.add_argument("--output", "-o", metavar="FILE", help="write here instead of standard output")
+    checksum.set_defaults(func=_checksum)
+
+    verify = sub.add_parser(
+        "verify",
+        help="apply a rollback plan to a scratch copy and check every affected table is restored",
+        description="Run the plan on --target in one transaction (each statement must touch exactly one "
+        "row), compare the affected tables with their expected state, and roll back (unless --keep).",
+        epilog=f"exit codes: 0 every table restored; 2 bad input or refusal; 3 a conflict or a failed "
+        f"statement; {EXIT_DIFFERS} a table differs from its expected state",
+    )
+    verify.add_argument("--plan", required=True, help="the plan of `flashback --plan FILE`")
+    verify.add_argument("--target", required=True, metavar="DSN", help="the scratch server holding the copy")
+    expected = verify.add_mutually_exclusive_group(required=True)
+    expected.add_argument("--expected", metavar="FILE", help="checksums taken before the change")
+    expected.add_argument("--expected-server", metavar="DSN", help="a server holding the expected state")
+    verify.add_argument(
+        "--table", "-t", action="append", default=[], metavar="DB.TABLE", help="compare this table too"
+    )
+    verify.add_argument("--keep", action="store_true", help="commit the rollback on the target")
+    verify.add_argument("--accept-triggers", action="store_true")
+    verify.add_argument("--accept-cascades", action="store_true")
+    verify.add_argument("--accept-non-transactional", action="append", default=[], metavar="TABLE[,TABLE]")
+    verify.add_argument("--lock-wait-timeout", type=int, default=DEFAULT_LOCK_WAIT_TIMEOUT, metavar="SECONDS")
+    verify.add_argument("--report", metavar="FILE", help="write the result as JSON (on failure too)")
+    verify.add_argument("--junit", metavar="FILE", help="write a JUnit XML file, one case per table")
+    verify.set_defaults(func=_verify)
+
+
+def _checksum(args: argparse.Namespace) -> int:
+    if not args.table and not args.database:
+        raise ChecksumError("give --table DB.TABLE or --database DB (repeatable)")
+    conn = connect(args.dsn)
+    try:
+        tables = list(args.table)
+        for database in args.database:
+            found = tables_of_database(conn, database)
+            if not found:
+                raise ChecksumError(f"database {database} has no table on the server")
+            tables += found
+        document = take(conn, tables, server=redact(args.dsn))
+    finally:
+        conn.close()
+    text = json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _expected(args: argparse.Namespace, tables: list[str]) -> dict[str, Any]:
+    if args.expected:
+        return load(args.expected)
+    from rollback.checksum import TableChecksum
+
+    conn = connect(args.expected_server)
+    try:
+        document = take(conn, tables, server=redact(args.expected_server))
+    finally:
+        conn.close()
+    return {name: TableChecksum.from_dict(name, t) for name, t in document["tables"].items()}
+
+
+def _verify(args: argparse.Namespace) -> int:
+    result = VerifyResult(args.plan, redact(args.target), args.keep)
+    try:
+        tables = sorted(set(plan_tables(args.plan)) | set(args.table))
+        verify_plan(
+            args.plan,
+            lambda: connect(args.target),
+            _expected(args, tables),
+            tables,
+            result,
+            accept_triggers=args.accept_triggers,
+            accept_cascades=args.accept_cascades,
+            accept_non_transactional=[
+                t.strip() for item in args.accept_non_transactional for t in item.split(",") if t.strip()
+            ],
+            lock_wait_timeout=args.lock_wait_timeout,
+        )
+    except RollbackError as exc:
+        result.error = exc.one_line()
+        result.exit_code = exc.exit_code
+        result.execution = getattr(exc, "result", None) or result.execution
+        _write(args, result)
+        raise
+    _write(args, result)
+    for verdict in result.verdicts:
+        print(verdict.line(), file=sys.stderr if not verdict.ok else sys.stdout)
+    if result.exit_code:
+        failed = [v.table for v in result.verdicts if not v.ok]
+        print(f"mysql-rollback: error: not restored: {', '.join(failed)}", file=sys.stderr)
+    return result.exit_code
+
+
+def _write(args: argparse.Namespace, result: VerifyResult) -> None:
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as f:
+            json.dump(result.to_dict(), f, ensure_ascii=False, indent=1)
+            f.write("\n")
+    if args.junit:
+        with open(args.junit, "wb") as f:
+            f.write(junit_xml(result))
