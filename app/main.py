@@ -37,7 +37,6 @@ from app.services.jobs import JobRunner
 from app.services.redact import Redactor
 from app.services.retention import RetentionSweeper
 from app.web import routes as web
-from rollback.errors import RollbackError
 
 log = logging.getLogger("mysql_rollback")
 STATIC = Path(__file__).resolve().parent / "static"
@@ -73,7 +72,6 @@ def start_services(
     else:
         runner.recover()
         executions_.recover()
-    os.environ.setdefault("MYSQL_ROLLBACK_SPARK_MASTER", settings.spark_master)
     if settings.spark_secret is not None:
         os.environ.setdefault("MYSQL_ROLLBACK_SPARK_SECRET", settings.spark_secret.get_secret_value())
     secret = (
@@ -138,8 +136,8 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.mount(docs.ASSETS_URL, docs.assets(), name="docs-assets")
 
-    @app.exception_handler(RollbackError)
-    async def _rollback_error(request: Request, exc: RollbackError) -> JSONResponse:
+    @app.exception_handler(rollback.RollbackError)
+    async def _rollback_error(request: Request, exc: rollback.RollbackError) -> JSONResponse:
         services = getattr(request.app.state, "services", None)
         message = services.scrub(exc.one_line()) if services else exc.one_line()
         return JSONResponse({"detail": message}, status_code=400)

@@ -13,10 +13,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.config import ServerConfig
-from rollback.errors import RollbackError
-from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT
-from rollback.flashback import GtidFilter, parse_datetime
-from rollback.render_text import check_plain
+from rollback import (
+    DEFAULT_LOCK_WAIT_TIMEOUT,
+    GtidFilter,
+    RollbackError,
+    check_plain,
+    check_window,
+    parse_datetime,
+)
 
 FILE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$"
 IDENT = r"^[^\s`.][^`.]{0,63}$"
@@ -209,7 +213,9 @@ def check_job_request(
             stamps[name] = parse_datetime(value)
         except RollbackError as exc:
             errors.append(_err(("range", name), exc.one_line()))
-    if len(stamps) == 2 and stamps["stop_datetime"] <= stamps["start_datetime"]:
+    try:
+        check_window(stamps.get("start_datetime"), stamps.get("stop_datetime"))
+    except RollbackError:
         errors.append(_err(("range", "stop_datetime"), "stop_datetime is not after start_datetime"))
     if upload_files is not None:
         for name in ("start_file", "stop_file"):

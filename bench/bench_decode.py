@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rollback.binlog.decode import StreamState, decode_rows, decode_stream  # noqa: E402
+from rollback.binlog.decode import StreamState, decode_stream, rows_batch  # noqa: E402
 from rollback.binlog.reader import BinlogFile  # noqa: E402
 from rollback.binlog.rows import RowsEvent  # noqa: E402
 from tests.support.mariadb import ScratchServer  # noqa: E402
@@ -64,7 +64,7 @@ def decode_all(path: Path) -> tuple[int, float]:
         state = StreamState(binlog.facts, path=binlog.path)
         for decoded in decode_stream(binlog.buf, state, 4, binlog.size):
             if isinstance(decoded.event, RowsEvent):
-                rows += len(decode_rows(decoded, decoded.event, state).rows)
+                rows += len(rows_batch(decoded, decoded.event, state).rows)
     return rows, time.perf_counter() - start
 
 

@@ -219,7 +219,7 @@ class Runner:
 
 def serve() -> None:
     """--serve: read job requests (JSON lines) from stdin, reply with the report and the seconds taken."""
-    from rollback.flashback import Filters, Options, RangeSpec, generate
+    from rollback import Filters, Options, RangeSpec, generate
 
     for line in sys.stdin:
         request = json.loads(line)
@@ -249,10 +249,12 @@ def cli(file: Path, out: Path, engine: str) -> list[str]:
 
 
 def row_changes(path: Path) -> int:
-    from rollback.flashback import Filters, Options, RangeSpec, generate
+    from rollback import Filters, Options, RangeSpec, generate
 
     with tempfile.TemporaryDirectory() as tmp:
-        report = generate(RangeSpec([str(path)]), Filters(), Options(mode="changes"), Path(tmp) / "h.sql")
+        report = generate(
+            RangeSpec([str(path)]), Filters(), Options(mode="changes", engine="local"), Path(tmp) / "h.sql"
+        )
     return sum(report.counts.values())
 
 

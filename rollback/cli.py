@@ -10,15 +10,19 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import Any, NoReturn
 
-from rollback.errors import (
+import rollback
+from rollback import (
+    DEFAULT_ENGINE,
     EXIT_INCOMPLETE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REFUSED,
+    EngineKind,
     RangeError,
     RollbackError,
 )
+from rollback.cli_fetch import add_fetch_command
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,8 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
         _add_range_arguments(cmd)
         cmd.set_defaults(func=_flashback, mode="flashback" if name == "flashback" else "forward")
 
-    from rollback.sources.cli_fetch import add_fetch_command
-
     add_fetch_command(sub)
     from rollback.cli_verify import add_verify_commands
 
@@ -65,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
-    from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT
+    from rollback import DEFAULT_LOCK_WAIT_TIMEOUT
 
     cmd.add_argument(
         "files", nargs="*", metavar="BINLOG_FILE", help="binlog files, in log order (or --server)"
@@ -140,8 +142,8 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument(
         "--engine",
-        choices=("spark", "local"),
-        default="spark",
+        choices=tuple(kind.value for kind in EngineKind),
+        default=DEFAULT_ENGINE.value,
         help="spark (default): partitions run as Spark tasks (MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
         "a range that fits in one partition runs in-process. local: in this process, in order",
     )
@@ -205,14 +207,22 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def _flashback(args: argparse.Namespace) -> int:
     import json
-    import os
     import tempfile
 
-    from rollback.execute import connect, execute_plan, parse_dsn
-    from rollback.flashback import Filters, Options, RangeSpec, generate
-    from rollback.pipeline import storage
-    from rollback.render_text import check_plain
-    from rollback.schema import SchemaSource, ServerSchema, schema_from_file
+    from rollback import (
+        Filters,
+        Options,
+        RangeSpec,
+        SchemaSource,
+        ServerSchema,
+        check_plain,
+        connect,
+        execute_plan,
+        generate,
+        missing_local_files,
+        parse_dsn,
+        schema_from_file,
+    )
 
     for option, values in (
         ("--database", args.database),
@@ -245,9 +255,8 @@ def _flashback(args: argparse.Namespace) -> int:
             )
         if not args.files:
             raise RangeError("give binlog files, or --server DSN and a range")
-    for path in args.files:
-        if storage.is_local(path) and not os.path.exists(storage.local_path(path)):
-            raise RangeError(f"{path}: no such binlog file")
+    for path in missing_local_files(args.files)[:1]:
+        raise RangeError(f"{path}: no such binlog file")
     if args.execute and not args.target:
         raise RangeError("--execute needs --target")
     types = {t.strip().lower() for t in (args.type or "").split(",") if t.strip()}
@@ -256,7 +265,9 @@ def _flashback(args: argparse.Namespace) -> int:
     schema: SchemaSource | None = None
     if args.schema_dsn:
         address = parse_dsn(args.schema_dsn)
-        schema = ServerSchema(lambda: connect(args.schema_dsn), f"{address['host']}:{address['port']}")
+        schema = ServerSchema(
+            lambda: connect(args.schema_dsn), f"{address.host or '127.0.0.1'}:{address.port}"
+        )
     elif args.schema_file:
         try:
             schema = schema_from_file(args.schema_file)
@@ -286,6 +297,7 @@ def _flashback(args: argparse.Namespace) -> int:
         allow_empty=args.allow_empty,
         schema=schema,
         engine=args.engine,
+        spark_master=os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER") or None,
         partition_bytes=args.partition_size,
         changes_format=args.changes_format,
         work_dir=args.work_dir,
@@ -336,10 +348,12 @@ def _server_range(args: argparse.Namespace) -> tuple[Any, Any]:
     The server's warnings (row images, resolution) go to stderr, one line each."""
     from pathlib import Path
 
-    from rollback.sources.resolve import check_range, default_spool_dir, resolve_server_range
+    from rollback import check_server_range, default_spool_dir, resolve_server_range
 
     timed = bool(args.start_datetime or args.stop_datetime)
-    check_range(args.start_file, args.start_position, args.stop_file, args.stop_position, args.gtid, timed)
+    check_server_range(
+        args.start_file, args.start_position, args.stop_file, args.stop_position, args.gtid, timed
+    )
     found = resolve_server_range(
         args.server,
         Path(args.spool) if args.spool is not None else default_spool_dir(create=True),
@@ -403,52 +417,19 @@ class _ProgressBar:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    import os
-
-    from rollback.binlog.decode import check_boundary, decode_rows, decode_stream, state_at
-    from rollback.binlog.reader import BinlogFile
-    from rollback.binlog.rows import RowsEvent
-    from rollback.records import batch_records, record_json, record_text
-
-    render = record_json if args.format == "jsonl" else record_text
+    render = rollback.record_json if args.format == "jsonl" else rollback.record_text
     out = sys.stdout
-    last = len(args.files) - 1
-    binlogs: list[BinlogFile] = []
-    try:
-        # Open every file and check both positions first: bad input fails before any output.
-        ranges = []
-        for index, path in enumerate(args.files):
-            binlog = BinlogFile(path)
-            binlogs.append(binlog)
-            first = index == 0 and args.start_position is not None
-            start = args.start_position if first else 4
-            stop = args.stop_position if index == last and args.stop_position is not None else binlog.size
-            if start < 4:
-                raise RangeError(
-                    f"{path}: start position {start} is inside the file header (events start at 4)"
-                )
-            if stop > binlog.size:
-                raise RangeError(f"{path}: stop position {stop} is past the end of the file ({binlog.size})")
-            if stop < start:
-                raise RangeError(f"{path}: stop position {stop} is before start position {start}")
-            if stop != binlog.size:
-                check_boundary(binlog.buf, binlog.facts, stop, binlog.path)
-            ranges.append((binlog, state_at(binlog.buf, binlog.facts, start, binlog.path), start, stop))
+    with rollback.file_records(
+        args.files, args.start_position, args.stop_position, not args.no_verify
+    ) as records:
         try:
-            for binlog, state, start, stop in ranges:
-                for decoded in decode_stream(binlog.buf, state, start, stop, verify=not args.no_verify):
-                    if isinstance(decoded.event, RowsEvent):
-                        batch = decode_rows(decoded, decoded.event, state)
-                        for record in batch_records(batch):
-                            out.write(render(record))
-                            out.write("\n")
+            for record in records:
+                out.write(render(record))
+                out.write("\n")
             out.flush()
         except BrokenPipeError:
             # whoever read our output went away (`| head`): stop quietly, as cat does
             os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
-    finally:
-        for binlog in binlogs:
-            binlog.close()
     return 0
 
 

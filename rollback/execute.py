@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pymysql
 
+from rollback.dsn import parse_dsn, redact
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
 from rollback.side_effects import (
     SideEffects,
@@ -142,36 +142,25 @@ class ExecutionRefused(RollbackError):
         self.side_effects = side_effects  # what the target reported, when the refusal is about it
 
 
-def parse_dsn(dsn: str) -> dict[str, Any]:
+def connect_args(dsn: str) -> dict[str, Any]:
     """mysql://user:password@host:port/[database] -> PyMySQL connect arguments."""
-    url = urlparse(dsn)
-    if url.scheme not in ("mysql", "mariadb"):
-        raise SourceError(
-            f"server DSN must look like mysql://user:password@host:3306/ (got scheme {url.scheme!r})"
-        )
+    parts = parse_dsn(dsn)
     args: dict[str, Any] = {
-        "host": url.hostname or "127.0.0.1",
-        "port": url.port or 3306,
-        "user": unquote(url.username or ""),
-        "password": unquote(url.password or ""),
+        "host": parts.host or "127.0.0.1",
+        "port": parts.port,
+        "user": parts.user,
+        "password": parts.password or "",
         "charset": "utf8mb4",
         "autocommit": False,
     }
-    if url.path.strip("/"):
-        args["database"] = url.path.strip("/")
+    if parts.database.strip("/"):
+        args["database"] = parts.database.strip("/")
     return args
-
-
-def redact(dsn: str) -> str:
-    url = urlparse(dsn)
-    if url.password:
-        return dsn.replace(f":{url.password}@", ":***@")
-    return dsn
 
 
 def connect(dsn: str) -> pymysql.connections.Connection:
     try:
-        return pymysql.connect(**parse_dsn(dsn))
+        return pymysql.connect(**connect_args(dsn))
     except pymysql.err.MySQLError as exc:
         raise SourceError(f"cannot connect to {redact(dsn)}: {exc.args[-1] if exc.args else exc}") from None
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote
 
 from pydantic import SecretStr, field_validator
 from pydantic_settings import (
@@ -23,6 +23,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from rollback import DEFAULT_ENGINE, DsnError, EngineKind, parse_dsn
 
 ROLES = ("viewer", "operator", "admin")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -92,17 +94,14 @@ def parse_server(name: str, value: Any, environ: dict[str, str] | None = None) -
     if not isinstance(value, str):
         raise ConfigError(f"server {name}: the DSN must be a string like mysql://user@host:3306/")
     try:
-        parts = urlsplit(value)
-        port = parts.port or 3306
-    except ValueError:
-        raise ConfigError(
-            f"server {name}: malformed DSN (expected mysql://user:password@host:3306/)"
-        ) from None
-    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname:
+        parts = parse_dsn(value)
+    except DsnError as exc:
+        raise ConfigError(f"server {name}: {exc}") from None
+    if not parts.host:
         raise ConfigError(f"server {name}: the DSN must look like mysql://user:password@host:3306/")
-    password = unquote(parts.password) if parts.password is not None else ""
+    password = parts.password if parts.password is not None else ""
     password = environ.get(password_env_name(name), password)  # type: ignore[union-attr]
-    return ServerConfig(name, parts.hostname, port, unquote(parts.username or ""), password, binlog_dir)
+    return ServerConfig(name, parts.host, parts.port, parts.user, password, binlog_dir)
 
 
 def parse_tokens(text: str) -> list[ApiToken]:
@@ -130,7 +129,7 @@ class Settings(BaseSettings):
     servers: Any = "{}"  # JSON object: name -> DSN, or name -> {dsn, binlog_dir}
     api_tokens: str = ""  # name:role:token,...
     spark_master: str = "local[*]"
-    engine: str = "spark"  # spark | local (a range that fits in one partition runs in-process)
+    engine: str = DEFAULT_ENGINE.value  # spark | local (a range that fits in one partition runs in-process)
     workers: int = 2  # jobs running at once
     execution_workers: int = 4  # executions running at once (one per target)
     retention_days: int = 30  # jobs (and their files) kept this long after they end; applied jobs are kept
@@ -186,7 +185,7 @@ class Settings(BaseSettings):
     @field_validator("engine")
     @classmethod
     def _engine(cls, value: str) -> str:
-        if value not in ("local", "spark"):
+        if value not in {kind.value for kind in EngineKind}:
             raise ValueError("MYSQL_ROLLBACK_ENGINE must be local or spark")
         return value
 

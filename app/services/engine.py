@@ -7,15 +7,14 @@ and cancels a job by raising from that callback (the engine then writes nothing)
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rollback import flashback
-from rollback.flashback import Filters, Options, RangeSpec, Report
+import rollback
+from rollback import Filters, Options, RangeSpec, Report
 
 
 class Cancelled(Exception):
@@ -49,11 +48,6 @@ def range_sizes(rng: RangeSpec) -> list[tuple[int, int]]:
     return bounds
 
 
-def engine_options(options: Options, engine: str) -> Options:
-    """`local` runs in the worker's thread; `spark` on the process's one SparkSession."""
-    return dataclasses.replace(options, engine=engine)
-
-
 def run(
     rng: RangeSpec,
     filters: Filters,
@@ -66,7 +60,7 @@ def run(
     """Write script, plan and change log for the range; on any failure none of them exists."""
     last = [0.0]
 
-    def note(p: flashback.Progress) -> None:
+    def note(p: rollback.Progress) -> None:
         if cancelled():
             raise Cancelled()
         now = time.monotonic()
@@ -74,5 +68,5 @@ def run(
             last[0] = now
             on_progress(Progress(p.bytes_done, p.bytes_total, p.events_done, p.events_total))
 
-    report = flashback.generate(rng, filters, options, out.script, out.plan, out.changes, progress=note)
+    report = rollback.generate(rng, filters, options, out.script, out.plan, out.changes, progress=note)
     return report, Progress(report.bytes_total, report.bytes_total, report.events_total, report.events_total)

@@ -25,13 +25,19 @@ from app.metrics import Metrics
 from app.models import EXECUTION_FINAL_STATES, Execution, Job, utcnow
 from app.services.jobs import Scrubber
 from app.services.pool import WorkerPool
-from rollback import ExecutionCancelled, ExecutionObserver, ExecutionProgress
-from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED, ConflictError, RollbackError
-from rollback.execute import (
+from rollback import (
     DEFAULT_LOCK_WAIT_TIMEOUT,
+    EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    ConflictError,
+    ExecutionCancelled,
     ExecutionConflict,
     ExecutionFailed,
+    ExecutionObserver,
+    ExecutionProgress,
     ExecutionRefused,
+    RollbackError,
     execute_plan,
 )
 

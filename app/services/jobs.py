@@ -27,8 +27,15 @@ from app.schemas import JobCreate
 from app.services import artifacts, engine, retention, sources
 from app.services.pool import WorkerPool
 from app.services.storage import storage_problem
-from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_REFUSED, RollbackError
-from rollback.flashback import Filters, Options
+from rollback import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_REFUSED,
+    Filters,
+    Options,
+    RollbackError,
+)
 
 log = logging.getLogger("mysql_rollback.jobs")
 
@@ -244,16 +251,15 @@ class JobRunner(WorkerPool[str]):
             f.get("thread_id"),
         )
         o = job.options or {}
-        options = engine.engine_options(
-            Options(
-                mode=job.mode,
-                full_where=bool(o.get("full_where")),
-                allow_partial=bool(o.get("allow_partial")),
-                allow_empty=bool(o.get("allow_empty")),
-                trust_schema=bool(o.get("trust_schema")),
-                schema=resolved.schema,
-            ),
-            self.settings.engine,
+        options = Options(
+            mode=job.mode,
+            full_where=bool(o.get("full_where")),
+            allow_partial=bool(o.get("allow_partial")),
+            allow_empty=bool(o.get("allow_empty")),
+            trust_schema=bool(o.get("trust_schema")),
+            schema=resolved.schema,
+            engine=self.settings.engine,
+            spark_master=self.settings.spark_master,
         )
         out = engine.Artifacts(out_dir / "rollback.sql", out_dir / "plan.jsonl", out_dir / "changes.jsonl")
 

@@ -16,11 +16,16 @@ from typing import Any
 import pymysql
 
 from app.core.config import ServerConfig, Settings
-from rollback.errors import RangeError, RollbackError, SourceError
-from rollback.execute import connect
-from rollback.flashback import RangeSpec
-from rollback.schema import SchemaSource, ServerSchema
-from rollback.sources.resolve import resolve_server_range
+from rollback import (
+    RangeError,
+    RangeSpec,
+    RollbackError,
+    SchemaSource,
+    ServerSchema,
+    SourceError,
+    connect,
+    resolve_server_range,
+)
 
 
 @dataclass

@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rollback import EventType, GtidFilter, parse_datetime, read_file_facts, scan_headers
-from rollback.errors import RollbackError
+from rollback import EventType, GtidFilter, RollbackError, parse_datetime, read_file_facts, scan_headers
 
 _MARIA_GTID = struct.Struct("<QI")  # seq_no, domain_id (the server id is the event header's)
 _MYSQL_GTID = struct.Struct("<B16sQ")  # flags, source uuid, gno

@@ -29,9 +29,7 @@ from app.services import artifacts
 from app.services.executions import ExecutionOptions, conflict_check
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
-from rollback.errors import RollbackError
-from rollback.execute import ExecutionRefused
-from rollback.side_effects import SideEffects
+from rollback import ExecutionRefused, RollbackError, SideEffects
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))

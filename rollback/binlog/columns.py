@@ -684,34 +684,26 @@ def read_timestamp(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[str, int]:
     return timestamp_text(_le(buf, pos, 4), 0, 0), pos + 4
 
 
-def read_datetime2(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[str, int]:
-    n = spec.width or 0
-    return datetime2_text(_be(buf, pos, n), spec.meta), pos + n
+ColumnReader = Callable[[bytes, int, ColumnSpec], tuple[str, int]]
 
 
-def read_timestamp2(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[str, int]:
-    n = spec.width or 0
-    return timestamp2_text(_be(buf, pos, n), spec.meta), pos + n
+def _big_endian_temporal(text: Callable[[int, int], str]) -> ColumnReader:
+    """A reader of the temporal types stored as one big-endian integer of `spec.width` bytes, given
+    the function that turns (integer, fractional digits) into its text."""
+
+    def read(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[str, int]:
+        n = spec.width or 0
+        return text(_be(buf, pos, n), spec.meta), pos + n
+
+    return read
 
 
-def read_time2(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[str, int]:
-    n = spec.width or 0
-    return time2_text(_be(buf, pos, n), spec.meta), pos + n
-
-
-def read_time_hires(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[str, int]:
-    n = spec.width or 0
-    return time_hires_text(_be(buf, pos, n), spec.meta), pos + n
-
-
-def read_datetime_hires(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[str, int]:
-    n = spec.width or 0
-    return datetime_hires_text(_be(buf, pos, n), spec.meta), pos + n
-
-
-def read_timestamp_hires(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[str, int]:
-    n = spec.width or 0
-    return timestamp_hires_text(_be(buf, pos, n), spec.meta), pos + n
+read_datetime2 = _big_endian_temporal(datetime2_text)
+read_timestamp2 = _big_endian_temporal(timestamp2_text)
+read_time2 = _big_endian_temporal(time2_text)
+read_time_hires = _big_endian_temporal(time_hires_text)
+read_datetime_hires = _big_endian_temporal(datetime_hires_text)
+read_timestamp_hires = _big_endian_temporal(timestamp_hires_text)
 
 
 def string_prefix_size(spec: ColumnSpec) -> int:

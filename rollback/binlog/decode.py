@@ -43,7 +43,6 @@ __all__ = [
     "TxContext",
     "RowsBatch",
     "decode_stream",
-    "iter_row_batches",
 ]
 
 
@@ -85,6 +84,9 @@ class StreamState:
     path: str | None = None
     # Where the stream is: the current file name (ROTATE may change it in relay logs or spools).
     file_name: str | None = None
+    # How many times the table maps in force were cleared (a transaction's end, a FORMAT_DESCRIPTION):
+    # a reader that keeps table maps of its own (the planner) clears them when this moves.
+    clears: int = 0
 
 
 @dataclass(slots=True)
@@ -199,25 +201,31 @@ def _advance(state: StreamState, raw: RawEvent, event: Any) -> None:
             state.tx.thread_id = event.thread_id
             state.tx.database = event.database
         elif kind in ("COMMIT", "ROLLBACK") or (kind == "XA" and "XA PREPARE" not in event.sql.upper()):
-            _end_tx(state)
+            end_transaction(state)
         elif kind == "DDL":
             state.tx.thread_id = event.thread_id
-            _end_tx(state)
+            end_transaction(state)
     elif isinstance(event, ev.Xid):
-        _end_tx(state)
+        end_transaction(state)
     elif isinstance(event, ev.RowsQuery):
         tx.rows_query = event.sql
     elif isinstance(event, ev.FormatDescription):
         if raw.pos > 4 or state.facts != event.facts:
             state.facts = event.facts
-        state.table_maps.clear()
+        clear_table_maps(state)
     elif isinstance(event, ev.Rotate):
         state.file_name = event.next_file
 
 
-def _end_tx(state: StreamState) -> None:
+def end_transaction(state: StreamState) -> None:
+    """COMMIT, XID, ROLLBACK or DDL: the transaction is closed and its table maps are no longer in force."""
     state.tx.open = False
+    clear_table_maps(state)
+
+
+def clear_table_maps(state: StreamState) -> None:
     state.table_maps.clear()
+    state.clears += 1
 
 
 UnsignedFor = Callable[[TableMap], tuple[bool, ...] | None]
@@ -251,24 +259,6 @@ def _schema_hint(facts: FormatFacts, tmap: TableMap, specs: tuple[ColumnSpec, ..
     )
 
 
-def iter_row_batches(
-    buf: memoryview | bytes,
-    state: StreamState,
-    start: int,
-    end: int,
-    unsigned_for: UnsignedFor | None = None,
-    verify: bool = True,
-    specs_for: SpecsFor | None = None,
-) -> Iterator[tuple[DecodedEvent, RowsBatch | None]]:
-    """Every decoded event, with its rows decoded when it is a rows event (None otherwise)."""
-    for decoded in decode_stream(buf, state, start, end, verify):
-        event = decoded.event
-        if not isinstance(event, RowsEvent):
-            yield decoded, None
-            continue
-        yield decoded, decode_rows(decoded, event, state, unsigned_for, specs_for)
-
-
 _SPECS: dict[tuple[bytes, tuple[int, ...], tuple[bool, ...] | None], tuple[ColumnSpec, ...]] = {}
 
 
@@ -283,7 +273,7 @@ def _table_specs(tmap: TableMap, unsigned: tuple[bool, ...] | None) -> tuple[Col
     return specs
 
 
-def decode_rows(
+def rows_batch(
     decoded: DecodedEvent,
     event: RowsEvent,
     state: StreamState,

@@ -167,10 +167,6 @@ class GtidSet:
             for start, end in ivs:
                 yield GtidInterval(uuid, tag, start, end)
 
-    def intervals_of(self, uuid: str, tag: str = "") -> tuple[Interval, ...]:
-        """The (start, end) intervals held for one uuid and tag, in order; () if none."""
-        return self._map.get((uuid.lower(), tag.lower()), ())
-
     def contains(self, uuid: str, tag: str, gno: int) -> bool:
         ivs = self._map.get((uuid.lower(), tag.lower()))
         if not ivs:
@@ -200,9 +196,6 @@ class GtidSet:
 
     def issubset(self, other: GtidSet) -> bool:
         return not (self - other)
-
-    def issuperset(self, other: GtidSet) -> bool:
-        return other.issubset(self)
 
     # ---- set algebra
 
@@ -661,14 +654,3 @@ def decode_mariadb_gtid_list(buf: bytes | bytearray | memoryview) -> MariaGtidLi
         )
     gtids = tuple(MariaGtid(*_MARIA_GTID.unpack_from(data, 4 + i * _MARIA_GTID.size)) for i in range(count))
     return MariaGtidList(gtids, flags)
-
-
-def encode_mariadb_gtid_list(gtids: Iterable[MariaGtid | tuple[int, int, int]], flags: int = 0) -> bytes:
-    """The GTID_LIST body for ``gtids`` in the order given (no padding, no checksum)."""
-    items = [MariaGtid(*g) for g in gtids]
-    if not 0 <= flags <= 0xF or len(items) > 0x0FFF_FFFF:
-        raise ValueError("GTID_LIST flags are 4 bits and its count 28 bits")
-    out = bytearray(_U32.pack(len(items) | (flags << 28)))
-    for domain, server, seq in items:
-        out += _MARIA_GTID.pack(domain, server, seq)
-    return bytes(out)

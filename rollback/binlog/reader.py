@@ -31,7 +31,8 @@ from rollback.binlog.constants import (
 )
 from rollback.errors import BinlogFormatError
 
-_HEADER = struct.Struct("<IBIIIH")
+# The v4 event header: timestamp, type code, server id, event length, next position, flags.
+EVENT_HEADER = struct.Struct("<IBIIIH")
 _FDE_FIXED = 2 + 50 + 4 + 1  # binlog_version, server_version, create_timestamp, header_length
 # Events bigger than this are not written by any server (max_allowed_packet tops out at 1 GiB).
 MAX_EVENT_LENGTH = 1 << 30
@@ -154,7 +155,7 @@ def parse_format_description(data: bytes | memoryview, pos: int, path: str | Non
     data = memoryview(data)
     if len(data) < V4_HEADER_LEN + _FDE_FIXED:
         raise BinlogFormatError(path, pos, "FORMAT_DESCRIPTION event is too short")
-    _ts, type_code, _sid, length, _next, flags = _HEADER.unpack_from(data, 0)
+    _ts, type_code, _sid, length, _next, flags = EVENT_HEADER.unpack_from(data, 0)
     if type_code != EventType.FORMAT_DESCRIPTION:
         raise BinlogFormatError(path, pos, f"expected FORMAT_DESCRIPTION event, found type {type_code}")
     if length > len(data) or length < V4_HEADER_LEN + _FDE_FIXED:
@@ -238,7 +239,7 @@ def read_file_facts(buf: memoryview, path: str | None = None) -> tuple[FormatFac
         raise BinlogFormatError(path, 0, f"not a binlog file (magic is {bytes(buf[:4]).hex() or 'missing'})")
     if len(buf) < 4 + V4_HEADER_LEN:
         raise BinlogFormatError(path, 4, "file ends inside the first event header (truncated)")
-    _ts, type_code, _sid, length, _next, _flags = _HEADER.unpack_from(buf, 4)
+    _ts, type_code, _sid, length, _next, _flags = EVENT_HEADER.unpack_from(buf, 4)
     if type_code == EventType.START_V3:
         raise BinlogFormatError(path, 4, "binlog format v1/v3 (MySQL before 5.0) is not supported")
     if type_code != EventType.FORMAT_DESCRIPTION:
@@ -260,7 +261,7 @@ def iter_events(
     """Frame events in buf[start:end]. `start` must be an event boundary; the last event must end at `end`."""
     header_len = facts.header_len
     checksum_len = facts.checksum_len
-    unpack = _HEADER.unpack_from
+    unpack = EVENT_HEADER.unpack_from
     crc32 = zlib.crc32
     limit = min(end, len(buf))
     pos = start
@@ -303,7 +304,7 @@ def scan_headers(
     buf: memoryview, facts: FormatFacts, start: int, end: int, path: str | None = None
 ) -> Iterator[tuple[int, int, int, int]]:
     """(pos, type_code, length, timestamp) of each event, reading only headers: what a planner needs."""
-    unpack = _HEADER.unpack_from
+    unpack = EVENT_HEADER.unpack_from
     header_len = facts.header_len
     limit = min(end, len(buf))
     pos = start

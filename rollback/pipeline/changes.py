@@ -35,11 +35,11 @@ def change_log_schema() -> Any:
     )
 
 
-def write_parquet(parts: list[str], path: str) -> None:
+def write_parquet(parts: list[str], path: str, spark_master: str | None = None) -> None:
     """Write the JSON-lines parts (in order) as one Parquet dataset at `path` (a directory)."""
     from pyspark.sql import functions as F
 
-    spark = get_spark()
+    spark = get_spark(spark_master)
     frame = (
         spark.read.schema(change_log_schema())
         .option("mode", "FAILFAST")

@@ -11,7 +11,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from rollback.pipeline.partition import Summary
+from rollback.pipeline.parts import Summary
 
 TABLES_LISTED = 20
 

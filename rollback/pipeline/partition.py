@@ -24,42 +24,45 @@ never the rows. The local engine and the Spark engine both run exactly this func
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
-from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-from rollback import errors
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING
-from rollback.binlog.decode import RowsBatch, TxContext, decode_rows, decode_stream
+from rollback.binlog.decode import RowsBatch, TxContext, decode_stream, rows_batch
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.ddl import ddl_targets
-from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
+from rollback.errors import RollbackError, SchemaMismatch
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
+from rollback.pipeline.parts import (
+    BLOCK_END,
+    Piece,
+    Summary,
+    block_header,
+    comment,
+    encode_error,
+    part_path,
+)
 from rollback.pipeline.plan import Partition, SchemaKey, schema_key
+from rollback.pipeline.plan_lines import PlanLines
 from rollback.pipeline.savepoints import VoidSet
+from rollback.pipeline.selection import Selection
+from rollback.pipeline.spill import SpillBuffer
 from rollback.pipeline.storage import ByteRange
 from rollback.records import batch_records, record_json
-from rollback.render_text import comment_line
+from rollback.request import Filters, GtidFilter
 from rollback.schema import TableSchema
 from rollback.sql import FullImageStatements, TableRenderer
-
-if TYPE_CHECKING:
-    from rollback.flashback import Filters, GtidFilter
 
 # (bytes done, events done) within the partition; called now and then while it runs.
 PartitionProgress = Callable[[int, int], None]
 
 PROGRESS_STEP = 1 << 20  # report at least every this many bytes
-SPOOL_MEMORY = 64 << 20  # rendered text kept in memory before the spool spills to disk
-PARTIAL_NOTE = "note: filters selected only part of this transaction's changes"
 
 
 @dataclass
@@ -78,158 +81,11 @@ class JobSpec:
     # table), or the message of the SchemaMismatch its schema raised. Resolved once, in the driver.
     schemas: dict[SchemaKey, TableSchema | str | None] = field(default_factory=dict)
     changes: bool = False  # write the change log
-    plan: bool = True  # write the execution plan (and render the checks it runs)
+    plan_lines: bool = True  # write the execution plan (and render the checks it runs)
     # --allow-partial: hold back the newer changes of rows whose older change is irreversible
     # (holdback.py), knowing what the partitions before found (`taints`).
     hold: bool = False
     taints: Taints = field(default_factory=dict)
-
-
-@dataclass
-class Piece:
-    """The part of a transaction block that crosses a partition boundary, as seen in one partition."""
-
-    ordinal: int
-    file: str
-    first_pos: int
-    end_pos: int | None  # where its last event in this partition ends (None: none here)
-    statements: int
-    events: int  # rows events of the block in this partition
-    selected: int  # of those, the ones the filters selected
-    queries: int
-    first_query: str | None
-    last_query: str | None
-    closed: bool  # the block ends in this partition
-    tx: dict[str, Any]  # its transaction context when it closed (or at the partition's end)
-    script_bytes: int = 0  # its statements' bytes at its end of the part's script
-
-
-@dataclass
-class Summary:
-    index: int
-    bytes: int = 0
-    events: int = 0
-    statements: int = 0
-    transactions: int = 0  # complete blocks with statements (pieces are counted by the merger)
-    counts: dict[tuple[str, str], int] = field(default_factory=dict)  # (db.table, type) -> rows
-    changed_tables: list[str] = field(default_factory=list)
-    row_images: list[str] = field(default_factory=list)
-    ddl: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    irreversible: int = 0
-    first_irreversible: dict[str, Any] | None = None
-    taints: int = 0  # rows (or tables) whose newer changes this partition found must be held back
-    mismatch: dict[str, Any] | None = None  # the first SchemaMismatch, raised after the DDL check
-    error: dict[str, Any] | None = None  # an error that fails the job
-    error_pos: int | None = None  # the position of the event it stopped at
-    first_change: dict[str, int] = field(default_factory=dict)  # db.table (lower case) -> position
-    # What the partition holds, selected or not: rows events per (db.table, type), and the first and
-    # last transaction with rows events as (gtid, timestamp). Said when the job selects nothing.
-    contents: dict[tuple[str, str], int] = field(default_factory=dict)
-    first_tx: tuple[str | None, int] | None = None
-    last_tx: tuple[str | None, int] | None = None
-    head: Piece | None = None
-    tail: Piece | None = None
-    script_bytes: int = 0
-    seconds: float = 0.0
-    next_block: int = 0  # ordinal of the next block after this partition (the planner's, checked)
-    # The first of the longest statements in binlog order: {bytes (UTF-8, as written), table, file, pos}.
-    largest_statement: dict[str, Any] | None = None
-
-
-def part_path(out_dir: str, index: int, suffix: str) -> str:
-    return os.path.join(out_dir, f"part-{index:06d}.{suffix}")
-
-
-def encode_error(exc: RollbackError) -> dict[str, Any]:
-    data: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
-    if isinstance(exc, BinlogFormatError):
-        data.update(path=exc.path, offset=exc.offset, reason=exc.reason)
-    return data
-
-
-def decode_error(data: dict[str, Any]) -> Exception:
-    """The error a partition reported, as the exception type it was (RuntimeError for bugs)."""
-    cls = getattr(errors, data["type"], None)
-    if not (isinstance(cls, type) and issubclass(cls, RollbackError)):
-        return RuntimeError(data["message"])
-    if issubclass(cls, BinlogFormatError):
-        return cls(data["path"], data["offset"], data["reason"])
-    return cls(data["message"])
-
-
-def comment(text: str) -> str:
-    """Text on one line, whitespace runs collapsed (DDL text in messages; script lines use comment_line)."""
-    return " ".join(text.split()).replace("*/", "* /")
-
-
-def block_header(
-    tx: dict[str, Any], file: str, first_pos: int, end_pos: int, partial: bool, queries: Iterable[str]
-) -> str:
-    """The comment lines and BEGIN that open a transaction block of the script."""
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(tx["timestamp"])) if tx["timestamp"] else "-"
-    thread = tx["thread_id"] if tx["thread_id"] is not None else "-"
-    lines = [
-        f"transaction gtid={tx['gtid'] or '-'} file={file} pos={first_pos}-{end_pos} "
-        f"time={stamp} UTC server_id={tx['server_id']} thread={thread}"
-    ]
-    if partial:
-        lines.append(PARTIAL_NOTE)
-    for query in queries:
-        lines.append(f"original: {' '.join(query.split())[:1000]}")  # readable: whitespace runs collapsed
-    return "".join(comment_line(line) + "\n" for line in lines) + "BEGIN;\n"
-
-
-BLOCK_END = "COMMIT;\n\n"
-
-
-class _Spool:
-    """Rendered (script, plan) text per rows event, in binlog order; in memory up to a limit, then
-    in a temporary file. Read back in either order."""
-
-    def __init__(self, directory: str, limit: int | None = None):
-        self._directory = directory
-        self._limit = SPOOL_MEMORY if limit is None else limit
-        self._file: IO[bytes] | None = None
-        self._spilled = array("q")  # offset, script length, plan length per spilled chunk
-        self._memory: list[tuple[bytes, bytes]] = []
-        self._memory_bytes = 0
-
-    def __len__(self) -> int:
-        return len(self._spilled) // 3 + len(self._memory)
-
-    def add(self, script: str, plan: str) -> None:
-        item = (script.encode("utf-8"), plan.encode("utf-8"))
-        self._memory.append(item)
-        self._memory_bytes += len(item[0]) + len(item[1])
-        if self._memory_bytes > self._limit:
-            self._spill()
-
-    def _spill(self) -> None:
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(dir=self._directory)
-        f = self._file
-        f.seek(0, 2)
-        for script, plan in self._memory:
-            self._spilled.extend((f.tell(), len(script), len(plan)))
-            f.write(script)
-            f.write(plan)
-        self._memory.clear()
-        self._memory_bytes = 0
-
-    def get(self, index: int) -> tuple[bytes, bytes]:
-        spilled = len(self._spilled) // 3
-        if index >= spilled:
-            return self._memory[index - spilled]
-        assert self._file is not None
-        offset, s_len, p_len = self._spilled[3 * index : 3 * index + 3]
-        self._file.seek(offset)
-        data = self._file.read(s_len + p_len)
-        return data[:s_len], data[s_len:]
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
 
 
 class _Block:
@@ -261,13 +117,6 @@ class _Block:
         self.queries: list[str] = []
         self.events = 0
         self.selected = 0
-
-
-_encode_string = json.encoder.encode_basestring  # the C encoder json.dumps(ensure_ascii=False) uses
-
-
-def _json(value: str | None) -> str:
-    return "null" if value is None else _encode_string(value)
 
 
 def _full_image_statements(full: FullImageStatements, kind: str, rows: list, forward: bool) -> list[str]:
@@ -303,7 +152,8 @@ class _Run:
         self.row_images: set[str] = set()
         self.renderers: dict[tuple[Any, ...], TableRenderer] = {}
         self.next_block = part.next_block
-        self.spool = _Spool(job.out_dir)
+        self.selection = Selection(job.filters, job.gtid, job.since, job.until)
+        self.rendered = SpillBuffer(job.out_dir)
         # (kind, first chunk, end chunk, header) in binlog order; kind head | block | tail
         self.entries: list[tuple[str, int, int, str]] = []
         self.head: _Block | None = None
@@ -317,34 +167,6 @@ class _Run:
         self.first_change: dict[str, int] = {}
         self.largest_bytes = 0
         self.contents: Counter[tuple[str, str]] = Counter()
-
-    # -- selection
-    def _tx_selected(self, tx: TxContext) -> bool:
-        job = self.job
-        if job.gtid is not None and not job.gtid.selects(tx.gtid):
-            return False
-        if job.since is not None and tx.timestamp < job.since:
-            return False
-        if job.until is not None and tx.timestamp >= job.until:
-            return False
-        if job.filters.thread_id is not None and tx.thread_id is None:
-            # MariaDB writes a GTID event, not a BEGIN query, before row-based transactions: no thread id.
-            raise errors.RangeError(
-                f"--thread-id cannot select: the transaction at {self.part.file_label}:{tx.begin_pos} "
-                f"(gtid {tx.gtid or '-'}) has no thread id in the binlog (MariaDB records none for "
-                "row-based transactions); select by --gtid or by time instead"
-            )
-        return not (job.filters.thread_id is not None and tx.thread_id != job.filters.thread_id)
-
-    def _ddl_selected(self, gtid: str | None, timestamp: int) -> bool:
-        """Whether the range's GTIDs or time window take a DDL in (thread and table filters do not:
-        a DDL changes the table whoever runs it)."""
-        job = self.job
-        if job.gtid is not None and not job.gtid.selects(gtid):
-            return False
-        if job.since is not None and timestamp < job.since:
-            return False
-        return not (job.until is not None and timestamp >= job.until)
 
     def _renderer(self, tmap: TableMap, pos: int) -> TableRenderer | None:
         """The table's renderer; None (after noting the first SchemaMismatch) when its schema disagrees."""
@@ -378,13 +200,18 @@ class _Run:
         try:
             with ByteRange(part.location, part.start, part.end) as source:
                 self._read(source.buf)
+            if self.next_block != part.end_block:
+                raise RuntimeError(
+                    f"partition {part.index} ends before block {self.next_block}, "
+                    f"the plan says {part.end_block}: the planner and the workers disagree"
+                )
             self._write()
             self._write_taints()
         finally:
             for f in (self.changes_out, self.irreversible_out):
                 if f is not None:
                     f.close()
-            self.spool.close()
+            self.rendered.close()
         return self.finish_summary(started)
 
     def finish_summary(self, started: float) -> Summary:
@@ -399,7 +226,7 @@ class _Run:
         return s
 
     def _open_block(self, tx: TxContext, first_pos: int, continued: bool, ordinal: int) -> _Block:
-        return _Block(ordinal, tx, first_pos, len(self.spool), continued)
+        return _Block(ordinal, tx, first_pos, len(self.rendered), continued)
 
     def _read(self, buf: memoryview) -> None:
         part = self.part
@@ -450,18 +277,18 @@ class _Run:
                     continue  # undone by a ROLLBACK TO SAVEPOINT: it never persisted
                 tmap = state.table_maps.get(event.table_id)
                 if tmap is None:
-                    decode_rows(decoded, event, state)  # raises the precise error
+                    rows_batch(decoded, event, state)  # raises the precise error
                     continue
                 current.events += 1
                 self.contents[(tmap.qualified_name, event.kind)] += 1
                 if not filters.table_selected(tmap) or (types and event.kind not in types):
                     continue
-                if not self._tx_selected(state.tx):
+                if not self.selection.transaction(state.tx, label):
                     continue
                 if changes_only:
                     schema = self.job.schemas.get(schema_key(tmap))
                     known = schema if isinstance(schema, TableSchema) else None
-                    batch = decode_rows(
+                    batch = rows_batch(
                         decoded, event, state, _fixed_unsigned(known.unsigned if known else None)
                     )
                     self._log(current, batch, known.names if known else None)
@@ -470,7 +297,7 @@ class _Run:
                 if renderer is None:
                     continue
                 unsigned = renderer.schema.unsigned if renderer.schema else None
-                batch = decode_rows(decoded, event, state, _fixed_unsigned(unsigned))
+                batch = rows_batch(decoded, event, state, _fixed_unsigned(unsigned))
                 full = (1 << event.column_count) - 1
                 complete = event.present == full == event.present_after and not event.partial
                 self._take(current, batch, renderer, complete, decoded.raw.pos)
@@ -492,7 +319,7 @@ class _Run:
                         # read from the whole statement: the text above is cut
                         "affects": ddl_targets(event.sql, event.database, tx_was_open).to_dict(),
                         # in the range's GTID or time selection (every DDL of a range by position)
-                        "selected": self._ddl_selected(state.tx.gtid, decoded.raw.timestamp),
+                        "selected": self.selection.ddl(state.tx.gtid, decoded.raw.timestamp),
                     }
                 )
         if current is not None:
@@ -503,10 +330,10 @@ class _Run:
                 )
                 self._finish(current)
             elif current.continued:
-                self.entries.append(("head", current.first_chunk, len(self.spool), ""))
+                self.entries.append(("head", current.first_chunk, len(self.rendered), ""))
             else:
                 self.tail = current
-                self.entries.append(("tail", current.first_chunk, len(self.spool), ""))
+                self.entries.append(("tail", current.first_chunk, len(self.rendered), ""))
         if progress is not None:
             progress(part.size, part.events)
 
@@ -545,7 +372,7 @@ class _Run:
         kind = batch.kind
         script: list[str] = []
         plan: list[str] = []
-        with_plan = self.job.plan
+        with_plan = self.job.plan_lines
         full = renderer.full_images() if complete and not with_plan and self.hold is None else None
         if full is not None:
             # Every column in both images: nothing is irreversible, the statements need no checks.
@@ -553,22 +380,18 @@ class _Run:
             if script:
                 text = "\n".join(script) + "\n"
                 self._largest(script, text, batch, table)
-                self.spool.add(text, "")
+                self.rendered.add(text, "")
                 current.statements += len(script)
                 self.statements += len(script)
             return
-        # Plan lines as json.dumps(..., ensure_ascii=False) writes them, built from prepared pieces.
-        head = f'{{"file": {_json(batch.file)}, "pos": {batch.pos}, "table": {_json(table)}, '
-        tail = f', "tx": {current.ordinal}, "gtid": {_json(current.tx.gtid)}, "sql": '
+        lines = PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid)
         if self.job.mode == "forward":
             for row in rows:
                 sql = forward_row(renderer, kind, row)
                 if sql is not None:
                     script.append(sql)
                     if with_plan:
-                        plan.append(
-                            f'{head}"type": "{kind}", "check": null, "expect": null{tail}{_json(sql)}}}'
-                        )
+                        plan.append(lines.forward(kind, sql))
         else:
             if self.hold is None:
                 results = list(invert_rows(renderer, kind, rows, with_plan))  # newest row first
@@ -592,13 +415,12 @@ class _Run:
                     script.append(result.sql)
                     if with_plan:
                         plan.append(
-                            f'{head}"row": {index}, "type": "{result.kind}", "check": {_json(result.check)}, '
-                            f'"expect": {result.expect}{tail}{_json(result.sql)}}}'
+                            lines.reverse(index, result.kind, result.check, result.expect, result.sql)
                         )
         if script:
             text = "\n".join(script) + "\n"
             self._largest(script, text, batch, table)
-            self.spool.add(text, "\n".join(plan) + "\n")
+            self.rendered.add(text, "\n".join(plan) + "\n")
             current.statements += len(script)
             self.statements += len(script)
 
@@ -670,7 +492,7 @@ class _Run:
     def _finish(self, block: _Block | None) -> None:
         if block is None:
             return
-        end = len(self.spool)
+        end = len(self.rendered)
         if block.continued:
             self.head_closed = True
             self.entries.append(("head", block.first_chunk, end, ""))
@@ -705,7 +527,7 @@ class _Run:
                     script_out.write(header.encode("utf-8"))
                 chunks = range(end - 1, first - 1, -1) if newest_first else range(first, end)
                 for index in chunks:
-                    script, plan = self.spool.get(index)
+                    script, plan = self.rendered.get(index)
                     script_out.write(script)
                     plan_out.write(plan)
                 if header:

@@ -1,4 +1,4 @@
-"""Plan a job: a range of binlog files -> ordered partitions that each decode on their own.
+"""PartitionPlan a job: a range of binlog files -> ordered partitions that each decode on their own.
 
 A partition is a byte range (file, start, end) cut at an event boundary once it holds about the
 target size. It may start anywhere, even inside a transaction of millions of rows after one
@@ -22,21 +22,33 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rollback.binlog import events as ev
 from rollback.binlog.constants import EventType
-from rollback.binlog.decode import DECODERS, StreamState, TxContext, check_boundary, decode_event
-from rollback.binlog.reader import BinlogFile, FormatFacts, RawEvent, iter_events, without_checksum
+from rollback.binlog.decode import (
+    DECODERS,
+    StreamState,
+    TxContext,
+    check_boundary,
+    decode_event,
+    end_transaction,
+)
+from rollback.binlog.reader import (
+    EVENT_HEADER,
+    BinlogFile,
+    FormatFacts,
+    RawEvent,
+    iter_events,
+    without_checksum,
+)
 from rollback.binlog.rows import ROWS_EVENT_TYPES, RowsEvent
 from rollback.binlog.table_map import TableMap, decode_table_map
 from rollback.errors import BinlogFormatError, RangeError, SavepointError
 from rollback.pipeline import storage
 from rollback.pipeline.order import FileTrail, check_order, identity
 from rollback.pipeline.savepoints import SavepointTracker, Undo, Void, merged, overlapping, quoted
-
-if TYPE_CHECKING:
-    from rollback.flashback import RangeSpec
+from rollback.request import FIRST_EVENT, RangeSpec, check_positions
 
 TARGET_BYTES = 64 << 20  # default partition size
 
@@ -82,6 +94,9 @@ class Partition:
     range_end: bool  # last partition of its file's range
     # Rows events a ROLLBACK TO SAVEPOINT (or ROLLBACK) undid, as disjoint spans (savepoints.py).
     voids: list[Void] = field(default_factory=list)
+    # Ordinal of the next block after this partition, as the planner counted: the partition checks
+    # that it counted the same when it ends.
+    end_block: int = 0
 
     @property
     def size(self) -> int:
@@ -119,6 +134,7 @@ class Partition:
             "range_start": self.range_start,
             "range_end": self.range_end,
             "voids": [list(v) for v in self.voids],
+            "end_block": self.end_block,
         }
 
     @classmethod
@@ -143,11 +159,12 @@ class Partition:
             d["range_start"],
             d["range_end"],
             [(a, b, c, e) for a, b, c, e in d.get("voids", [])],
+            d.get("end_block", 0),
         )
 
 
 def _raw_event(pos: int, data: bytes, facts: FormatFacts) -> RawEvent:
-    timestamp, type_code, server_id, length, next_pos, flags = _unpack_header(data)
+    timestamp, type_code, server_id, length, next_pos, flags = EVENT_HEADER.unpack_from(data, 0)
     return RawEvent(
         pos,
         timestamp,
@@ -169,19 +186,8 @@ def _decode_map(pos: int, data: bytes, facts: FormatFacts, path: str) -> TableMa
         raise BinlogFormatError(path, exc.offset if exc.offset is not None else pos, exc.reason) from None
 
 
-def _unpack_header(data: bytes) -> tuple[int, int, int, int, int, int]:
-    return (
-        int.from_bytes(data[0:4], "little"),
-        data[4],
-        int.from_bytes(data[5:9], "little"),
-        int.from_bytes(data[9:13], "little"),
-        int.from_bytes(data[13:17], "little"),
-        int.from_bytes(data[17:19], "little"),
-    )
-
-
 @dataclass
-class Plan:
+class PartitionPlan:
     partitions: list[Partition]
     bytes_total: int = 0
     events_total: int = 0
@@ -202,20 +208,20 @@ _TABLE_MAP = int(EventType.TABLE_MAP)
 _XID = int(EventType.XID)
 _ROWS_QUERY = frozenset({int(EventType.ROWS_QUERY), int(EventType.ANNOTATE_ROWS)})
 _TRAIL_EVENTS = frozenset({ev.MariaGtid, ev.Gtid, ev.Rotate, ev.GtidList, ev.PreviousGtids})
-_IN_FORCE = -1  # a key of StreamState.table_maps that decode.py's state updates can only clear
-_MARKER = TableMap(_IN_FORCE, 0, "", "", b"", (), ())
 
 
 class _FilePlanner:
     """Walks one file's range, cutting partitions and keeping the state a cut must carry.
 
-    The state follows decode.py exactly (its decoders and state updates run on every event but rows
-    events), with three shortcuts for the events every transaction repeats: a TABLE_MAP is kept as
-    raw bytes and decoded once per table signature, an XID ends the transaction as decode.py does,
-    and the text of a ROWS_QUERY / ANNOTATE_ROWS is decoded only if a cut needs it.
+    The state is decode.py's state machine (its decoders and state updates run on every event but
+    rows events), with three shortcuts for the events every transaction repeats: a TABLE_MAP is kept
+    as raw bytes and decoded once per table signature, an XID ends the transaction through the same
+    `end_transaction`, and the text of a ROWS_QUERY / ANNOTATE_ROWS is decoded only if a cut needs it.
     """
 
-    def __init__(self, plan: Plan, binlog: BinlogFile, path: str, file_index: int, target: int, ordinal: int):
+    def __init__(
+        self, plan: PartitionPlan, binlog: BinlogFile, path: str, file_index: int, target: int, ordinal: int
+    ):
         self.plan = plan
         self.binlog = binlog
         self.path = path
@@ -226,7 +232,7 @@ class _FilePlanner:
         self.ordinal = ordinal
         self.flavour = "mariadb" if binlog.facts.is_mariadb else "mysql"
         self.state = StreamState(binlog.facts, path=binlog.path, file_name=self.label)
-        self.state.table_maps[_IN_FORCE] = _MARKER
+        self.clears = self.state.clears  # the state's clears the planner's own table maps followed
         self.maps: dict[int, tuple[int, bytes, bool]] = {}  # table id -> (position, raw event, in a payload)
         self.block: OpenBlock | None = None
         self.block_tx: TxContext | None = None
@@ -245,7 +251,7 @@ class _FilePlanner:
         elif type_code == _TABLE_MAP:
             self._table_map(raw, bytes(raw.data), False)
         elif type_code == _XID and len(raw.body) == 8:
-            self.state.tx.open = False  # decode.py's _end_tx
+            end_transaction(self.state)
             self._cleared()
             self.block, self.block_tx = None, None
         elif type_code in _ROWS_QUERY:
@@ -259,7 +265,7 @@ class _FilePlanner:
             state = self.state
             was_open = state.tx.open
             for decoded in decode_event(raw, state):
-                if _IN_FORCE not in state.table_maps:
+                if state.clears != self.clears:
                     self._cleared()
                 event = decoded.event
                 if isinstance(event, TableMap):
@@ -278,9 +284,10 @@ class _FilePlanner:
                     self.block, self.block_tx = None, None
 
     def _cleared(self) -> None:
+        """The state cleared its table maps: so do the planner's (kept as raw bytes)."""
         self.maps.clear()
         self.state.table_maps.clear()
-        self.state.table_maps[_IN_FORCE] = _MARKER
+        self.clears = self.state.clears
 
     def _table_map(self, raw: RawEvent, data: bytes, in_payload: bool) -> None:
         facts = without_checksum(self.state.facts) if in_payload else self.state.facts
@@ -437,6 +444,7 @@ class _FilePlanner:
             part.voids = overlapping(voids, part.start, part.end)
 
     def _emit(self, part: Partition) -> None:
+        part.end_block = self.ordinal
         self.plan.partitions.append(part)
         self.plan.events_total += part.events
 
@@ -456,17 +464,17 @@ def _look_ahead(planner: _FilePlanner, binlog: BinlogFile, path: str, stop: int)
         whole.close()
 
 
-def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> Plan:
+def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> PartitionPlan:
     """Resolve the files and positions of a range into ordered partitions of about `target_bytes`."""
     if not rng.files:
         raise RangeError("no binlog files in the range")
     for what, given in (("start", rng.start_position), ("stop", rng.stop_position)):
-        if given is not None and given < 4:
+        if given is not None and given < FIRST_EVENT:
             where = rng.files[0] if what == "start" else rng.files[-1]
             raise RangeError(
                 f"{where}: {what} position {given} is before the first event (events start at 4)"
             )
-    plan = Plan([])
+    plan = PartitionPlan([])
     ordinal = 0
     last = len(rng.files) - 1
     trails: list[FileTrail] = []
@@ -477,16 +485,13 @@ def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> Plan:
             plan.server_version = plan.server_version or binlog.facts.server_version
             if binlog.facts.checksum_len == 0:
                 plan.unchecked.append(os.path.basename(path))
-            start = rng.start_position if index == 0 and rng.start_position is not None else 4
+            start = rng.start_position if index == 0 and rng.start_position is not None else FIRST_EVENT
             stop = rng.stop_position if index == last and rng.stop_position is not None else binlog.size
             if start > binlog.size:
                 raise RangeError(
                     f"{path}: start position {start} is past the end of the file ({binlog.size})"
                 )
-            if stop > binlog.size:
-                raise RangeError(f"{path}: stop position {stop} is past the end of the file ({binlog.size})")
-            if stop < start:
-                raise RangeError(f"{path}: stop position {stop} is before start position {start}")
+            check_positions(path, start, stop, binlog.size)
             plan.bytes_total += stop - start
             planner = _FilePlanner(plan, binlog, path, index, target_bytes, ordinal)
             first_partition = len(plan.partitions)

@@ -17,30 +17,32 @@ def spark_master() -> str:
     return os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER", DEFAULT_MASTER)
 
 
-def spark_status() -> dict:
+def spark_status(master: str | None = None) -> dict:
     """What /health reports: the installed Spark version and whether the session has started yet."""
     import pyspark
 
     started = _session is not None
     return {
         "version": pyspark.__version__,
-        "master": spark_master(),
+        "master": master or spark_master(),
         "session": "started" if started else "not started (Spark starts lazily with the first job)",
     }
 
 
-def get_spark() -> Any:
-    """Return the process's SparkSession, starting it on first call (master from MYSQL_ROLLBACK_SPARK_MASTER)."""
+def get_spark(master: str | None = None) -> Any:
+    """Return the process's SparkSession, starting it on first call on `master` (None: the
+    MYSQL_ROLLBACK_SPARK_MASTER setting, else local[*]); later calls get that same session."""
     global _session
     with _lock:
         if _session is None:
             from pyspark.sql import SparkSession
 
-            if not os.environ.get("PYSPARK_PYTHON") and spark_master().startswith("local"):
+            master = master or spark_master()
+            if not os.environ.get("PYSPARK_PYTHON") and master.startswith("local"):
                 # Local workers run this interpreter (its packages), not whatever `python3` is on PATH.
                 os.environ["PYSPARK_PYTHON"] = sys.executable
-            builder = SparkSession.builder.appName("mysql-rollback").master(spark_master())
-            for key, value in _spark_conf_from_env().items():
+            builder = SparkSession.builder.appName("mysql-rollback").master(master)
+            for key, value in _spark_conf_from_env(master).items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel(os.environ.get("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", "ERROR"))
@@ -63,10 +65,10 @@ def network_conf(master: str, secret: str | None) -> dict[str, str]:
     return conf
 
 
-def _spark_conf_from_env() -> dict[str, str]:
+def _spark_conf_from_env(master: str) -> dict[str, str]:
     """Any MYSQL_ROLLBACK_SPARK_CONF_<key with dots as __> passes through as a spark.* setting."""
     conf = {
-        **network_conf(spark_master(), os.environ.get("MYSQL_ROLLBACK_SPARK_SECRET")),
+        **network_conf(master, os.environ.get("MYSQL_ROLLBACK_SPARK_SECRET")),
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "8",
     }

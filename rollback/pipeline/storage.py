@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import mmap
 import os
-import struct
 import tempfile
 from typing import Any
 from urllib.parse import urlparse
 
 from rollback.binlog.constants import V4_HEADER_LEN
-from rollback.binlog.reader import BinlogFile, read_file_facts
+from rollback.binlog.reader import EVENT_HEADER, BinlogFile, read_file_facts
 from rollback.binlog.rows import ROWS_EVENT_TYPES
 from rollback.errors import BinlogFormatError, SourceError
 
-_HEADER = struct.Struct("<IBIIIH")
 _CHUNK = 8 << 20
 
 
@@ -34,6 +32,11 @@ def local_path(path: str) -> str:
     if path.startswith("file://"):
         path = urlparse(path).path
     return os.path.abspath(path)
+
+
+def missing_local_files(paths: list[str]) -> list[str]:
+    """The local paths (or file:// URLs) among `paths` that name no file."""
+    return [p for p in paths if is_local(p) and not os.path.exists(local_path(p))]
 
 
 def _fsspec() -> Any:
@@ -93,7 +96,7 @@ class PlanningView(BinlogFile):
             head = source.read(min(size, 4 + V4_HEADER_LEN))
             if len(head) < 4 + V4_HEADER_LEN:
                 raise BinlogFormatError(url, 0, "not a binlog file (too short)")
-            fde_len = _HEADER.unpack_from(head, 4)[3]
+            fde_len = EVENT_HEADER.unpack_from(head, 4)[3]
             source.seek(0)
             prefix = source.read(min(size, 4 + fde_len))
             facts, fde_end = read_file_facts(memoryview(prefix), url)
@@ -103,7 +106,7 @@ class PlanningView(BinlogFile):
             while pos + facts.header_len <= end:
                 source.seek(pos)
                 header = source.read(facts.header_len)
-                length = _HEADER.unpack_from(header, 0)[3]
+                length = EVENT_HEADER.unpack_from(header, 0)[3]
                 if length < facts.header_len:
                     sparse.put(pos, header)
                     break

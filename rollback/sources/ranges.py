@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from rollback.binlog.gtid import GtidSet, MariaGtidPos, MariaGtidRange
 from rollback.errors import RangeError, SourceError
@@ -225,6 +225,30 @@ def window_range(
 # --------------------------------------------------------------------------- GTIDs
 
 
+G = TypeVar("G", GtidSet, MariaGtidPos)
+
+
+class _GtidsBefore(Generic[G]):
+    """The GTIDs logged before each file of `log` (its GTID_LIST or PREVIOUS_GTIDS event), and
+    `now` past the last one."""
+
+    def __init__(self, server: LogIndex, log: _Log, now: G, event: str, read: Callable[[Any], G | None]):
+        self.server = server
+        self.log = log
+        self.now: G = now
+        self.event = event
+        self.read: Callable[[Any], G | None] = read
+
+    def before(self, j: int) -> G:
+        if j >= len(self.log.names):
+            return self.now
+        name = self.log.names[j]
+        gtids = self.read(self.server.file_header(name))
+        if gtids is None:
+            raise SourceError(f"{name} has no {self.event} event: cannot place GTIDs in it")
+        return gtids
+
+
 def maria_gtid_range(server: LogIndex, gtids: MariaGtidRange) -> ServerRange:
     """The files holding the MariaDB GTIDs after `gtids.start` up to `gtids.stop` (all domains)."""
     log = _Log(server)
@@ -232,14 +256,10 @@ def maria_gtid_range(server: LogIndex, gtids: MariaGtidRange) -> ServerRange:
     current = server.gtid_state()
     if not isinstance(current, MariaGtidPos):
         raise SourceError("the server is MySQL: give a MySQL GTID set, not a MariaDB GTID position")
-
-    def state_before(j: int) -> MariaGtidPos:
-        if j >= n:
-            return current
-        header = server.file_header(log.names[j])
-        if header.gtid_list is None:
-            raise SourceError(f"{log.names[j]} has no GTID_LIST event: cannot place GTIDs in it")
-        return header.gtid_list.pos
+    lists = _GtidsBefore(
+        server, log, current, "GTID_LIST", lambda h: None if h.gtid_list is None else h.gtid_list.pos
+    )
+    state_before = lists.before
 
     if gtids.stop is not None:
         domains = sorted(gtids.stop.domains)
@@ -290,14 +310,7 @@ def mysql_gtid_range(server: LogIndex, gtids: GtidSet) -> ServerRange:
     executed = server.gtid_state()
     if not isinstance(executed, GtidSet):
         raise SourceError("the server is MariaDB: give a MariaDB GTID position (domain-server-seq)")
-
-    def before(j: int) -> GtidSet:
-        if j >= n:
-            return executed
-        header = server.file_header(log.names[j])
-        if header.previous_gtids is None:
-            raise SourceError(f"{log.names[j]} has no PREVIOUS_GTIDS event: cannot place GTIDs in it")
-        return header.previous_gtids
+    before = _GtidsBefore(server, log, executed, "PREVIOUS_GTIDS", lambda h: h.previous_gtids).before
 
     missing = gtids - executed
     if missing:

@@ -30,9 +30,9 @@ from typing import Any
 
 import pymysql
 
-from rollback.binlog.gtid import GtidSet, MariaGtidPos, MariaGtidRange
+from rollback.binlog.gtid import MariaGtidPos, MariaGtidRange
 from rollback.errors import RangeError, SourceError
-from rollback.flashback import GtidFilter, RangeSpec, parse_datetime
+from rollback.request import GtidFilter, RangeSpec, check_server_range, parse_datetime
 from rollback.schema import SchemaSource, ServerSchema
 from rollback.sources.ranges import (
     LogIndex,
@@ -105,12 +105,11 @@ def datetime_epoch(text: str, query: Query, where: str) -> float:
     return float(epoch)
 
 
-def gtid_range(server: LogIndex, text: str) -> ServerRange:
+def gtid_range(server: LogIndex, flt: GtidFilter) -> ServerRange:
     """The files holding the GTIDs of a --gtid text: a MySQL GTID set, or MariaDB GTIDs/ranges
     (per domain, from before the lowest GTID asked to the highest)."""
-    flt = GtidFilter(text)
     if flt.mysql is not None:
-        return mysql_gtid_range(server, GtidSet.parse(text))
+        return mysql_gtid_range(server, flt.mysql)
     lows: dict[int, tuple[int, int]] = {}
     highs: dict[int, tuple[int, int]] = {}
     for domain, server_id, first, last in flt.maria:
@@ -121,28 +120,6 @@ def gtid_range(server: LogIndex, text: str) -> ServerRange:
     start = MariaGtidPos((d, s, q) for d, (s, q) in lows.items() if q > 0)
     stop = MariaGtidPos((d, s, q) for d, (s, q) in highs.items())
     return maria_gtid_range(server, MariaGtidRange(start, stop))
-
-
-def check_range(
-    start_file: str | None,
-    start_position: int | None,
-    stop_file: str | None,
-    stop_position: int | None,
-    gtid: str | None,
-    timed: bool,
-) -> None:
-    """A server range is one of: a start file (+ positions, stop file), GTIDs, a time window."""
-    if start_file is None and (start_position is not None or stop_file or stop_position is not None):
-        raise RangeError("a position or a stop file on a server needs the start file it refers to")
-    kinds = [
-        kind for kind, given in (("start file", start_file), ("GTIDs", gtid), ("time window", timed)) if given
-    ]
-    if not kinds:
-        raise RangeError("a server range needs a start file (with positions), GTIDs, or a time window")
-    if len(kinds) > 1:
-        raise RangeError(
-            f"a server range is given by a start file, by GTIDs, or by a time window, not by {' and '.join(kinds)}"
-        )
 
 
 def resolve_server_range(
@@ -168,13 +145,14 @@ def resolve_server_range(
     of spooled copies. Raises RangeError / SourceError, with one line each.
     """
     start_file, stop_file, gtid = start_file or None, stop_file or None, gtid or None
-    check_range(
+    check_server_range(
         start_file, start_position, stop_file, stop_position, gtid, bool(start_datetime or stop_datetime)
     )
     with BinlogServer(dsn, server_id=server_id) as server:
         address = server.address
         where = f"server {name}" if name else f"server {server.address}"
         start_dt = stop_dt = None
+        parsed: GtidFilter | None = None
         if start_datetime:
             start_dt = utc_text(datetime_epoch(start_datetime, server.query, where))
         if stop_datetime:
@@ -182,7 +160,8 @@ def resolve_server_range(
         if start_file is not None:
             srange = position_range(server, start_file, start_position, stop_file, stop_position)
         elif gtid:
-            srange = gtid_range(server, gtid)
+            parsed = GtidFilter(gtid)
+            srange = gtid_range(server, parsed)
         else:
             start_ts = int(parse_datetime(start_dt)) if start_dt else None
             stop_ts = int(parse_datetime(stop_dt)) + 1 if stop_dt else None
@@ -201,6 +180,7 @@ def resolve_server_range(
         gtid,
         start_dt,
         stop_dt,
+        parsed_gtid=parsed,
     )
     schema = ServerSchema(lambda: _schema_connection(address), name or str(address))
     return ServerSource(rng, schema, via, warnings)

@@ -3,7 +3,7 @@
 What a replica does, reduced to what a flashback needs:
 
     connect (DSN)  ->  preflight (version, binlog settings)  ->  SET session variables
-    ->  COM_REGISTER_SLAVE  ->  COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID  ->  events ... EOF
+    ->  COM_REGISTER_SLAVE  ->  COM_BINLOG_DUMP  ->  events ... EOF
 
 Wire formats (all integers little-endian; MySQL source sql/rpl_source.cc, MariaDB KB
 "COM_BINLOG_DUMP" / "COM_REGISTER_SLAVE"):
@@ -11,9 +11,6 @@ Wire formats (all integers little-endian; MySQL source sql/rpl_source.cc, MariaD
     COM_REGISTER_SLAVE    0x15 server_id:4 hostname:(len:1 bytes) user:(len:1 bytes)
                           password:(len:1 bytes) port:2 replication_rank:4 master_id:4
     COM_BINLOG_DUMP       0x12 position:4 flags:2 server_id:4 file_name:(rest of packet)
-    COM_BINLOG_DUMP_GTID  0x1e flags:2 server_id:4 name_size:4 file_name:name_size position:8
-                          data_size:4 gtid_set:data_size     (MySQL only; the set is encoded as
-                          in PREVIOUS_GTIDS, tagged format for tagged GTIDs, 8.3+)
 
 Every event arrives as one packet `00 <event>`; the stream ends with an EOF packet (`fe`, under
 9 bytes) when BINLOG_DUMP_NON_BLOCK is set and the dump thread reaches the end of the log, or
@@ -34,7 +31,6 @@ import zlib
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import pymysql
 
@@ -45,18 +41,16 @@ from rollback.binlog.gtid import (
     MariaGtidPos,
     decode_mariadb_gtid_list,
     decode_mysql_gtid_set,
-    encode_mysql_gtid_set,
 )
-from rollback.binlog.reader import FormatFacts, parse_format_description
+from rollback.binlog.reader import EVENT_HEADER, FormatFacts, parse_format_description
+from rollback.dsn import parse_dsn
 from rollback.errors import BinlogFormatError, RangeError, RollbackError, SourceError
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
-COM_BINLOG_DUMP_GTID = 0x1E
 
 BINLOG_DUMP_NON_BLOCK = 0x01
 BINLOG_SEND_ANNOTATE_ROWS_EVENT = 0x02  # MariaDB: without it, ANNOTATE_ROWS events are left out
-BINLOG_THROUGH_GTID = 0x04  # MySQL COM_BINLOG_DUMP_GTID: the packet carries a GTID set
 
 LOG_EVENT_ARTIFICIAL_F = 0x20
 MARIA_SLAVE_CAPABILITY_GTID = 4  # the newest capability: events are sent as they are in the file
@@ -65,7 +59,6 @@ DEFAULT_PORT = 3306
 # A random replica id from the top half of the 32-bit range, where real replicas rarely live.
 SERVER_ID_RANGE = (2**31, 2**32 - 1)
 HEARTBEAT_SECONDS = 15.0
-HEADER = struct.Struct("<IBIIIH")
 
 _HEADER_EVENTS = {
     EventType.GTID_LIST,
@@ -91,21 +84,15 @@ class ServerAddress:
     @classmethod
     def parse(cls, dsn: str) -> ServerAddress:
         """`mysql://user:password@host:port/`; a missing password is taken from $MYSQL_PWD."""
-        try:
-            parts = urlsplit(dsn)
-            port = parts.port or DEFAULT_PORT
-        except ValueError as exc:
-            raise SourceError(f"malformed server DSN: {exc}") from None
-        if parts.scheme not in ("mysql", "mariadb"):
-            raise SourceError("server DSN must look like mysql://user:password@host:port/")
-        if not parts.hostname:
+        parts = parse_dsn(dsn)
+        if not parts.host:
             raise SourceError("server DSN names no host (mysql://user:password@host:port/)")
-        if parts.path not in ("", "/") or parts.query or parts.fragment:
+        if parts.database.strip("/") or parts.options:
             raise SourceError(
                 "server DSN takes no database, options or fragment: mysql://user:password@host:port/"
             )
-        password = unquote(parts.password) if parts.password is not None else os.environ.get("MYSQL_PWD", "")
-        return cls(parts.hostname, port, unquote(parts.username or ""), password)
+        password = parts.password if parts.password is not None else os.environ.get("MYSQL_PWD", "")
+        return cls(parts.host, parts.port, parts.user, password)
 
     @property
     def name(self) -> str:
@@ -139,28 +126,6 @@ def binlog_dump_packet(file_name: str, position: int, server_id: int, flags: int
     return struct.pack("<BIHI", COM_BINLOG_DUMP, position, flags, server_id) + file_name.encode("utf-8")
 
 
-def binlog_dump_gtid_packet(
-    server_id: int,
-    exclude: GtidSet,
-    file_name: str = "",
-    position: int = 4,
-    flags: int = BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
-    tagged: bool | None = None,
-) -> bytes:
-    """COM_BINLOG_DUMP_GTID payload (MySQL): the server sends every transaction not in `exclude`.
-
-    `tagged=None` encodes in the tagged format only when the set has tags (as 8.3+ replicas do).
-    """
-    name = file_name.encode("utf-8")
-    data = encode_mysql_gtid_set(exclude, tagged)
-    return (
-        struct.pack("<BHII", COM_BINLOG_DUMP_GTID, flags, server_id, len(name))
-        + name
-        + struct.pack("<QI", position, len(data))
-        + data
-    )
-
-
 def session_statements(
     flavor: str,
     version: tuple[int, int, int],
@@ -189,15 +154,6 @@ def session_statements(
     if replica_uuid:
         statements.append(f"SET @{'replica' if prefix == 'source' else 'slave'}_uuid = '{replica_uuid}'")
     return statements
-
-
-def maria_gtid_statements(start: MariaGtidPos, strict: bool = True) -> list[str]:
-    """MariaDB GTID start: the dump begins after `start` (its value is the replica's connect state)."""
-    return [
-        f"SET @slave_connect_state = '{start}'",
-        f"SET @slave_gtid_strict_mode = {int(strict)}",
-        "SET @slave_gtid_ignore_duplicates = 0",
-    ]
 
 
 # --------------------------------------------------------------------------- preflight
@@ -373,7 +329,7 @@ def events_from_packets(packets: Iterable[bytes], file_name: str = "") -> Iterat
         data = bytes(packet[1:])
         if len(data) < V4_HEADER_LEN:
             raise SourceError(f"the server sent a {len(data)}-byte event, shorter than an event header")
-        timestamp, type_code, server_id, length, next_pos, flags = HEADER.unpack_from(data, 0)
+        timestamp, type_code, server_id, length, next_pos, flags = EVENT_HEADER.unpack_from(data, 0)
         if length != len(data):
             raise SourceError(f"event header says {length} bytes but the packet holds {len(data)}")
         if type_code in _HEARTBEATS:
@@ -622,26 +578,6 @@ class BinlogServer:
         packet = binlog_dump_packet(file_name, position, self.server_id, flags)
         return self._stream(packet, [], file_name, (file_name, position))
 
-    def dump_maria_gtid(self, start: MariaGtidPos, strict: bool = True) -> Generator[DumpedEvent, None, None]:
-        """MariaDB: the event groups after GTID position `start`, to the current end of the log."""
-        self.check()
-        if self.info.flavor != "mariadb":
-            raise SourceError(f"{self.address} is MySQL: a MariaDB GTID position cannot start its dump")
-        flags = BINLOG_DUMP_NON_BLOCK | BINLOG_SEND_ANNOTATE_ROWS_EVENT
-        packet = binlog_dump_packet("", 4, self.server_id, flags)
-        return self._stream(packet, maria_gtid_statements(start, strict), "", None)
-
-    def dump_mysql_gtid(self, exclude: GtidSet) -> Generator[DumpedEvent, None, None]:
-        """MySQL: every transaction not in `exclude`, to the current end of the log."""
-        self.check()
-        info = self.info
-        if info.flavor == "mariadb":
-            raise SourceError(f"{self.address} is MariaDB: use a MariaDB GTID position (domain-server-seq)")
-        if exclude.has_tags and info.version_tuple < (8, 3, 0):
-            raise SourceError(f"{self.address} runs MySQL {info.version}; tagged GTIDs need 8.3 or newer")
-        packet = binlog_dump_gtid_packet(self.server_id, exclude)
-        return self._stream(packet, [], "", None)
-
     def _stream(
         self, packet: bytes, extra: list[str], file_name: str, start: tuple[str, int] | None
     ) -> Generator[DumpedEvent, None, None]:
@@ -722,7 +658,7 @@ class BinlogServer:
         if fde is None or facts is None:
             raise SourceError(f"{self.address}: the server sent no FORMAT_DESCRIPTION event for {name}")
         header = FileHeader(
-            name, fde, facts, HEADER.unpack_from(fde, 0)[0], 4 + len(fde), gtid_list, previous, first_ts
+            name, fde, facts, EVENT_HEADER.unpack_from(fde, 0)[0], 4 + len(fde), gtid_list, previous, first_ts
         )
         if first_ts is not None:
             self._headers[name] = header  # written events and header events never change

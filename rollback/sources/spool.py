@@ -23,14 +23,13 @@ import secrets
 import shutil
 import struct
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from rollback.binlog.constants import BINLOG_MAGIC, EventType
-from rollback.binlog.gtid import GtidSet, MariaGtidPos
-from rollback.binlog.reader import BinlogFile, FormatFacts, parse_format_description
+from rollback.binlog.reader import EVENT_HEADER, BinlogFile, FormatFacts, parse_format_description
 from rollback.errors import BinlogFormatError, RangeError, SourceError
 from rollback.sources.ranges import BinlogPosition, ServerRange
 from rollback.sources.server import LOG_EVENT_ARTIFICIAL_F, BinlogServer, DumpedEvent, restore_fde, same_fde
@@ -41,7 +40,6 @@ LOG_EVENT_IGNORABLE_F = 0x80
 FILLER_FLAGS = LOG_EVENT_IGNORABLE_F | LOG_EVENT_ARTIFICIAL_F
 FILLER_MARKER = b"mysql-rollback spool: bytes not fetched\x00"
 FILLER_PIECE = 256 << 20  # the largest filler event; longer gaps get several
-_HEADER = struct.Struct("<IBIIIH")
 _ZEROS = bytes(1 << 20)
 # Events at the head of a file, before its first transaction.
 _FILE_HEADER_EVENTS = {
@@ -108,7 +106,7 @@ def write_filler(out: BinaryIO, pos: int, length: int, facts: FormatFacts, times
     """Write one filler event of `length` bytes at `pos`, where `out` is positioned."""
     header = bytearray(facts.header_len)
     next_pos = (pos + length) & 0xFFFFFFFF
-    _HEADER.pack_into(header, 0, timestamp, EventType.IGNORABLE, 0, length, next_pos, FILLER_FLAGS)
+    EVENT_HEADER.pack_into(header, 0, timestamp, EventType.IGNORABLE, 0, length, next_pos, FILLER_FLAGS)
     room = length - facts.header_len - facts.checksum_len
     head = bytes(header) + FILLER_MARKER[:room]
     out.write(head)
@@ -189,15 +187,12 @@ class _FileWriter:
 
 @dataclass
 class _Fetch:
-    """Consumes one dump and writes its files into `directory`.
-
-    `start` None is a GTID start: the server chooses the file and may skip event groups, whose
-    bytes become fillers. Otherwise every event must follow the previous one exactly.
-    """
+    """Consumes one position dump and writes its files into `directory`: every event must follow
+    the previous one exactly."""
 
     directory: Path
     stop: BinlogPosition
-    start: BinlogPosition | None = None
+    start: BinlogPosition
     first_fde: bytes | None = None  # the start file's FDE as stored (the stream's is altered past 4)
     files: Sequence[str] | None = None  # the files the dump must visit, in order
     active: str | None = None  # the server's current binlog: its FDE on disk has the in-use flag
@@ -241,7 +236,7 @@ class _Fetch:
         # A position dump is contiguous, except right after a FORMAT_DESCRIPTION: MariaDB does
         # not send the START_ENCRYPTION event of an encrypted binlog.
         after_fde = self.cursor.position == writer.fde_end and event.pos > writer.fde_end
-        if self.start is not None and event.pos != self.cursor.position and not after_fde:
+        if event.pos != self.cursor.position and not after_fde:
             if writer.first_event is None and event.file == self.start.file:
                 raise RangeError(
                     f"position {self.start.position} in {event.file} is not the start of an event "
@@ -254,9 +249,6 @@ class _Fetch:
                     f"stop position {self.stop.position} in {event.file} is inside an event "
                     f"({event.pos}..{event.end})"
                 )
-            if self.start is None:  # a GTID start skipped the groups up to the stop
-                self.cursor = self.stop
-                return True
         writer.write(event)
         self.cursor = BinlogPosition(event.file, event.end)
         return self.cursor == self.stop
@@ -289,10 +281,6 @@ class _Fetch:
         cursor = self.cursor
         if cursor == self.stop:
             return
-        if self.start is None and cursor is not None and cursor.file == self.stop.file:
-            if cursor.position <= self.stop.position:
-                self.cursor = self.stop
-                return
         raise RangeError(f"the binary log ends at {cursor} before the stop position {self.stop}")
 
 
@@ -467,74 +455,3 @@ def spool_range(
         raise
     shutil.rmtree(tmp, ignore_errors=True)
     return Spool(spool.path, tuple(reused + fetched), tuple(f.name for f in reused))
-
-
-def spool_maria_gtid(
-    server: BinlogServer,
-    start: MariaGtidPos,
-    spool_dir: Path | str,
-    stop: BinlogPosition | None = None,
-    strict: bool = True,
-    name: str | None = None,
-) -> Spool:
-    """MariaDB: fetch the event groups after GTID position `start` (the server finds the file),
-    up to `stop` (default: the end of the log now). Groups the server skips become fillers; the
-    first file's range starts at its first event group. Always fetched, never reused."""
-    server.check()
-    return _spool_gtid(server, lambda: server.dump_maria_gtid(start, strict), spool_dir, stop, name)
-
-
-def spool_mysql_gtids(
-    server: BinlogServer,
-    gtids: GtidSet,
-    spool_dir: Path | str,
-    stop: BinlogPosition | None = None,
-    name: str | None = None,
-) -> Spool:
-    """MySQL: fetch the transactions of `gtids` with COM_BINLOG_DUMP_GTID, the server skipping every
-    other GTID it has executed (they become fillers), up to `stop` (default: the end of the log now).
-    Not exercised against a real MySQL here."""
-    server.check()
-    executed = server.gtid_state()
-    if not isinstance(executed, GtidSet):
-        raise SourceError(f"{server.address} is MariaDB: give a MariaDB GTID position (domain-server-seq)")
-    return _spool_gtid(server, lambda: server.dump_mysql_gtid(executed - gtids), spool_dir, stop, name)
-
-
-def _spool_gtid(
-    server: BinlogServer,
-    dump: Callable[[], Iterator[DumpedEvent]],
-    spool_dir: Path | str,
-    stop: BinlogPosition | None,
-    name: str | None,
-) -> Spool:
-    identity = _identity(server)
-    end = BinlogPosition(*server.end_position())
-    stop = stop or end
-    spool = _Directory(spool_dir, name or server.address.name)
-    tmp = spool.temp()
-    try:
-        writers = _Fetch(tmp, stop, active=end.file).run(dump())
-        if not writers:
-            raise SourceError("the server sent no binlog file for that GTID start")
-        first = writers[0]
-        _restore_first_fde(server, first, in_use=first.name == end.file)
-        begin = first.first_body if first.first_body is not None else first.pos
-        bounds = [(begin if i == 0 else 4, w.pos) for i, w in enumerate(writers)]
-        fetched = _publish(writers, spool.path, bounds, identity)
-    except BaseException:
-        spool.discard_after(tmp)
-        raise
-    shutil.rmtree(tmp, ignore_errors=True)
-    return Spool(spool.path, tuple(fetched))
-
-
-def _restore_first_fde(server: BinlogServer, writer: _FileWriter, in_use: bool) -> None:
-    """A GTID dump may send the first file's FDE with its created time zeroed (MySQL does when it
-    skips the file's first transaction): put back the FDE a position dump at 4 sends."""
-    stored = restore_fde(server.file_header(writer.name).fde, in_use=in_use)
-    with open(writer.path, "r+b") as f:
-        f.seek(4)
-        if len(stored) == writer.fde_end - 4 and f.read(len(stored)) != stored:
-            f.seek(4)
-            f.write(stored)

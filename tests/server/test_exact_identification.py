@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from rollback import Filters, Options, generate
 from rollback.errors import ConflictError
 from rollback.execute import execute_plan
-from rollback.flashback import Filters, Options, generate
 from rollback.schema import ServerSchema
 from tests.support.restore import apply_with_client, flashback, range_spec, snapshot
 
@@ -56,7 +56,7 @@ def _scripts_with_and_without_plan(server, rng, tmp_path, name):
     """The script with a plan (generic renderer, checks) and without (the generated full-image path)."""
     script, plan, _report = flashback(server, rng, tmp_path, name=name)
     fast = tmp_path / f"{name}.fast.sql"
-    generate(range_spec(rng), Filters(), Options(schema=ServerSchema(server.connect)), fast)
+    generate(range_spec(rng), Filters(), Options(engine="local", schema=ServerSchema(server.connect)), fast)
     assert fast.read_bytes() == script.read_bytes()
     return script, plan
 

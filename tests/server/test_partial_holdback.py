@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollback.flashback import Filters, Options, generate
+from rollback import Filters, Options, generate
 from rollback.schema import ServerSchema
 from tests.support.restore import apply_with_client, range_args, range_spec, run_cli
 
@@ -58,7 +58,9 @@ def run(server, rng, out, **options):
     report = generate(
         range_spec(rng),
         Filters(),
-        Options(schema=ServerSchema(server.connect), allow_partial=True, **options),
+        Options(
+            **{"engine": "local", "schema": ServerSchema(server.connect), "allow_partial": True, **options}
+        ),
         out / "r.sql",
         out / "p.jsonl",
     )

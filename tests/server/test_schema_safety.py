@@ -16,8 +16,8 @@ import shutil
 
 import pytest
 
+from rollback import Filters, Options, RangeSpec, generate
 from rollback.errors import DDLInRange, SchemaMismatch, SchemaUnproven
-from rollback.flashback import Filters, Options, RangeSpec, generate
 from rollback.schema import ServerSchema, schema_from_file
 from tests.support.restore import apply_with_client, flashback, range_args, run_cli
 
@@ -417,7 +417,12 @@ def test_a_gtid_range_counts_the_ddl_it_selects_not_the_ddl_before_it_in_its_fil
     def run(first: int, name: str):
         last = int(changes.gtid_after.split("-")[2])
         rng = RangeSpec(files, gtid=f"{domain}-{server_id}-{first}..{domain}-{server_id}-{last}")
-        return generate(rng, Filters(), Options(schema=ServerSchema(scratch_server.connect)), tmp_path / name)
+        return generate(
+            rng,
+            Filters(),
+            Options(engine="local", schema=ServerSchema(scratch_server.connect)),
+            tmp_path / name,
+        )
 
     report = run(int(changes.gtid_before.split("-")[2]) + 1, "changes.sql")
     assert report.statements == 2

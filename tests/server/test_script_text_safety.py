@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rollback.flashback import Filters, Options, RangeSpec, generate
+from rollback import Filters, Options, RangeSpec, generate
 from rollback.render_text import comment_line
 from rollback.schema import ServerSchema
 from tests.support.restore import client_command, snapshot
@@ -162,7 +162,7 @@ def test_hostile_names_files_and_queries_reach_only_comment_lines(hostile, tmp_p
     report = generate(
         RangeSpec([str(hostile_file)], rng.start_position, rng.stop_position),
         Filters(),
-        Options(schema=ServerSchema(server.connect), trust_schema=True),
+        Options(engine="local", schema=ServerSchema(server.connect), trust_schema=True),
         script,
         plan,
     )
@@ -183,7 +183,7 @@ def test_hostile_names_files_and_queries_reach_only_comment_lines(hostile, tmp_p
     report = generate(
         RangeSpec([str(hostile_file)], rng.start_position, inside),
         Filters(),
-        Options(schema=ServerSchema(server.connect), trust_schema=True),
+        Options(engine="local", schema=ServerSchema(server.connect), trust_schema=True),
         partial,
     )
     assert report.warnings and all(FILE_NAME in w for w in report.warnings)
@@ -224,7 +224,7 @@ def test_filter_values_and_irreversible_notes_are_escaped_too(scratch_server_fac
     report = generate(
         RangeSpec([str(hostile_file)], rng.start_position, rng.stop_position),
         Filters({PLAIN_DB}, set(), {"insert", "delete"}),
-        Options(schema=ServerSchema(server.connect), allow_partial=True, trust_schema=True),
+        Options(engine="local", schema=ServerSchema(server.connect), allow_partial=True, trust_schema=True),
         script,
         plan,
     )

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rollback.flashback import Filters, Options, generate
+from rollback import Filters, Options, generate
 from rollback.render_text import comment_line
 from rollback.schema import ServerSchema
 from tests.support.restore import apply_with_client, flashback, range_spec, snapshot
@@ -60,7 +60,9 @@ def test_largest_statement_is_reported_in_the_report_and_the_script_header(scrat
     assert comment_line(line) in header
     # The generated full-image path (no plan) measures the same statements.
     fast = tmp_path / "fast.sql"
-    again = generate(range_spec(rng), Filters(), Options(schema=ServerSchema(scratch_server.connect)), fast)
+    again = generate(
+        range_spec(rng), Filters(), Options(engine="local", schema=ServerSchema(scratch_server.connect)), fast
+    )
     assert again.largest_statement == largest and fast.read_bytes() == script.read_bytes()
     apply_with_client(scratch_server, script)
     assert snapshot(scratch_server, tables) == before

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from rollback import Filters, Options, Progress, RangeSpec, generate
 from rollback.binlog.constants import EventType
 from rollback.binlog.reader import BinlogFile
 from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
-from rollback.flashback import Filters, Options, Progress, RangeSpec, generate
 from rollback.schema import ServerSchema
 from tests.support.corpus import lane_ids, lanes_and
 from tests.support.jobs import (

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rollback.flashback import Filters, Options, RangeSpec, Report, generate
+from rollback import Filters, Options, RangeSpec, Report, generate
 from tests.support.restore import snapshot
 from tests.support.workloads import TABLES, workload
 
@@ -35,7 +35,9 @@ def run(rng: RangeSpec, out_dir: Path, name: str, plan: bool = True, **options: 
     out = out_dir / name
     out.mkdir()
     plan_path = out / "p.jsonl" if plan else None
-    report = generate(rng, Filters(), Options(**options), out / "r.sql", plan_path, out / "c.jsonl")
+    report = generate(
+        rng, Filters(), Options(**{"engine": "local", **options}), out / "r.sql", plan_path, out / "c.jsonl"
+    )
     return Output(
         (out / "r.sql").read_bytes(),
         (out / "p.jsonl").read_bytes() if plan else b"",

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rollback.flashback import Filters, Options, RangeSpec, Report, generate
+from rollback import Filters, Options, RangeSpec, Report, generate
 from rollback.schema import SchemaSource, ServerSchema
 from tests.support import REPO
 from tests.support.mariadb import BinlogRange, ScratchServer
@@ -95,7 +95,13 @@ def flashback(
     script, plan = out_dir / f"{name}.sql", out_dir / f"{name}.plan.jsonl"
     source = ServerSchema(server.connect) if schema == "server" else schema
     assert not isinstance(source, str)
-    report = generate(range_spec(rng), filters or Filters(), Options(schema=source, **options), script, plan)
+    report = generate(
+        range_spec(rng),
+        filters or Filters(),
+        Options(**{"engine": "local", "schema": source, **options}),
+        script,
+        plan,
+    )
     return script, plan, report
 
 

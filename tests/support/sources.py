@@ -11,7 +11,7 @@ import pytest
 
 from rollback import cli
 from rollback.binlog.reader import BinlogFile
-from rollback.sources.cli_fetch import add_fetch_command
+from rollback.cli_fetch import add_fetch_command
 
 _tables = itertools.count(1)
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from rollback import Filters, Options, RangeSpec, generate
 from rollback.errors import EmptyRange
-from rollback.flashback import Filters, Options, RangeSpec, generate
 
 MYSQL_57 = "osheroff__mysql-binlog-connector-java/src/test/resources/mysql-bin.checksum-crc32"  # vendored
 MYSQL_57_LONG = "GoDannyLai__binlog_rollback/tmp/mysql-bin.000008"  # the extended corpus only
@@ -17,11 +17,16 @@ def _thread_changes(rng: RangeSpec, thread: int, tmp_path, empty: bool = False) 
     changes = tmp_path / "changes.jsonl"
     if empty:  # selecting nothing is an error unless allowed
         with pytest.raises(EmptyRange, match=f"filters: thread {thread}; the files hold [0-9]+ rows event"):
-            generate(rng, Filters(thread_id=thread), Options(mode="changes"), tmp_path / "script.sql")
+            generate(
+                rng,
+                Filters(thread_id=thread),
+                Options(mode="changes", engine="local"),
+                tmp_path / "script.sql",
+            )
     report = generate(
         rng,
         Filters(thread_id=thread),
-        Options(mode="changes", allow_empty=empty),
+        Options(mode="changes", engine="local", allow_empty=empty),
         tmp_path / "script.sql",
         changes_path=changes,
     )

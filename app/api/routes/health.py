@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import platform
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 import rollback
-from rollback.pipeline.session import spark_status
+from app.core.config import get_settings
 
 router = APIRouter()
 
 
 @router.get("/health")
-def health() -> dict:
+def health(request: Request) -> dict:
+    services = getattr(request.app.state, "services", None)  # None until the app's startup ran
+    settings = services.settings if services is not None else get_settings()
     return {
         "status": "ok",
         "version": rollback.__version__,
         "python": platform.python_version(),
-        "spark": spark_status(),
+        "spark": rollback.spark_status(settings.spark_master),
     }

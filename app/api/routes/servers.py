@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException
 from app.api.deps import ServicesDep, Viewer
 from app.schemas import ERRORS, ServerOut
 from app.services.sources import server_time_zone
-from rollback.errors import RollbackError
+from rollback import RollbackError
 
 router = APIRouter(prefix="/api/servers", tags=["servers"])
 

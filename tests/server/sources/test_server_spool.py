@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rollback.binlog.constants import EventType
-from rollback.binlog.gtid import MariaGtidPos
 from rollback.sources.ranges import BinlogPosition, position_range
 from rollback.sources.server import BinlogServer
-from rollback.sources.spool import MANIFEST_SUFFIX, spool_maria_gtid, spool_range
+from rollback.sources.spool import MANIFEST_SUFFIX, spool_range
 from tests.support.sources import event_positions
 
 
@@ -88,33 +87,6 @@ def test_rerun_reuses_a_complete_spool_and_refetches_a_damaged_one(scratch_serve
     disk = rng.files[0].read_bytes()
     assert path.read_bytes()[rng.start_position :] == disk[rng.start_position : rng.stop_position]
     assert (path.parent / (path.name + MANIFEST_SUFFIX)).is_file()
-
-
-def test_gtid_start_by_mariadb_connect_state(scratch_server, table, tmp_path: Path):
-    rng = scratch_server.run_sql(
-        [
-            f"INSERT INTO {table} VALUES (1, 'a')",
-            f"INSERT INTO {table} VALUES (2, 'b')",
-            f"DELETE FROM {table}",
-        ]
-    )
-    assert rng.gtid_before
-    stop = BinlogPosition(rng.stop_file, rng.stop_position)
-    with BinlogServer(scratch_server.dsn) as server:
-        spool = spool_maria_gtid(server, MariaGtidPos.parse(rng.gtid_before), tmp_path, stop=stop)
-    (spooled,) = spool.files
-    assert spooled.name == rng.start_file
-    on_disk = [pos for pos, code in event_positions(rng.files[0]) if code == EventType.MARIA_GTID]
-    first_group = next(pos for pos in on_disk if pos >= rng.start_position)
-    assert (spooled.start, spooled.stop) == (first_group, rng.stop_position)
-    disk = rng.files[0].read_bytes()
-    mine = spooled.path.read_bytes()
-    assert mine[spooled.start :] == disk[spooled.start : rng.stop_position]
-    assert mine[:200] == disk[:200]  # magic and FDE
-    # Everything the server skipped (groups up to the connect state) is filler.
-    skipped = [(pos, code) for pos, code in event_positions(spooled.path) if pos < spooled.start]
-    assert EventType.IGNORABLE in [code for _, code in skipped]
-    assert EventType.MARIA_GTID not in [code for _, code in skipped]
 
 
 def test_an_empty_range_at_the_end_of_the_log_spools_a_file_without_events(

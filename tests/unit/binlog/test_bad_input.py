@@ -18,10 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rollback.binlog.constants import EventType
-from rollback.binlog.decode import StreamState, decode_stream, iter_row_batches
+from rollback.binlog.decode import StreamState, decode_stream
 from rollback.binlog.reader import BinlogFile, read_file_facts
 from rollback.binlog.rows import mariadb_uncompress
 from rollback.errors import BinlogFormatError
+from tests.support.decoding import iter_row_batches
 
 pytestmark = pytest.mark.corpus
 

@@ -34,7 +34,7 @@ import pytest
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ChecksumAlg, ColumnType, EventType
-from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, decode_stream, iter_row_batches
+from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, decode_stream
 from rollback.binlog.gtid import GtidSet
 from rollback.binlog.json_binary import JsonDiff, decode_json
 from rollback.binlog.reader import FormatFacts, read_file_facts
@@ -53,6 +53,7 @@ from tests.support.corpus import (
     lane_ids,
     lanes_and,
 )
+from tests.support.decoding import iter_row_batches
 
 pytestmark = pytest.mark.corpus
 

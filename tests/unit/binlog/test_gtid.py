@@ -25,7 +25,6 @@ from rollback.binlog.gtid import (
     MariaGtidRange,
     decode_mariadb_gtid_list,
     decode_mysql_gtid_set,
-    encode_mariadb_gtid_list,
     encode_mysql_gtid_set,
 )
 from rollback.errors import BinlogFormatError, RangeError, RollbackError
@@ -226,7 +225,7 @@ def test_set_laws(a, b, c):
     assert (a - b) | (a & b) == a
     assert ((a - b) & b).is_empty()
     assert a - (b | c) == (a - b) - c
-    assert a.issubset(a | b) and (a | b).issuperset(b) and (a & b).issubset(a)
+    assert a.issubset(a | b) and b.issubset(a | b) and (a & b).issubset(a)
     assert a.issubset(b) == (model(a) <= model(b))
     assert (a == b) == (model(a) == model(b))
     if a == b:
@@ -289,7 +288,8 @@ def test_tagged_encoding_of_mysql_9_6():
     s = decode_mysql_gtid_set(TAGGED_BODY)
     assert str(s) == "55778904-0299-11f1-b1b8-4ef0c4956feb:1-13:mytag:1-2"
     assert encode_mysql_gtid_set(s) == TAGGED_BODY
-    assert s.intervals_of("55778904-0299-11f1-b1b8-4ef0c4956feb", "mytag") == ((1, 2),)
+    assert s.contains("55778904-0299-11f1-b1b8-4ef0c4956feb", "mytag", 2)
+    assert not s.contains("55778904-0299-11f1-b1b8-4ef0c4956feb", "mytag", 3)
 
 
 def test_tagged_format_is_used_only_when_needed_unless_forced():
@@ -468,26 +468,30 @@ def test_maria_range_that_stops_before_it_starts_is_refused():
         MariaGtidRange(MariaGtidPos.parse("0-1-10"), MariaGtidPos.parse("0-1-9"))
 
 
+def gtid_list_body(gtids, flags: int = 0) -> bytes:
+    """A GTID_LIST body as the server writes it (count and flags, then domain, server, seq each)."""
+    items = [tuple(g) for g in gtids]
+    return struct.pack("<I", len(items) | (flags << 28)) + b"".join(struct.pack("<IIQ", *g) for g in items)
+
+
 def test_gtid_list_of_the_mariadb_documentation():
     event = MARIADB_DOC_GTID_LIST_EVENT
     assert zlib.crc32(event[:-4]) == int.from_bytes(event[-4:], "little")
     decoded = decode_mariadb_gtid_list(event[19:-4])
     assert decoded == MariaGtidList((MariaGtid(0, 10124, 3584),), 0)
     assert str(decoded.pos) == "0-10124-3584"
-    assert encode_mariadb_gtid_list(decoded.gtids) == event[19:-4]
+    assert gtid_list_body(decoded.gtids) == event[19:-4]
 
 
 def test_gtid_list_flags_live_in_the_count_high_bits():
-    body = encode_mariadb_gtid_list(
-        [(1, 2, 3)], flags=GTID_LIST_FLAG_UNTIL_REACHED | GTID_LIST_FLAG_IGN_GTIDS
-    )
+    body = gtid_list_body([(1, 2, 3)], flags=GTID_LIST_FLAG_UNTIL_REACHED | GTID_LIST_FLAG_IGN_GTIDS)
     assert body[:4] == bytes.fromhex("01000030")
     assert decode_mariadb_gtid_list(body) == MariaGtidList((MariaGtid(1, 2, 3),), 0x3)
 
 
 def test_gtid_list_ignores_padding_and_rejects_truncation():
     assert decode_mariadb_gtid_list(bytes(6)) == MariaGtidList((), 0)  # what the server writes for []
-    body = encode_mariadb_gtid_list([(0, 1, 5), (1, 1, 6)])
+    body = gtid_list_body([(0, 1, 5), (1, 1, 6)])
     for cut in range(len(body)):
         with pytest.raises(BinlogFormatError) as caught:
             decode_mariadb_gtid_list(body[:cut])
@@ -496,7 +500,7 @@ def test_gtid_list_ignores_padding_and_rejects_truncation():
 
 @given(st.lists(maria_gtids, max_size=6), st.integers(0, 15))
 def test_gtid_list_round_trips_in_written_order(gtids, flags):
-    decoded = decode_mariadb_gtid_list(encode_mariadb_gtid_list(gtids, flags))
+    decoded = decode_mariadb_gtid_list(gtid_list_body(gtids, flags))
     assert decoded.gtids == tuple(gtids) and decoded.flags == flags
     assert decoded.pos == MariaGtidPos(gtids)
 

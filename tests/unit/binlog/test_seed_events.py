@@ -26,13 +26,14 @@ import pytest
 
 from rollback.binlog import events as ev
 from rollback.binlog.constants import BINLOG_MAGIC, ChecksumAlg, ColumnType, EventType
-from rollback.binlog.decode import StreamState, iter_row_batches
+from rollback.binlog.decode import StreamState
 from rollback.binlog.gtid import GtidSet
 from rollback.binlog.reader import FormatFacts, iter_events, parse_format_description, read_file_facts
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.errors import BinlogFormatError
 from tests.support import REPO
+from tests.support.decoding import iter_row_batches
 
 PREVIOUS_GTIDS_DOC = "002_b888cd016e98d5e8.txt"
 ROWS_DOC = "003_cc9c0466395ca542.txt"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollback.flashback import Filters, Options, Progress, RangeSpec
+from rollback import Filters, Job, Options, Progress, RangeSpec
 from tests.support.jobs import (
     run,
     sakila,
@@ -15,13 +15,11 @@ from tests.support.jobs import (
 def test_the_job_writes_to_open_text_streams_as_to_files(corpus_file, tmp_path):
     import io
 
-    from rollback.flashback import Flashback
-
     rng = RangeSpec([str(sakila(corpus_file))])
     files = run(rng, tmp_path, "files", mode="changes", partition_bytes=256 << 10)
     script, plan, changes = io.StringIO(), io.StringIO(), io.StringIO()
-    options = Options(mode="changes", partition_bytes=256 << 10, work_dir=str(tmp_path))
-    report = Flashback(rng, Filters(), options).run(script, plan, changes)
+    options = Options(mode="changes", engine="local", partition_bytes=256 << 10, work_dir=str(tmp_path))
+    report = Job(rng, Filters(), options).run(script, plan, changes)
     assert script.getvalue().encode() == files.script and changes.getvalue().encode() == files.changes
     assert report.to_dict() == files.report.to_dict()
 

@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from rollback import Filters, Options, RangeSpec, generate
 from rollback.binlog.decode import state_at
 from rollback.binlog.reader import BinlogFile
 from rollback.errors import RangeError
-from rollback.flashback import Filters, Options, RangeSpec, generate
 from rollback.pipeline import storage
 from rollback.pipeline.plan import Partition, plan_range
 
@@ -150,7 +150,7 @@ def test_remote_files_are_planned_from_headers_and_decode_like_local_ones(corpus
     for name in (url, str(path)):
         out = tmp_path / f"{len(outputs)}"
         out.mkdir()
-        options = Options(mode="changes", partition_bytes=64 << 10)
+        options = Options(mode="changes", engine="local", partition_bytes=64 << 10)
         generate(RangeSpec([name]), Filters(), options, out / "s.sql", out / "p.jsonl", out / "c.jsonl")
         outputs.append((out / "c.jsonl").read_bytes())
     assert outputs[0] == outputs[1] and outputs[0].count(b"\n") > 1000

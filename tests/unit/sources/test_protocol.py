@@ -1,6 +1,6 @@
 """The replication protocol on bytes: packets we send, and streams as a server sends them.
 
-No MySQL server runs here, so the MySQL-only paths (COM_BINLOG_DUMP_GTID, @source_* variables,
+No MySQL server runs here, so the MySQL-only paths (@source_* variables,
 tagged GTID sets) are checked against packets written out by hand from the protocol's layout
 (MySQL sql/rpl_source.cc, the MariaDB knowledge base), and a MySQL 9.6 binlog of the corpus is
 replayed as the packet stream a MySQL source sends for it.
@@ -15,20 +15,16 @@ from pathlib import Path
 import pytest
 
 from rollback.binlog.constants import LOG_EVENT_BINLOG_IN_USE_F, EventType
-from rollback.binlog.gtid import GtidSet, MariaGtidPos
-from rollback.binlog.reader import BinlogFile, parse_format_description
+from rollback.binlog.reader import BinlogFile
 from rollback.errors import RangeError, SourceError
 from rollback.sources.ranges import BinlogPosition
 from rollback.sources.server import (
     SERVER_ID_RANGE,
     BinlogServer,
-    FileHeader,
     ServerAddress,
     ServerInfo,
-    binlog_dump_gtid_packet,
     binlog_dump_packet,
     events_from_packets,
-    maria_gtid_statements,
     preflight_findings,
     register_replica_packet,
     restore_fde,
@@ -36,7 +32,7 @@ from rollback.sources.server import (
     session_statements,
     version_tuple,
 )
-from rollback.sources.spool import FILLER_FLAGS, _Fetch, spool_mysql_gtids
+from rollback.sources.spool import FILLER_FLAGS, _Fetch
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 UUID_BYTES = "3e11fa4771ca11e19e33c80aa9429562"
@@ -68,46 +64,6 @@ def test_register_replica_packet_carries_id_host_and_empty_credentials():
     assert register_replica_packet(10101, "box1", 3306) == expected
 
 
-def test_binlog_dump_gtid_packet_with_an_untagged_set():
-    packet = binlog_dump_gtid_packet(10101, GtidSet.parse(f"{UUID}:1-5"))
-    expected = h(
-        "1e"  # COM_BINLOG_DUMP_GTID
-        "05 00"  # flags: BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID
-        "75 27 00 00"  # server id 10101
-        "00 00 00 00"  # file name length 0: the server finds the file
-        "04 00 00 00 00 00 00 00"  # position 4
-        "30 00 00 00"  # 48 bytes of GTID set follow
-        "01 00 00 00 00 00 00 00"  # one sid
-        f"{UUID_BYTES}"
-        "01 00 00 00 00 00 00 00"  # one interval
-        "01 00 00 00 00 00 00 00"  # from 1
-        "06 00 00 00 00 00 00 00"  # to 6, exclusive
-    )
-    assert packet == expected
-
-
-def test_binlog_dump_gtid_packet_with_a_tagged_set_uses_the_tagged_format():
-    packet = binlog_dump_gtid_packet(
-        7, GtidSet.parse(f"{UUID}:1-2:tag1:3"), file_name="binlog.000002", position=157
-    )
-    data = h(
-        "01 02 00 00 00 00 00 01"  # format 1 in the high and low bytes, two (uuid, tag) entries
-        f"{UUID_BYTES} 00"  # untagged entry: tag length 0
-        "01 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 03 00 00 00 00 00 00 00"
-        f"{UUID_BYTES} 08"  # tag of 4 bytes: varint 4 << 1
-        "74 61 67 31"  # "tag1"
-        "01 00 00 00 00 00 00 00 03 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00"
-    )
-    expected = (
-        h("1e 05 00 07 00 00 00 0d 00 00 00")
-        + b"binlog.000002"
-        + h("9d 00 00 00 00 00 00 00")
-        + struct.pack("<I", len(data))
-        + data
-    )
-    assert packet == expected
-
-
 def test_checksum_and_heartbeat_variables_follow_the_server_flavor_and_version():
     assert session_statements("mysql", (8, 0, 26), 1.5) == [
         "SET @source_binlog_checksum = 'CRC32'",
@@ -123,14 +79,6 @@ def test_checksum_and_heartbeat_variables_follow_the_server_flavor_and_version()
         "SET @master_binlog_checksum = 'CRC32'",
         "SET @master_heartbeat_period = 1000000000",
         "SET @mariadb_slave_capability = 4",
-    ]
-
-
-def test_mariadb_gtid_start_sets_the_connect_state():
-    assert maria_gtid_statements(MariaGtidPos.parse("0-1-100,2-5-7"), strict=False) == [
-        "SET @slave_connect_state = '0-1-100,2-5-7'",
-        "SET @slave_gtid_strict_mode = 0",
-        "SET @slave_gtid_ignore_duplicates = 0",
     ]
 
 
@@ -362,70 +310,3 @@ def test_the_replica_id_is_random_high_and_never_the_server_s_own():
 
 
 # --------------------------------------------------------------------------- a MySQL GTID dump
-
-CORPUS_GTIDS = "apecloud__mysql-binlog-connector-rust/tests/parse_file_tests/mysql-bin.000080"
-SID = "58cf6502-63db-11ed-8079-0242ac110002"
-
-
-class RecordedMySQL:
-    """A MySQL 8 source replaying one corpus file as its COM_BINLOG_DUMP_GTID stream would."""
-
-    def __init__(self, path: Path):
-        self.disk = path.read_bytes()
-        self.name = path.name
-        self.events: list[tuple[int, int, int | None]] = []  # position, length, gno of its transaction
-        gno = None
-        with BinlogFile(path) as binlog:
-            self.fde_end = binlog.fde_end
-            for event in binlog.events():
-                if event.type_code == EventType.GTID:
-                    gno = int.from_bytes(event.body[17:25], "little")
-                self.events.append((event.pos, event.length, gno))
-        self.gtids = [(pos, gno) for pos, _, gno in self.events if self.disk[pos + 4] == EventType.GTID]
-        self.address = ServerAddress("db1")
-        self.info = ServerInfo("8.0.40", {"server_id": "1", "server_uuid": SID})
-        self.excluded: GtidSet | None = None
-
-    def check(self) -> ServerInfo:
-        return self.info
-
-    def end_position(self) -> tuple[str, int]:
-        return "mysql-bin.000081", 4  # the file is closed: its FDE on disk has no in-use flag
-
-    def gtid_state(self) -> GtidSet:
-        return GtidSet.parse(f"{SID}:1-62")
-
-    def file_header(self, name: str) -> FileHeader:
-        """What a position dump at 4 reads: the FDE as stored."""
-        fde = self.disk[4 : self.fde_end]
-        return FileHeader(name, fde, parse_format_description(fde, 4), 0, self.fde_end)
-
-    def dump_mysql_gtid(self, exclude: GtidSet):
-        """The artificial ROTATE, the FDE as sent, then every event but those of excluded transactions."""
-        self.excluded = exclude
-        rotate = _event(0, EventType.ROTATE, struct.pack("<Q", 4) + self.name.encode(), 0, 0x20)
-        packets = [b"\x00" + rotate]
-        for pos, length, gno in self.events:
-            event = self.disk[pos : pos + length]
-            if pos == 4:  # skipping the file's first transaction, MySQL zeroes the FDE's created time
-                event = _as_sent(event, zero_created=True)
-            if gno is None or not exclude.contains(SID, "", gno):
-                packets.append(b"\x00" + event)
-        return events_from_packets([*packets, EOF_PACKET])
-
-
-def test_a_mysql_gtid_dump_spools_the_chosen_transactions_and_fills_the_rest(corpus_dir, tmp_path: Path):
-    source = RecordedMySQL(corpus_dir / CORPUS_GTIDS)
-    stop = BinlogPosition(source.name, len(source.disk))
-    spool = spool_mysql_gtids(source, GtidSet.parse(f"{SID}:55-56"), tmp_path, stop)  # type: ignore[arg-type]
-    assert source.excluded == GtidSet.parse(f"{SID}:1-54:57-62")
-    (spooled,) = spool.files
-    first, after = source.gtids[2][0], source.gtids[4][0]  # GTIDs 55 and 57
-    assert (spooled.start, spooled.stop) == (first, len(source.disk))
-    assert spooled.segments == ((4, source.gtids[0][0]), (first, after))
-    data = spooled.path.read_bytes()
-    assert len(data) == len(source.disk) and data[first:after] == source.disk[first:after]
-    assert data[: source.fde_end] == source.disk[: source.fde_end]
-    with BinlogFile(spooled.path) as binlog:
-        kinds = [(e.pos, e.type_code) for e in binlog.events(verify=True)]
-    assert (source.gtids[0][0], EventType.IGNORABLE) in kinds and (after, EventType.IGNORABLE) in kinds

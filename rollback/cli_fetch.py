@@ -19,7 +19,7 @@ from rollback.sources.spool import spool_range
 SPOOL_ENV = "MYSQL_ROLLBACK_SPOOL"
 
 
-def default_spool_dir() -> Path:
+def default_fetch_dir() -> Path:
     return Path(os.environ.get(SPOOL_ENV, "spool"))
 
 
@@ -68,7 +68,7 @@ def add_fetch_command(subparsers: argparse._SubParsersAction) -> argparse.Argume
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    spool_dir = args.spool if args.spool is not None else default_spool_dir()
+    spool_dir = args.spool if args.spool is not None else default_fetch_dir()
     with BinlogServer(args.server, server_id=args.server_id) as server:
         server.check()
         rng = position_range(server, args.start_file, args.start_position, args.stop_file, args.stop_position)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from rollback.pipeline.partition import JobSpec, PartitionProgress, Summary, run_partition
+from rollback.pipeline.engines.base import JobProgress
+from rollback.pipeline.partition import JobSpec, PartitionProgress, run_partition
+from rollback.pipeline.parts import Summary
 from rollback.pipeline.plan import Partition
 
-# (bytes done, events done) over the whole job
-JobProgress = Callable[[int, int], None]
+
+class LocalEngine:
+    def run(
+        self, job: JobSpec, partitions: list[Partition], progress: JobProgress | None = None
+    ) -> list[Summary]:
+        return run_local(job, partitions, progress)
 
 
 def run_local(

@@ -18,8 +18,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from rollback.pipeline.local import JobProgress
-from rollback.pipeline.partition import JobSpec, PartitionProgress, Summary, part_path, run_partition
+from rollback.pipeline.engines.base import JobProgress
+from rollback.pipeline.partition import JobSpec, PartitionProgress, run_partition
+from rollback.pipeline.parts import Summary, part_path
 from rollback.pipeline.plan import Partition
 from rollback.pipeline.session import get_spark
 
@@ -68,11 +69,21 @@ def _read_progress(job: JobSpec, partitions: list[Partition]) -> tuple[int, int]
     return done, events
 
 
+class SparkEngine:
+    def __init__(self, master: str | None = None):
+        self.master = master  # None: the process's setting
+
+    def run(
+        self, job: JobSpec, partitions: list[Partition], progress: JobProgress | None = None
+    ) -> list[Summary]:
+        return run_spark(job, partitions, progress, self.master)
+
+
 def run_spark(
-    job: JobSpec, partitions: list[Partition], progress: JobProgress | None = None
+    job: JobSpec, partitions: list[Partition], progress: JobProgress | None = None, master: str | None = None
 ) -> list[Summary]:
     """Summaries of all partitions, in partition order."""
-    sc = get_spark().sparkContext
+    sc = get_spark(master).sparkContext
     rdd = sc.parallelize(partitions, len(partitions))
     task = functools.partial(_task, job, progress is not None)
     group = f"mysql-rollback-{uuid.uuid4().hex}"

@@ -1,0 +1,50 @@
+"""The DDL guard: DDL inside a range that the row changes to undo cannot account for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rollback.ddl import DdlTargets
+from rollback.errors import DDLInRange
+
+Position = tuple[int, int]  # (partition index, position in its file)
+
+
+def ddl_hits(ddl: list[dict[str, Any]], changed: Any) -> list[tuple[dict[str, Any], set[str]]]:
+    """Each DDL with the changed tables whose columns, rows or existence it may change."""
+    hits = []
+    for item in ddl:
+        targets = DdlTargets.from_dict(item["affects"])
+        tables = {t for t in changed if targets.touches(*t.split(".", 1))}
+        hits.append((item, tables))
+    return hits
+
+
+def refuse_schema_change_mid_range(
+    hits: list[tuple[dict[str, Any], set[str]]],
+    ddl_at: list[Position],
+    changed: dict[str, Position],
+    stop_at: Position | None,
+) -> None:
+    """A DDL on a table the range changed before it stops the job where it stands (before an error
+    at `stop_at`: the DDL may be its cause)."""
+    for (item, tables), at in zip(hits, ddl_at, strict=True):
+        if stop_at is not None and at >= stop_at:
+            break
+        under = sorted(t for t in tables if changed[t] < at)
+        if under:
+            raise DDLInRange(
+                f"DDL on {under[0]} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} — "
+                "the table's schema changes mid-range; split the range at this position"
+            )
+
+
+def refuse_selected_ddl(hits: list[tuple[dict[str, Any], set[str]]]) -> None:
+    """A DDL the range selects, before the table's changes: its effect (rows a TRUNCATE or DROP
+    removed, rows a CREATE ... SELECT wrote, an ALTER) is not in the row changes to undo."""
+    for item, tables in hits:
+        if tables and item["selected"]:
+            raise DDLInRange(
+                f"DDL on {min(tables)} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} "
+                "— a rollback of row changes cannot undo it; start the range after this position"
+            )

@@ -1,0 +1,76 @@
+"""The script's header: what the job read, selected, found and could not restore, as comment lines.
+
+Every line is a comment line: names, file names, filter values and the server's version are
+escaped there (rollback/render_text.py), so that none of them can start a line of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rollback.render_text import comment_line
+from rollback.report import Report
+from rollback.request import Filters, RangeSpec
+from rollback.side_effects import SIDE_EFFECTS
+from rollback.version import __version__
+
+SCRIPT_PRELUDE = (
+    "SET NAMES utf8mb4;\nSET time_zone = '+00:00';\nSET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO';\n"
+)
+_MODES = {
+    "flashback": "flashback (reverse SQL, newest change first)",
+    "forward": "forward SQL",
+}
+
+
+def script_header(
+    mode: str,
+    rng: RangeSpec,
+    filters: Filters,
+    report: Report,
+    unchecked: list[str],
+    irreversible: Iterable[dict[str, Any]],
+) -> str:
+    """The header lines and the session settings every script starts with.
+
+    `unchecked`: labels of the files without event checksums; `irreversible`: every row change the
+    binlog's images cannot restore."""
+    lines = [
+        f"mysql-rollback {__version__}: {_MODES.get(mode, 'change log only (no SQL)')}",
+        f"range: {rng.describe()}",
+    ]
+    if rng.start_datetime or rng.stop_datetime:
+        lines.append("datetimes without an explicit offset are read as UTC")
+    lines.append(f"filters: {filters.describe()}")
+    lines.append(f"server version: {report.server_version or '-'}")
+    for label in unchecked:
+        lines.append(
+            f"note: {label} has no event checksums (binlog_checksum=NONE): corruption cannot be detected"
+        )
+    lines.append(f"row images seen: {', '.join(sorted(report.row_images)) or '-'}")
+    lines.append(f"schema: {report.schema_source}; checked: {report.schema_check}")
+    lines.append(f"transactions: {report.transactions}, statements: {report.statements}")
+    largest = report.largest_statement
+    if largest is not None:
+        lines.append(
+            f"largest statement: {largest['bytes']} bytes ({largest['table']} at {largest['file']}:{largest['pos']})"
+        )
+    for (table, kind), rows in sorted(report.counts.items()):
+        lines.append(f"rows: {table} {kind} {rows}")
+    if mode == "flashback":
+        found = report.side_effects
+        if found is None:
+            state = "not checked (no schema server)"
+        else:
+            state = "see the warnings below" if any(found.values()) else "none found"
+        lines.append(f"{SIDE_EFFECTS}: {state}; execution checks them at the target")
+    for warning in report.warnings:
+        lines.append(f"warning: {warning}")
+    for item in irreversible:
+        why = f"missing {', '.join(item['missing'])}" if item["missing"] else item["reason"]
+        lines.append(
+            f"irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
+            f"row {item['row']} ({why})"
+        )
+    return "".join(comment_line(line) + "\n" for line in lines) + SCRIPT_PRELUDE

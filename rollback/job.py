@@ -1,0 +1,420 @@
+"""The job: the one module that knows every step of a flashback, and runs them in order.
+
+request (checked) -> plan -> schemas -> partitions on an engine (decode, select, invert, render,
+part files) -> hold-back passes -> report and refusals -> merge -> outputs moved into place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from rollback.ddl import shorten
+from rollback.ddl_guard import ddl_hits, refuse_schema_change_mid_range, refuse_selected_ddl
+from rollback.errors import EmptyRange, IrreversibleChange, SchemaMismatch, SchemaUnproven
+from rollback.header import script_header
+from rollback.merge import (
+    BinaryTo,
+    Sink,
+    change_parts,
+    closed_spans,
+    concatenate,
+    irreversible_items,
+    merge_parts,
+    replace,
+)
+from rollback.pipeline.contents import held, table_hints
+from rollback.pipeline.engines import engine_for
+from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
+from rollback.pipeline.partition import JobSpec
+from rollback.pipeline.parts import Summary, decode_error, part_path
+from rollback.pipeline.plan import TARGET_BYTES, Partition, PartitionPlan, SchemaKey, plan_range
+from rollback.report import IRREVERSIBLE_KEPT, Progress, ProgressCallback, Report
+from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
+from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
+from rollback.schema_proof import NotProven, Scan, scan_files, scan_server
+from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
+
+# Spark partitions: at most TARGET_BYTES, at least this, two per core when the range allows.
+MIN_SPARK_PARTITION = 4 << 20
+
+RunPartitions = Callable[[list[Partition]], list[Summary]]
+
+
+class Job:
+    def __init__(self, rng: RangeSpec, filters: Filters, options: Options):
+        check_request(rng, filters, options)
+        self.rng = rng
+        self.filters = filters
+        self.options = options
+        self.report = Report()
+        self._unchecked: list[str] = []  # files without event checksums (a header note each)
+        self._times: list[int] = []  # event timestamps at the ends of each file's range
+        self._resolved: dict[SchemaKey, TableSchema | str | None] = {}
+
+    # -- planning
+    def partition_plan(self) -> PartitionPlan:
+        return plan_range(self.rng, self._partition_bytes())
+
+    def _partition_bytes(self) -> int:
+        if self.options.partition_bytes:
+            return self.options.partition_bytes
+        if self.options.engine != EngineKind.SPARK:
+            return TARGET_BYTES
+        total = 0
+        for path in self.rng.files:
+            try:
+                total += os.path.getsize(path)
+            except OSError:
+                return TARGET_BYTES  # a URL: the planner sizes it
+        slots = 2 * (os.cpu_count() or 1)
+        return max(MIN_SPARK_PARTITION, min(TARGET_BYTES, -(-total // slots)))
+
+    def _schemas(self, plan: PartitionPlan) -> dict[SchemaKey, TableSchema | str | None]:
+        """Every selected table's schema, resolved once here (workers never talk to a server)."""
+        resolver = SchemaResolver(self.options.schema)
+        schemas: dict[SchemaKey, TableSchema | str | None] = {}
+        for key, (tmap, pos) in plan.table_maps.items():
+            if not self.filters.table_selected(tmap):
+                continue
+            try:
+                schemas[key] = resolver.resolve(tmap, pos)
+            except SchemaMismatch as exc:
+                schemas[key] = str(exc)
+        self._resolved = schemas
+        return schemas
+
+    # -- the run
+    def generate(
+        self,
+        script_path: str | Path,
+        plan_path: str | Path | None = None,
+        changes_path: str | Path | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Report:
+        """Write the script (and plan, change log); the files appear only when the job succeeds."""
+        script_path = Path(script_path)
+        work_dir = self.options.work_dir or str(script_path.resolve().parent)
+        out_dir = tempfile.mkdtemp(prefix=".mysql-rollback-", dir=work_dir)
+        outputs: list[tuple[Path, Path]] = [(script_path.with_name(script_path.name + ".part"), script_path)]
+        if plan_path:
+            outputs.append((Path(str(plan_path) + ".part"), Path(plan_path)))
+        try:
+            summaries = self._run(out_dir, bool(changes_path), bool(plan_path), progress)
+            with open(outputs[0][0], "wb") as script_out:
+                plan_out = open(outputs[1][0], "wb") if plan_path else None
+                try:
+                    self._merge(out_dir, summaries, script_out, plan_out)
+                finally:
+                    if plan_out is not None:
+                        plan_out.close()
+            if changes_path:
+                tmp = Path(str(changes_path) + ".part")
+                outputs.append((tmp, Path(changes_path)))
+                self._write_changes(out_dir, summaries, tmp)
+            for tmp, final in outputs:
+                replace(tmp, final)
+        finally:
+            for tmp, _final in outputs:
+                if tmp.is_dir():
+                    shutil.rmtree(tmp, ignore_errors=True)
+                elif tmp.exists():
+                    tmp.unlink()
+            shutil.rmtree(out_dir, ignore_errors=True)
+        return self.report
+
+    def run(
+        self,
+        script_out: IO[str],
+        plan_out: IO[str] | None = None,
+        changes_out: IO[str] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Report:
+        """The job written to open text streams (the change log as JSON lines)."""
+        out_dir = tempfile.mkdtemp(prefix="mysql-rollback-", dir=self.options.work_dir)
+        try:
+            summaries = self._run(out_dir, changes_out is not None, plan_out is not None, progress)
+            self._merge(out_dir, summaries, BinaryTo(script_out), BinaryTo(plan_out) if plan_out else None)
+            if changes_out is not None:
+                for part in change_parts(out_dir, summaries):
+                    with open(part, encoding="utf-8") as f:
+                        shutil.copyfileobj(f, changes_out)
+        finally:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        return self.report
+
+    def _run(
+        self, out_dir: str, changes: bool, plan_lines: bool, progress: ProgressCallback | None
+    ) -> list[Summary]:
+        plan = self.partition_plan()
+        report = self.report
+        report.bytes_total = plan.bytes_total
+        report.events_total = plan.events_total
+        report.server_version = plan.server_version
+        report.partitions = len(plan.partitions)
+        report.warnings.extend(plan.notes)
+        self._unchecked = plan.unchecked
+        self._times = plan.times
+        spec = JobSpec(
+            out_dir=out_dir,
+            filters=self.filters,
+            mode=self.options.mode,
+            full_where=self.options.full_where,
+            verify_checksums=self.options.verify_checksums,
+            gtid=self.rng.gtid_filter,
+            since=self.rng.since,
+            until=self.rng.until,
+            schemas=self._schemas(plan),
+            changes=changes,
+            plan_lines=plan_lines,
+            hold=self.options.allow_partial and self.options.mode == "flashback",
+        )
+        # A range that fits in one partition runs in-process: nothing to distribute.
+        chosen = EngineKind(self.options.engine) if len(plan.partitions) > 1 else EngineKind.LOCAL
+        engine = engine_for(chosen, self.options.spark_master)
+        report.engine = chosen.value
+        note = None
+        if progress is not None:
+            parts = len(plan.partitions)
+            note = lambda done, events: progress(  # noqa: E731
+                Progress(done, plan.bytes_total, events, plan.events_total, parts, chosen.value)
+            )
+
+        def execute(partitions: list[Partition]) -> list[Summary]:
+            return engine.run(spec, partitions, note)
+
+        summaries = execute(plan.partitions)
+        if spec.hold:
+            summaries = _hold_back(out_dir, spec, plan, summaries, execute)
+        self._collect(out_dir, plan, summaries)
+        self._side_effects()
+        return summaries
+
+    def _side_effects(self) -> None:
+        """Triggers, cascading foreign keys and non-transactional tables the reverse statements meet,
+        when a schema server is known (execution reads them again at the target, whatever this says)."""
+        schema = self.options.schema
+        if self.options.mode != "flashback" or not isinstance(schema, ServerSchema):
+            return
+        try:
+            found = detect_with(schema.connect, statement_kinds(self.report.counts))
+        except Exception as exc:  # noqa: BLE001 - a warning: the job's output does not depend on it
+            reason = " ".join(str(exc.args[-1] if exc.args else exc).split())
+            self.report.warnings.append(f"cannot read {SIDE_EFFECTS} from the schema server: {reason}")
+            return
+        self.report.side_effects = found.to_dict()
+        self.report.warnings.extend(found.warnings())
+
+    def _collect(self, out_dir: str, plan: PartitionPlan, summaries: list[Summary]) -> None:
+        """The report from the summaries; raises the error the job stops with, if any."""
+        report = self.report
+        changed: dict[str, tuple[int, int]] = {}  # table -> (partition, position) of its first change
+        ddl_at: list[tuple[int, int]] = []
+        failed = next((s for s in summaries if s.error is not None), None)
+        for summary in summaries:
+            for table, pos in summary.first_change.items():
+                changed.setdefault(table, (summary.index, pos))
+            for item in summary.ddl:
+                report.ddl.append(item)
+                ddl_at.append((summary.index, item["pos"]))
+            if summary is failed:
+                break
+            report.counts.update(summary.counts)
+            report.row_images.update(summary.row_images)
+            report.warnings.extend(summary.warnings)
+            report.statements += summary.statements
+            report.transactions += summary.transactions
+            report.irreversible_count += summary.irreversible
+            largest = summary.largest_statement
+            if largest is not None and (
+                report.largest_statement is None or largest["bytes"] > report.largest_statement["bytes"]
+            ):
+                report.largest_statement = largest
+        hits = ddl_hits(report.ddl, changed)
+        stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
+        refuse_schema_change_mid_range(hits, ddl_at, changed, stop_at)
+        if failed is not None:
+            assert failed.error is not None
+            raise decode_error(failed.error)
+        report.transactions += closed_spans(summaries)
+        # (The forward SQL and the change log undo nothing: for them only a schema changing under
+        # the changes counts.)
+        if self.options.mode == "flashback":
+            refuse_selected_ddl(hits)
+        mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
+        if mismatch is not None:
+            raise decode_error(mismatch)
+        self._check_schema_source(plan, set(changed))
+        if not report.counts:
+            self._empty(summaries)
+        for item in irreversible_items(out_dir, summaries):
+            if len(report.irreversible) >= IRREVERSIBLE_KEPT:
+                break
+            report.irreversible.append(item)
+        if report.irreversible_count and not self.options.allow_partial:
+            item = report.irreversible[0]
+            raise IrreversibleChange(
+                f"{report.irreversible_count} row change(s) cannot be restored from the binlog's images; "
+                f"first: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
+                f"(missing {', '.join(item['missing'])}: {item['reason']}); "
+                "--allow-partial emits the restorable changes and lists the rest"
+            )
+
+    def _empty(self, summaries: list[Summary]) -> None:
+        """The range selected no row change: an error unless allowed, saying what the files hold."""
+        tables = {table.lower() for s in summaries for table, _kind in s.contents}
+        said = [
+            f"searched {self.rng.describe()}; filters: {self.filters.describe()}",
+            held(summaries, self._times),
+            *table_hints(self.filters.tables, self.filters.databases, tables),
+        ]
+        if not self.options.allow_empty:
+            raise EmptyRange(
+                f"the range selected no row change: {'; '.join(said)}; --allow-empty accepts an empty result"
+            )
+        self.report.warnings.append(f"the range selected no row change: {'; '.join(said[1:])}")
+
+    def _check_schema_source(self, plan: PartitionPlan, changed: set[str]) -> None:
+        """Say where the changed tables' columns came from and how that was checked; SchemaUnproven
+        when a source matched by position may not describe a table as the binlog wrote it."""
+        by_name: set[str] = set()
+        by_position: set[str] = set()
+        for key, schema in self._resolved.items():
+            table = f"{key[0]}.{key[1]}".lower()
+            if table in changed and isinstance(schema, TableSchema):
+                (by_name if schema.source == "binlog" else by_position).add(table)
+        source = self.options.schema
+        sources: list[str] = []
+        checks: list[str] = []
+        if by_name:
+            sources.append("binlog metadata" + (f" + {source.description}" if source is not None else ""))
+            checks.append("names from the binlog")
+        if by_position:
+            assert source is not None  # without names, only a source gives a schema
+            sources.append(source.description)
+            if self.options.trust_schema:
+                checks.append("not checked: --trust-schema")
+            else:
+                checks.append(self._prove(plan, by_position, source))
+        report = self.report
+        report.schema_source = "; ".join(sources) or (source.description if source else "binlog metadata")
+        report.schema_check = "; ".join(checks) or "nothing to check (no row changes)"
+
+    def _prove(self, plan: PartitionPlan, tables: set[str], source: SchemaSource) -> str:
+        """Look for DDL on `tables` after the range up to the present (rollback.schema_proof)."""
+        last = plan.partitions[-1]
+        scan: Scan | None = None
+        reasons: list[str] = []
+        servers = [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]
+        for server in servers:
+            scan, why = scan_server(server.connect, server.name, last.location, last.start, last.end, tables)
+            if scan is not None:
+                break
+            reasons.append(why)
+        if scan is None:
+            try:
+                scan = scan_files(last.location, last.end, tables)
+            except NotProven as exc:
+                reasons.append(str(exc))
+        described = f"the {source.description}"
+        if scan is None:
+            raise SchemaUnproven(
+                f"cannot prove that {described} describes {', '.join(sorted(tables))} as the binlog wrote "
+                f"{'it' if len(tables) == 1 else 'them'} (the binlog names no columns, so they are matched by "
+                f"position) by reading the binary log after the range: {'; '.join(reasons)}; "
+                f"--trust-schema accepts {described} as describing the tables at the range's time"
+            )
+        hit = scan.hit
+        if hit is not None:
+            if isinstance(source, StaticSchema) and source.path:
+                advice = f"--trust-schema accepts {described} if it describes the table as of the incident"
+            else:
+                advice = (
+                    "give the table's definition as of the incident with --schema-file, "
+                    f"or --trust-schema to accept {described} as it is"
+                )
+            raise SchemaUnproven(
+                f"table {hit.table}: DDL after the range at {hit.file}:{hit.pos} may have changed its columns "
+                f"since the binlog wrote them: {shorten(hit.sql, 160)} — {described} may describe the table "
+                f"after that change, and the binlog names no columns to match by name; {advice}"
+            )
+        what = "table" if len(tables) == 1 else "tables"
+        return f"no DDL on the changed {what} in {scan.where} after {scan.after} up to {scan.up_to}"
+
+    # -- the merge
+    def _merge(self, out_dir: str, summaries: list[Summary], script_out: Sink, plan_out: Sink | None) -> None:
+        mode = self.options.mode
+        header = script_header(
+            mode,
+            self.rng,
+            self.filters,
+            self.report,
+            self._unchecked,
+            irreversible_items(out_dir, summaries),
+        )
+        merge_parts(out_dir, summaries, header, mode == "flashback", script_out, plan_out)
+
+    def _write_changes(self, out_dir: str, summaries: list[Summary], path: Path) -> None:
+        parts = change_parts(out_dir, summaries)
+        if self.options.changes_format == "parquet":
+            from rollback.pipeline.changes import write_parquet
+
+            write_parquet(parts, str(path), self.options.spark_master)
+            return
+        with open(path, "wb") as out:
+            concatenate(parts, out)
+
+
+def _hold_back(
+    out_dir: str,
+    spec: JobSpec,
+    plan: PartitionPlan,
+    summaries: list[Summary],
+    execute: RunPartitions,
+) -> list[Summary]:
+    """Run again the partitions that have not seen every row an earlier partition found irreversible
+    (or held back), with those rows, until none is left: a split job then holds back what an unsplit
+    one does (holdback.py)."""
+    done = {s.index: s for s in summaries}
+    seen: dict[int, Taints] = {part.index: {} for part in plan.partitions}
+    while len(done) == len(plan.partitions) and not any(s.error is not None for s in done.values()):
+        taints: Taints = {}
+        for summary in done.values():
+            if summary.taints:
+                with open(part_path(out_dir, summary.index, "taints.jsonl"), encoding="utf-8") as f:
+                    merge_taints(taints, load_taints(f))
+        stale = []
+        for part in plan.partitions:
+            wanted = taints_before(taints, part.file_index, part.start, done[part.index].first_change)
+            if wanted != seen[part.index]:
+                seen[part.index] = wanted
+                stale.append(part)
+        if not stale:
+            break
+        spec.taints = {k: pos for part in stale for k, pos in seen[part.index].items()}
+        for part in stale:
+            for name in os.listdir(out_dir):
+                if name.startswith(f"part-{part.index:06d}."):
+                    os.remove(os.path.join(out_dir, name))
+        for summary in execute(stale):
+            done[summary.index] = summary
+    return [done[index] for index in sorted(done)]
+
+
+def generate(
+    rng: RangeSpec,
+    filters: Filters,
+    options: Options,
+    script_path: str | Path,
+    plan_path: str | Path | None = None,
+    changes_path: str | Path | None = None,
+    progress: ProgressCallback | None = None,
+) -> Report:
+    """Write the script (and plan, change log) for a range; files appear only when the job succeeds.
+
+    `progress` is called now and then with a Progress; an exception it raises cancels the job."""
+    return Job(rng, filters, options).generate(script_path, plan_path, changes_path, progress)

@@ -1,0 +1,171 @@
+"""The merge: a job's part files become its script, plan and change log.
+
+Partitions write their parts (rollback/pipeline/partition.py); the merge writes the header, then
+the parts, newest partition first for a flashback, in order otherwise, and writes the comment,
+BEGIN and COMMIT of the transactions whose pieces lie in several partitions.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from rollback.pipeline.parts import BLOCK_END, Piece, Summary, block_header, part_path
+
+
+class Sink(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
+class BinaryTo:
+    """Bytes written to a text stream (the merge writes bytes; `run` callers pass text streams)."""
+
+    def __init__(self, out: IO[str]):
+        self.out = out
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+
+    def write(self, data: bytes) -> int:
+        return self.out.write(self.decoder.decode(data))
+
+
+@dataclass
+class Span:
+    """A transaction block whose pieces lie in consecutive partitions (oldest first)."""
+
+    pieces: list[tuple[int, Piece]] = field(default_factory=list)  # (partition index, piece)
+
+    @property
+    def statements(self) -> int:
+        return sum(p.statements for _, p in self.pieces)
+
+    def header(self, out_dir: str) -> str:
+        first = self.pieces[0][1]
+        last = self.pieces[-1][1]
+        end_pos = next(
+            (p.end_pos for _, p in reversed(self.pieces) if p.end_pos is not None), first.first_pos
+        )
+        partial = sum(p.selected for _, p in self.pieces) < sum(p.events for _, p in self.pieces)
+        return block_header(last.tx, first.file, first.first_pos, end_pos, partial, self._queries(out_dir))
+
+    def _queries(self, out_dir: str) -> Iterator[str]:
+        last: str | None = None
+        for position, (index, piece) in enumerate(self.pieces):
+            if not piece.queries:
+                continue
+            with open(part_path(out_dir, index, "queries.json"), encoding="utf-8") as f:
+                queries = json.load(f)["tail" if position == 0 else "head"]
+            for query in queries:
+                if query != last:
+                    yield query
+                last = query
+
+
+def spans(summaries: list[Summary]) -> tuple[dict[int, Span], dict[int, Span]]:
+    """The crossing blocks, by the partition of their head pieces and of their tail pieces."""
+    heads: dict[int, Span] = {}
+    tails: dict[int, Span] = {}
+    open_span: Span | None = None
+    for summary in summaries:
+        if summary.head is not None:
+            if open_span is None:
+                raise RuntimeError(f"partition {summary.index} continues a transaction no partition opened")
+            open_span.pieces.append((summary.index, summary.head))
+            heads[summary.index] = open_span
+            if summary.head.closed:
+                open_span = None
+        if summary.tail is not None:
+            open_span = Span([(summary.index, summary.tail)])
+            tails[summary.index] = open_span
+    if open_span is not None:
+        raise RuntimeError("a transaction crossing partitions was never closed")
+    return heads, tails
+
+
+def closed_spans(summaries: list[Summary]) -> int:
+    """How many crossing transactions with statements close in these partitions."""
+    heads, _tails = spans(summaries)
+    return sum(1 for index, span in heads.items() if span.pieces[-1][0] == index and span.statements)
+
+
+def copy_range(src: IO[bytes], dst: Sink, start: int, length: int) -> None:
+    src.seek(start)
+    while length > 0:
+        data = src.read(min(length, 8 << 20))
+        if not data:
+            raise RuntimeError("a part file is shorter than its summary says")
+        dst.write(data)
+        length -= len(data)
+
+
+def irreversible_items(out_dir: str, summaries: list[Summary]) -> Iterator[dict[str, Any]]:
+    """The irreversible row changes the partitions listed, in binlog order."""
+    for summary in summaries:
+        if not summary.irreversible:
+            continue
+        with open(part_path(out_dir, summary.index, "irreversible.jsonl"), encoding="utf-8") as f:
+            for line in f:
+                yield json.loads(line)
+
+
+def merge_parts(
+    out_dir: str,
+    summaries: list[Summary],
+    header: str,
+    newest_first: bool,
+    script_out: Sink,
+    plan_out: Sink | None,
+) -> None:
+    """The script (header, then every partition's part) and the plan, from the part files."""
+    script_out.write(header.encode("utf-8"))
+    heads, tails = spans(summaries)
+    for summary in reversed(summaries) if newest_first else summaries:
+        index = summary.index
+        head = summary.head.script_bytes if summary.head else 0
+        tail = summary.tail.script_bytes if summary.tail else 0
+        size = summary.script_bytes
+        head_span, tail_span = heads.get(index), tails.get(index)
+        closes = head_span is not None and head_span.pieces[-1][0] == index and head_span.statements
+        with open(part_path(out_dir, index, "sql"), "rb") as part:
+            if newest_first:  # tail piece, blocks, head piece
+                copy_range(part, script_out, 0, tail)
+                if tail_span is not None and tail_span.statements:
+                    script_out.write(BLOCK_END.encode())
+                copy_range(part, script_out, tail, size - tail - head)
+                if closes:
+                    assert head_span is not None
+                    script_out.write(head_span.header(out_dir).encode("utf-8"))
+                copy_range(part, script_out, size - head, head)
+            else:  # head piece, blocks, tail piece
+                copy_range(part, script_out, 0, head)
+                if closes:
+                    script_out.write(BLOCK_END.encode())
+                copy_range(part, script_out, head, size - head - tail)
+                if tail_span is not None and tail_span.statements:
+                    script_out.write(tail_span.header(out_dir).encode("utf-8"))
+                copy_range(part, script_out, size - tail, tail)
+        if plan_out is not None:
+            with open(part_path(out_dir, index, "plan.jsonl"), "rb") as part:
+                copy_range(part, plan_out, 0, os.fstat(part.fileno()).st_size)
+
+
+def change_parts(out_dir: str, summaries: list[Summary]) -> list[str]:
+    return [part_path(out_dir, s.index, "changes.jsonl") for s in summaries]
+
+
+def concatenate(parts: list[str], out: IO[bytes]) -> None:
+    for part in parts:
+        with open(part, "rb") as f:
+            shutil.copyfileobj(f, out)
+
+
+def replace(tmp: Path, final: Path) -> None:
+    """Move a finished output into place (a Parquet directory replaces the old one)."""
+    if tmp.is_dir() and final.is_dir():
+        shutil.rmtree(final)
+    os.replace(tmp, final)

@@ -1,0 +1,120 @@
+"""A partition's part files and the Summary it gives back: the contract between a partition and the merge.
+
+part-NNNNNN.sql          its statements in the script's order (see partition.py)
+part-NNNNNN.plan.jsonl   the execution plan's lines, in the script's order
+part-NNNNNN.changes.jsonl  the decoded row changes, in binlog order (when the job wants them)
+part-NNNNNN.irreversible.jsonl  row changes the binlog's images cannot restore, in binlog order
+part-NNNNNN.queries.json the original statements (ROWS_QUERY / ANNOTATE_ROWS) of the pieces
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollback import errors
+from rollback.errors import BinlogFormatError, RollbackError
+from rollback.render_text import comment_line
+
+PARTIAL_NOTE = "note: filters selected only part of this transaction's changes"
+
+
+@dataclass
+class Piece:
+    """The part of a transaction block that crosses a partition boundary, as seen in one partition."""
+
+    ordinal: int
+    file: str
+    first_pos: int
+    end_pos: int | None  # where its last event in this partition ends (None: none here)
+    statements: int
+    events: int  # rows events of the block in this partition
+    selected: int  # of those, the ones the filters selected
+    queries: int
+    first_query: str | None
+    last_query: str | None
+    closed: bool  # the block ends in this partition
+    tx: dict[str, Any]  # its transaction context when it closed (or at the partition's end)
+    script_bytes: int = 0  # its statements' bytes at its end of the part's script
+
+
+@dataclass
+class Summary:
+    index: int
+    bytes: int = 0
+    events: int = 0
+    statements: int = 0
+    transactions: int = 0  # complete blocks with statements (pieces are counted by the merger)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)  # (db.table, type) -> rows
+    changed_tables: list[str] = field(default_factory=list)
+    row_images: list[str] = field(default_factory=list)
+    ddl: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    irreversible: int = 0
+    first_irreversible: dict[str, Any] | None = None
+    taints: int = 0  # rows (or tables) whose newer changes this partition found must be held back
+    mismatch: dict[str, Any] | None = None  # the first SchemaMismatch, raised after the DDL check
+    error: dict[str, Any] | None = None  # an error that fails the job
+    error_pos: int | None = None  # the position of the event it stopped at
+    first_change: dict[str, int] = field(default_factory=dict)  # db.table (lower case) -> position
+    # What the partition holds, selected or not: rows events per (db.table, type), and the first and
+    # last transaction with rows events as (gtid, timestamp). Said when the job selects nothing.
+    contents: dict[tuple[str, str], int] = field(default_factory=dict)
+    first_tx: tuple[str | None, int] | None = None
+    last_tx: tuple[str | None, int] | None = None
+    head: Piece | None = None
+    tail: Piece | None = None
+    script_bytes: int = 0
+    seconds: float = 0.0
+    next_block: int = 0  # ordinal of the next block after this partition (the planner's, checked)
+    # The first of the longest statements in binlog order: {bytes (UTF-8, as written), table, file, pos}.
+    largest_statement: dict[str, Any] | None = None
+
+
+def part_path(out_dir: str, index: int, suffix: str) -> str:
+    return os.path.join(out_dir, f"part-{index:06d}.{suffix}")
+
+
+def encode_error(exc: RollbackError) -> dict[str, Any]:
+    data: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, BinlogFormatError):
+        data.update(path=exc.path, offset=exc.offset, reason=exc.reason)
+    return data
+
+
+def decode_error(data: dict[str, Any]) -> Exception:
+    """The error a partition reported, as the exception type it was (RuntimeError for bugs)."""
+    cls = getattr(errors, data["type"], None)
+    if not (isinstance(cls, type) and issubclass(cls, RollbackError)):
+        return RuntimeError(data["message"])
+    if issubclass(cls, BinlogFormatError):
+        return cls(data["path"], data["offset"], data["reason"])
+    return cls(data["message"])
+
+
+def comment(text: str) -> str:
+    """Text on one line, whitespace runs collapsed (DDL text in messages; script lines use comment_line)."""
+    return " ".join(text.split()).replace("*/", "* /")
+
+
+def block_header(
+    tx: dict[str, Any], file: str, first_pos: int, end_pos: int, partial: bool, queries: Iterable[str]
+) -> str:
+    """The comment lines and BEGIN that open a transaction block of the script."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(tx["timestamp"])) if tx["timestamp"] else "-"
+    thread = tx["thread_id"] if tx["thread_id"] is not None else "-"
+    lines = [
+        f"transaction gtid={tx['gtid'] or '-'} file={file} pos={first_pos}-{end_pos} "
+        f"time={stamp} UTC server_id={tx['server_id']} thread={thread}"
+    ]
+    if partial:
+        lines.append(PARTIAL_NOTE)
+    for query in queries:
+        lines.append(f"original: {' '.join(query.split())[:1000]}")  # readable: whitespace runs collapsed
+    return "".join(comment_line(line) + "\n" for line in lines) + "BEGIN;\n"
+
+
+BLOCK_END = "COMMIT;\n\n"

@@ -1,0 +1,73 @@
+"""What a job tells its caller: progress while it runs, the report when it is done."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+IRREVERSIBLE_KEPT = 1000  # irreversible changes listed in Report.irreversible (the script lists all)
+
+
+@dataclass
+class Progress:
+    """How far a job is: bytes and events of the range read, over the totals the plan found."""
+
+    bytes_done: int
+    bytes_total: int
+    events_done: int
+    events_total: int
+    partitions: int
+    engine: str
+
+    @property
+    def fraction(self) -> float:
+        return self.bytes_done / self.bytes_total if self.bytes_total else 1.0
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass
+class Report:
+    counts: Counter = field(default_factory=Counter)  # (db.table, type) -> rows
+    transactions: int = 0
+    statements: int = 0
+    irreversible: list[dict[str, Any]] = field(default_factory=list)  # the first IRREVERSIBLE_KEPT
+    irreversible_count: int = 0
+    warnings: list[str] = field(default_factory=list)
+    server_version: str = ""
+    row_images: set[str] = field(default_factory=set)
+    ddl: list[dict[str, Any]] = field(default_factory=list)
+    bytes_total: int = 0
+    events_total: int = 0
+    partitions: int = 0
+    engine: str = ""
+    # what the statements set off at the schema server (side_effects.SideEffects.to_dict());
+    # None: not checked (no schema server, or not a flashback)
+    side_effects: dict[str, Any] | None = None
+    # The first of the longest statements: {bytes (UTF-8, as written), table, file, pos}; None without any.
+    largest_statement: dict[str, Any] | None = None
+    schema_source: str = ""  # where column names came from: binlog metadata, a server, a DDL file
+    schema_check: str = ""  # how the source was proven to describe the tables at the range's time
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "counts": [{"table": t, "type": k, "rows": n} for (t, k), n in sorted(self.counts.items())],
+            "transactions": self.transactions,
+            "statements": self.statements,
+            "irreversible": self.irreversible,
+            "irreversible_count": self.irreversible_count,
+            "warnings": self.warnings,
+            "server_version": self.server_version,
+            "row_images": sorted(self.row_images),
+            "ddl": self.ddl,
+            "bytes_total": self.bytes_total,
+            "events_total": self.events_total,
+            "partitions": self.partitions,
+            "engine": self.engine,
+            "side_effects": self.side_effects,
+            "largest_statement": self.largest_statement,
+            "schema_check": {"source": self.schema_source, "checked": self.schema_check},
+        }

@@ -1,0 +1,257 @@
+"""What a job is asked to do: the range, the filters, the options, and the rules they must meet.
+
+The one place where range rules live and where GTID and time texts are parsed: the CLI, the
+service and the job all check a request here, and read the parsed forms from the request itself
+(`RangeSpec.gtid_filter`, `RangeSpec.since`, `RangeSpec.until`), so each text is parsed once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+from rollback.binlog.gtid import GtidSet
+from rollback.errors import RangeError
+from rollback.render_text import check_plain
+from rollback.schema import SchemaSource, ServerSchema
+
+
+class EngineKind(StrEnum):
+    """Where the partitions of a job run."""
+
+    SPARK = "spark"  # as Spark tasks (a range that fits in one partition runs in-process)
+    LOCAL = "local"  # in this process, in order
+
+
+# The one default of the CLI, the service's configuration and Options.
+DEFAULT_ENGINE = EngineKind.SPARK
+MODES = ("flashback", "forward", "changes")
+CHANGES_FORMATS = ("jsonl", "parquet")
+FIRST_EVENT = 4  # events start after the 4-byte magic
+
+
+def parse_engine(value: str) -> EngineKind:
+    try:
+        return EngineKind(value)
+    except ValueError:
+        raise RangeError(
+            f"engine {value!r} is not one of {', '.join(sorted(e.value for e in EngineKind))}"
+        ) from None
+
+
+# ---- texts of a range ------------------------------------------------------------------------------
+
+
+def parse_datetime(text: str) -> float:
+    """An ISO-like datetime; with an explicit offset (+02:00, Z) as given, otherwise read as UTC."""
+    value = text.strip().replace("T", " ")
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise RangeError(f"datetime {text!r} is not YYYY-MM-DD HH:MM:SS[+HH:MM]") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+_MARIA_GTID = re.compile(r"^(\d+)-(\d+)-(\d+)(?:\.\.(?:(\d+)-(\d+)-)?(\d+))?$")
+
+
+class GtidFilter:
+    """Which transactions a --gtid argument selects (MySQL set, or MariaDB GTIDs and ranges)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.mysql: GtidSet | None = None
+        self.maria: list[tuple[int, int, int, int]] = []  # domain, server, first seq, last seq
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if items and all(_MARIA_GTID.match(t) for t in items):
+            for item in items:
+                m = _MARIA_GTID.match(item)
+                assert m is not None
+                domain, server, first = int(m.group(1)), int(m.group(2)), int(m.group(3))
+                last = int(m.group(6)) if m.group(6) else first
+                if last < first:
+                    raise RangeError(f"GTID range {item} ends before it starts")
+                self.maria.append((domain, server, first, last))
+        else:
+            self.mysql = GtidSet.parse(text)
+
+    def selects(self, gtid: str | None) -> bool:
+        if not gtid:
+            return False
+        if self.mysql is not None:
+            parts = gtid.split(":")
+            if len(parts) < 2:
+                return False
+            tag = parts[1] if len(parts) == 3 else ""
+            return self.mysql.contains(parts[0], tag, int(parts[-1]))
+        try:
+            domain, server, seq = (int(x) for x in gtid.split("-"))
+        except ValueError:
+            return False
+        return any(d == domain and s == server and a <= seq <= b for d, s, a, b in self.maria)
+
+
+# ---- range rules -----------------------------------------------------------------------------------
+
+
+def check_window(
+    since: float | None, until: float | None, message: str = "stop datetime is not after start datetime"
+) -> None:
+    """A time window must not stop at or before it starts."""
+    if since is not None and until is not None and until <= since:
+        raise RangeError(message)
+
+
+def check_positions(path: str, start: int, stop: int, size: int) -> None:
+    """The stop position of a range within one file of `size` bytes, against its start."""
+    if stop > size:
+        raise RangeError(f"{path}: stop position {stop} is past the end of the file ({size})")
+    if stop < start:
+        raise RangeError(f"{path}: stop position {stop} is before start position {start}")
+
+
+def check_server_range(
+    start_file: str | None,
+    start_position: int | None,
+    stop_file: str | None,
+    stop_position: int | None,
+    gtid: str | None,
+    timed: bool,
+) -> None:
+    """A server range is one of: a start file (+ positions, stop file), GTIDs, a time window."""
+    if start_file is None and (start_position is not None or stop_file or stop_position is not None):
+        raise RangeError("a position or a stop file on a server needs the start file it refers to")
+    kinds = [
+        kind for kind, given in (("start file", start_file), ("GTIDs", gtid), ("time window", timed)) if given
+    ]
+    if not kinds:
+        raise RangeError("a server range needs a start file (with positions), GTIDs, or a time window")
+    if len(kinds) > 1:
+        raise RangeError(
+            f"a server range is given by a start file, by GTIDs, or by a time window, not by {' and '.join(kinds)}"
+        )
+
+
+# ---- the request -----------------------------------------------------------------------------------
+
+
+@dataclass
+class RangeSpec:
+    files: list[str]
+    start_position: int | None = None  # in files[0]
+    stop_position: int | None = None  # in files[-1]
+    gtid: str | None = None  # MySQL GTID set, or MariaDB GTIDs/ranges: 0-1-5,0-1-7..0-1-9
+    start_datetime: str | None = None
+    stop_datetime: str | None = None
+
+    def describe(self) -> str:
+        parts = [f"files {', '.join(os.path.basename(f) for f in self.files)}"]
+        if self.start_position:
+            parts.append(f"start position {self.start_position}")
+        if self.stop_position:
+            parts.append(f"stop position {self.stop_position}")
+        if self.gtid:
+            parts.append(f"gtid {self.gtid}")
+        if self.start_datetime or self.stop_datetime:
+            parts.append(f"time [{self.start_datetime or '-'}, {self.stop_datetime or '-'})")
+        return "; ".join(parts)
+
+    # The parsed `gtid`, made once (by the property below, or given by whoever parsed it already).
+    parsed_gtid: GtidFilter | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def gtid_filter(self) -> GtidFilter | None:
+        if not self.gtid:
+            return None
+        if self.parsed_gtid is None or self.parsed_gtid.text != self.gtid:
+            self.parsed_gtid = GtidFilter(self.gtid)
+        return self.parsed_gtid
+
+    @cached_property
+    def since(self) -> float | None:
+        return parse_datetime(self.start_datetime) if self.start_datetime else None
+
+    @cached_property
+    def until(self) -> float | None:
+        return parse_datetime(self.stop_datetime) if self.stop_datetime else None
+
+
+@dataclass
+class Filters:
+    databases: set[str] = field(default_factory=set)
+    tables: set[str] = field(default_factory=set)  # "db.table"
+    types: set[str] = field(default_factory=set)  # insert/update/delete
+    thread_id: int | None = None
+
+    def describe(self) -> str:
+        parts = []
+        if self.databases:
+            parts.append("databases " + ",".join(sorted(self.databases)))
+        if self.tables:
+            parts.append("tables " + ",".join(sorted(self.tables)))
+        if self.types:
+            parts.append("types " + ",".join(sorted(self.types)))
+        if self.thread_id is not None:
+            parts.append(f"thread {self.thread_id}")
+        return "; ".join(parts) or "none"
+
+    def table_selected(self, tmap: Any) -> bool:
+        if self.databases and tmap.database.lower() not in self.databases:
+            return False
+        return not (self.tables and f"{tmap.database}.{tmap.table}".lower() not in self.tables)
+
+
+@dataclass
+class Options:
+    mode: str = "flashback"  # flashback | forward | changes (the change log only; the script is its header)
+    full_where: bool = False
+    allow_partial: bool = False
+    allow_empty: bool = False  # a range that selects no row change is not an error (exit 4)
+    schema: SchemaSource | None = None
+    verify_checksums: bool = True
+    engine: EngineKind | str = DEFAULT_ENGINE
+    # Target partition size; None: TARGET_BYTES (64 MB), and on Spark smaller partitions (two per
+    # core, not under 4 MB) so that a range of a few hundred MB keeps every core busy.
+    partition_bytes: int | None = None
+    changes_format: str = "jsonl"  # jsonl | parquet (a directory written through Spark)
+    # Where partitions write their parts: shared storage when Spark runs on a cluster. Default:
+    # a temporary directory beside the script.
+    work_dir: str | None = None
+    # Accept the schema source as describing the tables at the range's time without looking for
+    # DDL after the range (matters only when the binlog names no columns).
+    trust_schema: bool = False
+    # The live server the range was read from (--server), when the schema source is another one:
+    # its binary log after the range is where DDL on the tables would be.
+    binlog_server: ServerSchema | None = None
+    # The Spark master for EngineKind.SPARK; None: the process's setting (MYSQL_ROLLBACK_SPARK_MASTER).
+    spark_master: str | None = None
+
+
+def check_request(rng: RangeSpec, filters: Filters, options: Options) -> None:
+    """Every rule a request must meet before a job starts; parses the range's GTID and time texts."""
+    options.engine = parse_engine(str(options.engine))
+    if options.mode not in MODES:
+        raise RangeError(f"mode {options.mode!r} is not one of {', '.join(MODES)}")
+    if options.changes_format not in CHANGES_FORMATS:
+        raise RangeError(f"change log format {options.changes_format!r} is not one of jsonl, parquet")
+    for what, values in (
+        ("database filter", filters.databases),
+        ("table filter", filters.tables),
+        ("type filter", filters.types),
+        ("GTID set", [rng.gtid] if rng.gtid else []),
+        ("start datetime", [rng.start_datetime] if rng.start_datetime else []),
+        ("stop datetime", [rng.stop_datetime] if rng.stop_datetime else []),
+    ):
+        for value in values:
+            check_plain(what, value)
+    rng.gtid_filter  # noqa: B018 - parsed here: a bad GTID text fails before any work
+    check_window(rng.since, rng.until)

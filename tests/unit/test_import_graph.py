@@ -1,0 +1,208 @@
+"""The import graph of the engine and the service, read with `ast` (no module is imported).
+
+Data flows one way (docs/ARCHITECTURE.md): request -> source -> plan -> decode -> select -> invert
+-> render -> partition/engines -> merge -> sink/execute -> job -> the door -> the CLI. A module may
+import modules of its own layer and of the layers to its left, never one to its right. Every import
+counts, at module level or inside a function; imports under `if TYPE_CHECKING:` count too (none is
+exempt). `app/` imports the engine only through its door, the `rollback` package itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The layers, left to right; a module belongs to the layer of the longest prefix it starts with
+# (a prefix names a module and every module below it). Keep in step with docs/ARCHITECTURE.md.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "foundations",
+        (
+            "rollback.errors",
+            "rollback.version",
+            "rollback.charsets",
+            "rollback.render_text",
+            "rollback.binlog",
+            "rollback.ddl",
+            "rollback.dsn",
+            "rollback.schema",
+            "rollback.side_effects",
+        ),
+    ),
+    ("request", ("rollback.request",)),
+    ("source", ("rollback.pipeline.storage", "rollback.sources")),
+    ("plan", ("rollback.pipeline.order", "rollback.pipeline.savepoints", "rollback.pipeline.plan")),
+    ("decode", ("rollback.records", "rollback.decode_files")),
+    ("invert and render", ("rollback.invert", "rollback.sql")),
+    # every other module of rollback/pipeline/: holdback, selection, plan_lines, spill, parts,
+    # partition, contents, session, engines/, changes
+    ("partition and engines", ("rollback.pipeline",)),
+    (
+        "merge and checks",
+        (
+            "rollback.report",
+            "rollback.header",
+            "rollback.merge",
+            "rollback.ddl_guard",
+            "rollback.schema_proof",
+        ),
+    ),
+    ("execute", ("rollback.execute", "rollback.checksum", "rollback.verify")),
+    ("job", ("rollback.job",)),
+    ("door", ("rollback",)),
+    ("cli", ("rollback.cli", "rollback.cli_fetch", "rollback.cli_verify")),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def modules(package: str) -> dict[str, Path]:
+    return {module_name(p): p for p in sorted((REPO / package).rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path) -> set[str]:
+    """Every module `name` imports, anywhere in its body (absolute names; `from x import y` gives
+    x.y when that is a module of ours, else x)."""
+    ours = {**modules("rollback"), **modules("app")}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.add(full if full in ours else base)
+    return {m for m in found if m.split(".")[0] in ("rollback", "app")}
+
+
+def layer_of(name: str) -> int:
+    best = None
+    for index, (_label, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and (best is None or len(prefix) > best[1]):
+                best = (index, len(prefix))
+    assert best is not None, f"{name} is in no layer: add it to LAYERS and docs/ARCHITECTURE.md"
+    return best[0]
+
+
+def engine_graph() -> dict[str, set[str]]:
+    return {name: imports_of(name, path) for name, path in modules("rollback").items()}
+
+
+def test_every_engine_module_has_a_layer():
+    for name in modules("rollback"):
+        layer_of(name)
+
+
+def test_the_engine_never_imports_the_service():
+    bad = [(m, i) for m, targets in engine_graph().items() for i in targets if i.split(".")[0] == "app"]
+    assert not bad, f"rollback imports app: {bad}"
+
+
+def test_no_module_imports_one_to_its_right_in_the_data_flow():
+    bad = []
+    for module, targets in engine_graph().items():
+        for target in targets:
+            if target.split(".")[0] == "rollback" and layer_of(target) > layer_of(module):
+                bad.append(
+                    f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+                )
+    assert not bad, "\n".join(bad)
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph, as the modules along it, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in graph:
+                continue
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_no_import_cycle_among_engine_modules():
+    # The door (`rollback`) imports most modules to re-export them; a module importing the door
+    # back is a cycle like any other.
+    cycle = find_cycle(engine_graph())
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_find_cycle_sees_a_cycle_through_three_modules():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+@pytest.mark.parametrize("name", sorted(modules("app")))
+def test_the_service_imports_the_engine_only_through_its_door(name):
+    bad = sorted(i for i in imports_of(name, modules("app")[name]) if i.startswith("rollback."))
+    assert not bad, f"{name} imports {bad}; import from `rollback` (its __all__) instead"
+
+
+def test_the_cli_imports_the_engine_only_through_its_door():
+    bad = sorted(
+        i
+        for i in imports_of("rollback.cli", modules("rollback")["rollback.cli"])
+        if i.startswith("rollback.") and layer_of(i) != layer_of("rollback.cli")
+    )
+    assert not bad, f"rollback.cli imports {bad}; import from `rollback` instead"
+
+
+def test_the_door_lists_every_name_it_exports_and_nothing_more():
+    tree = ast.parse((REPO / "rollback" / "__init__.py").read_text(encoding="utf-8"))
+    imported = {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    (listed,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+    ]
+    assert sorted(listed) == sorted(set(listed)), "a name is listed twice in __all__"
+    assert set(listed) == imported, set(listed) ^ imported
+
+
+def test_docs_list_every_name_of_the_door_and_every_layer():
+    import rollback
+
+    text = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    missing = [name for name in rollback.__all__ if f"`{name}`" not in text]
+    assert not missing, f"docs/ARCHITECTURE.md does not name {missing}"
+    assert all(f"| {label} |" in text for label, _prefixes in LAYERS[:-2])
