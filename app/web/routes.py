@@ -8,6 +8,7 @@ revokes the session.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -343,6 +344,23 @@ async def cancel_job(request: Request, job_id: str) -> Response:
     return RedirectResponse(f"/jobs/{job_id}", status_code=303)
 
 
+@dataclass
+class _ExecutionForm:
+    principal: Principal
+    sid: str
+    data: dict[str, Any]
+    job: Job
+    target: Any
+
+
+async def _execution_form(request: Request, job_id: str, role: str) -> _ExecutionForm:
+    """The signed-in user with `role`, the form (anti-forgery checked), the job and the chosen target."""
+    principal, sid = _principal(request, role)
+    data = await _form(request, sid)
+    job, target = _executable(request, job_id, str(data.get("target", "")), principal, sid)
+    return _ExecutionForm(principal, sid, data, job, target)
+
+
 def _executable(
     request: Request, job_id: str, target_name: str, principal: Principal, sid: str
 ) -> tuple[Job, Any]:
@@ -417,11 +435,9 @@ async def cancel_execution(request: Request, job_id: str, execution_id: int) -> 
 @router.post("/jobs/{job_id}/dry-run")
 @_page
 async def dry_run(request: Request, job_id: str) -> Response:
-    principal, sid = _principal(request, "operator")
-    data = await _form(request, sid)
-    job, target = _executable(request, job_id, str(data.get("target", "")), principal, sid)
+    form = await _execution_form(request, job_id, "operator")
     return await _run_execution(
-        request, job, target, principal, _options(data), dry_run=True, on_conflict="abort"
+        request, form.job, form.target, form.principal, _options(form.data), dry_run=True, on_conflict="abort"
     )
 
 
@@ -429,10 +445,8 @@ async def dry_run(request: Request, job_id: str) -> Response:
 @_page
 async def execute_check(request: Request, job_id: str) -> Response:
     """The conflict check a commit needs first: a dry run listing every conflicting row."""
-    principal, sid = _principal(request, "admin")
-    data = await _form(request, sid)
-    job, target = _executable(request, job_id, str(data.get("target", "")), principal, sid)
-    options = _options(data)
+    form = await _execution_form(request, job_id, "admin")
+    job, target, options = form.job, form.target, _options(form.data)
     found = None
     try:
         check = await run_in_threadpool(conflict_check, job, target, options)
@@ -450,15 +464,14 @@ async def execute_check(request: Request, job_id: str) -> Response:
         "accept_triggers": options.accept_triggers,
         "largest_statement": (job.summary or {}).get("largest_statement"),
     }
-    return _render(request, "execute_confirm.html", context, 200, principal, sid)
+    return _render(request, "execute_confirm.html", context, 200, form.principal, form.sid)
 
 
 @router.post("/jobs/{job_id}/execute")
 @_page
 async def execute(request: Request, job_id: str) -> Response:
-    principal, sid = _principal(request, "admin")
-    data = await _form(request, sid)
-    job, target = _executable(request, job_id, str(data.get("target", "")), principal, sid)
+    form = await _execution_form(request, job_id, "admin")
+    job, target, principal, sid, data = form.job, form.target, form.principal, form.sid, form.data
     if data.get("confirm") != "yes":
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
     reapply = data.get("reapply") == "yes"
