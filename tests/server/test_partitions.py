@@ -3,7 +3,7 @@ transaction, and statements spilled to disk."""
 
 from __future__ import annotations
 
-from rollback.pipeline import partition
+from rollback.pipeline import spill
 from rollback.schema import ServerSchema
 from tests.support.jobs import (
     HUGE_ROWS,
@@ -42,6 +42,6 @@ def test_a_partition_spilling_its_statements_to_disk_writes_the_same_bytes(
     rng = range_of(binlog_range)
     schema = ServerSchema(scratch_server.connect)
     in_memory = run(rng, tmp_path, "memory", schema=schema, partition_bytes=UNSPLIT)
-    monkeypatch.setattr(partition, "SPOOL_MEMORY", 2000)
+    monkeypatch.setattr(spill, "SPILL_MEMORY", 2000)
     spilled = run(rng, tmp_path, "spilled", schema=schema, partition_bytes=UNSPLIT)
     assert spilled.same(in_memory)
