@@ -122,6 +122,10 @@ class ExecutionProgress:
     transaction: dict[str, Any] | None  # the original transaction being reversed (tx, gtid, file, pos)
     # per-transaction mode: set once, right after this transaction's reversal was committed
     committed: dict[str, Any] | None = None
+    # set once right before a COMMIT is sent: per-transaction mode, the transaction committed (a record
+    # written then names the one transaction whose outcome a crash leaves unknown); one-transaction
+    # mode, the last one (the COMMIT of the whole execution)
+    committing: dict[str, Any] | None = None
 
 
 class ExecutionObserver:
@@ -221,7 +225,12 @@ class _Pass:
     phase: str = "check"
     done: int = 0  # steps passed (run, skipped, or checked only)
 
-    def _tell(self, current: dict[str, Any] | None, committed: dict[str, Any] | None = None) -> None:
+    def _tell(
+        self,
+        current: dict[str, Any] | None,
+        committed: dict[str, Any] | None = None,
+        committing: dict[str, Any] | None = None,
+    ) -> None:
         self.observer.progress(
             ExecutionProgress(
                 self.phase,
@@ -230,6 +239,7 @@ class _Pass:
                 self.result.rows_affected,
                 current,
                 committed,
+                committing,
             )
         )
 
@@ -267,6 +277,7 @@ class _Pass:
                 self._stop_if_asked()
                 if current is None or step["tx"] != current["tx"]:
                     if self.per_transaction and current is not None:
+                        self._tell(current, committing=current)
                         conn.commit()
                         result.transactions_applied.append(current)
                         self._tell(current, committed=current)
@@ -358,6 +369,7 @@ def _attempt(
         if inspect is not None:
             inspect(conn)
         if commit:
+            one._tell(one.last, committing=one.last or {})  # one transaction: the whole execution
             conn.commit()
             result.committed = True
             if one.last is not None:

@@ -154,8 +154,14 @@ class _Recorder(ExecutionObserver):
             "progress_total": state.statements_total,
             "current_transaction": state.transaction,
         }
-        if state.committed is not None:
+        if state.committing is not None:
+            # written before the COMMIT is sent: a crash from here until the next write leaves this one
+            # transaction's outcome unknown, and the record says which it is
+            self.details = self.details | {"committing": state.committing}
+            values["details"] = self.details | {"transactions_applied": list(self.applied)}
+        elif state.committed is not None:
             self.applied.append(state.committed)
+            self.details = {k: v for k, v in self.details.items() if k != "committing"}
             values["details"] = self.details | {"transactions_applied": list(self.applied)}
         elif time.monotonic() - self._last_write < PROGRESS_SECONDS and state.statements_done < (
             state.statements_total
@@ -404,18 +410,23 @@ def interrupted_reason(record: Execution) -> str:
         )
     if details.get("per_transaction"):
         applied = details.get("transactions_applied", [])
+        committing = details.get("committing")
         current = record.current_transaction
-        pending = (
-            f"; transaction {current.get('tx')} was open: the target rolled it back, unless the service died "
-            "between its COMMIT and this record (a dry run shows it)"
-            if current and current not in applied and record.phase == "apply"
-            else ""
-        )
+        if committing and committing not in applied:
+            pending = (
+                f"; transaction {committing.get('tx')} (GTID {committing.get('gtid')}, {committing.get('file')}:"
+                f"{committing.get('pos')}) was being committed: whether it was applied is not known "
+                "(transaction_in_doubt; a dry run on the target shows it)"
+            )
+        elif current and current not in applied and record.phase == "apply":
+            pending = f"; transaction {current.get('tx')} was open: the target rolled it back"
+        else:
+            pending = ""
         return (
             f"the service stopped during this execution (per transaction): {len(applied)} transaction(s) were "
             f"committed before, listed in transactions_applied{pending}"
         )
-    if record.phase == "apply" and record.progress_total and record.progress_done >= record.progress_total:
+    if record.phase == "apply" and details.get("committing") is not None:
         return (
             "the service stopped while the target was committing this execution: whether the commit happened "
             "is not known; a dry run on the target shows it (every applied row conflicts)"
