@@ -5,8 +5,8 @@ from here. `__all__` is the stable list of those names; docs/ARCHITECTURE.md say
 Importing the package loads no Spark and opens no connection.
 """
 
-from rollback.binlog.constants import EventType
-from rollback.binlog.reader import read_file_facts, scan_headers
+from rollback.binlog.events import gtid_of
+from rollback.binlog.reader import BinlogFile
 from rollback.decode_files import file_records
 from rollback.dsn import Dsn, DsnError, parse_dsn, redact
 from rollback.errors import (
@@ -86,9 +86,8 @@ __all__ = [
     "default_spool_dir",
     "resolve_server_range",
     # binlog facts read without decoding (the service's checks of uploaded files)
-    "EventType",
-    "read_file_facts",
-    "scan_headers",
+    "BinlogFile",
+    "gtid_of",
     # servers and execution
     "Dsn",
     "DsnError",

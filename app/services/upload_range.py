@@ -1,21 +1,18 @@
 """Does the range a job asks for exist in its uploaded files? Answered at submit from headers only.
 
 Positions against file sizes; a time window against the first and last event times; GTIDs against
-the GTID events (the only bodies read, a few bytes each). Field errors in the shape of a 422.
+the GTID events (the only bodies decoded, by the engine's own GTID decoders). Field errors in the
+shape of a 422.
 """
 
 from __future__ import annotations
 
-import mmap
 import struct
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rollback import EventType, GtidFilter, RollbackError, parse_datetime, read_file_facts, scan_headers
-
-_MARIA_GTID = struct.Struct("<QI")  # seq_no, domain_id (the server id is the event header's)
-_MYSQL_GTID = struct.Struct("<B16sQ")  # flags, source uuid, gno
+from rollback import BinlogFile, GtidFilter, RollbackError, gtid_of, parse_datetime
 
 
 def _error(field: str, msg: str) -> dict[str, Any]:
@@ -31,11 +28,6 @@ def _selected(names: list[str], requested: dict[str, Any]) -> list[str]:
     return names[first : last + 1]
 
 
-def _uuid(raw: bytes) -> str:
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
 class _Scan:
     """First and last event time of the files, and whether a GTID the filter selects is among them."""
 
@@ -48,39 +40,22 @@ class _Scan:
             self._file(path, gtids)
 
     def _file(self, path: Path, gtids: GtidFilter | None) -> None:
-        with open(path, "rb") as f:
-            if path.stat().st_size == 0:
-                return
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                buf = memoryview(mapped)
-                try:
-                    facts, start = read_file_facts(buf, path.name)
-                    for pos, type_code, _length, ts in scan_headers(buf, facts, start, len(buf), path.name):
-                        if ts:
-                            self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
-                            self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
-                        if gtids is not None and not self.gtid_found:
-                            gtid = self._gtid(buf, pos, type_code, facts.header_len)
-                            if gtid is not None:
-                                if len(self.gtids_seen) < 2:
-                                    self.gtids_seen.append(gtid)
-                                else:
-                                    self.gtids_seen[1] = gtid
-                                self.gtid_found = gtids.selects(gtid)
-                finally:
-                    buf.release()
-
-    @staticmethod
-    def _gtid(buf: memoryview, pos: int, type_code: int, header_len: int) -> str | None:
-        body = pos + header_len
-        if type_code == EventType.MARIA_GTID:
-            seq, domain = _MARIA_GTID.unpack_from(buf, body)
-            server_id = struct.unpack_from("<I", buf, pos + 5)[0]
-            return f"{domain}-{server_id}-{seq}"
-        if type_code == EventType.GTID:
-            _flags, sid, gno = _MYSQL_GTID.unpack_from(buf, body)
-            return f"{_uuid(sid)}:{gno}"
-        return None
+        if path.stat().st_size == 0:
+            return
+        with BinlogFile(path) as binlog:
+            for event in binlog.events(verify=False):
+                ts = event.timestamp
+                if ts:
+                    self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
+                    self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+                if gtids is not None and not self.gtid_found:
+                    gtid = gtid_of(event, binlog.facts)
+                    if gtid is not None:
+                        if len(self.gtids_seen) < 2:
+                            self.gtids_seen.append(gtid)
+                        else:
+                            self.gtids_seen[1] = gtid
+                        self.gtid_found = gtids.selects(gtid)
 
 
 def check_upload_range(directory: Path, names: list[str], requested: dict[str, Any]) -> list[dict[str, Any]]:

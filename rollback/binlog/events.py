@@ -543,6 +543,18 @@ def decode_maria_gtid(raw: RawEvent, facts: FormatFacts) -> MariaGtid:
     return event
 
 
+def gtid_of(raw: RawEvent, facts: FormatFacts) -> str | None:
+    """The GTID a transaction's GTID event gives it (MySQL, tagged MySQL, MariaDB); None for any other
+    event and for ANONYMOUS_GTID."""
+    if raw.type_code == EventType.MARIA_GTID:
+        return decode_maria_gtid(raw, facts).text
+    if raw.type_code == EventType.GTID:
+        return decode_gtid(raw, facts).text
+    if raw.type_code == EventType.GTID_TAGGED:
+        return decode_gtid_tagged(raw, facts).text
+    return None
+
+
 def decode_gtid_list(raw: RawEvent, facts: FormatFacts) -> GtidList:
     body = raw.body
     _need(raw, body, 4, "count")
