@@ -159,18 +159,27 @@ def prepare_session(conn: Any) -> None:
         cur.execute("SET time_zone = '+00:00'")
 
 
-def take(conn: Any, tables: list[str], server: str = "") -> dict[str, Any]:
-    """A checksum document of these tables, as `mysql-rollback checksum` writes it."""
+def take_tables(conn: Any, tables: list[str]) -> dict[str, TableChecksum]:
+    """Checksums of these tables on an open connection (inside its current transaction, if any)."""
+    prepare_session(conn)
+    return {name: take_table(conn, name) for name in tables}
+
+
+def take_from_server(conn: Any, tables: list[str]) -> dict[str, TableChecksum]:
+    """take_tables, with a server error as one line."""
     try:
-        prepare_session(conn)
-        taken = {name: take_table(conn, name).to_dict() for name in tables}
+        return take_tables(conn, tables)
     except pymysql.err.MySQLError as exc:
         raise SourceError(f"cannot checksum: {exc.args[-1] if exc.args else exc}") from None
+
+
+def document(tables: dict[str, TableChecksum], server: str = "") -> dict[str, Any]:
+    """The checksum document `mysql-rollback checksum` writes."""
     return {
         "format": FORMAT,
         "server": server,
         "taken_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "tables": taken,
+        "tables": {name: table.to_dict() for name, table in tables.items()},
     }
 
 

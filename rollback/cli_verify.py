@@ -10,9 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
-from rollback.checksum import ChecksumError, load, tables_of_database, take
+from rollback.checksum import (
+    ChecksumError,
+    TableChecksum,
+    document,
+    load,
+    tables_of_database,
+    take_from_server,
+)
 from rollback.errors import EXIT_DIFFERS, RollbackError
 from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT, connect, redact
 from rollback.verify import VerifyResult, junit_xml, plan_tables, verify_plan
@@ -69,10 +75,10 @@ def _checksum(args: argparse.Namespace) -> int:
             if not found:
                 raise ChecksumError(f"database {database} has no table on the server")
             tables += found
-        document = take(conn, tables, server=redact(args.dsn))
+        taken = take_from_server(conn, tables)
     finally:
         conn.close()
-    text = json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+    text = json.dumps(document(taken, server=redact(args.dsn)), ensure_ascii=False, indent=1) + "\n"
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)
@@ -81,17 +87,14 @@ def _checksum(args: argparse.Namespace) -> int:
     return 0
 
 
-def _expected(args: argparse.Namespace, tables: list[str]) -> dict[str, Any]:
+def _expected(args: argparse.Namespace, tables: list[str]) -> dict[str, TableChecksum]:
     if args.expected:
         return load(args.expected)
-    from rollback.checksum import TableChecksum
-
     conn = connect(args.expected_server)
     try:
-        document = take(conn, tables, server=redact(args.expected_server))
+        return take_from_server(conn, tables)
     finally:
         conn.close()
-    return {name: TableChecksum.from_dict(name, t) for name, t in document["tables"].items()}
 
 
 def _verify(args: argparse.Namespace) -> int:

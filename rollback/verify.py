@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
 
-from rollback.checksum import TableChecksum, Verdict, compare, prepare_session, take_table
+from rollback.checksum import TableChecksum, Verdict, compare, take_tables
 from rollback.errors import EXIT_DIFFERS, EXIT_OK, RollbackError
 from rollback.execute import ExecutionResult, execute_plan, read_plan
 
@@ -69,10 +69,7 @@ def verify_plan(
     found: dict[str, TableChecksum] = {}
 
     def read(conn: Any) -> None:
-        prepare_session(conn)
-        for name in names:
-            if name in expected:
-                found[name] = take_table(conn, name)
+        found.update(take_tables(conn, [name for name in names if name in expected]))
 
     if result.kept:
         result.execution = execute_plan(plan_path, connect, commit=True, **execution)
