@@ -52,6 +52,7 @@ from rollback.request import (
 from rollback.schema import SchemaSource, ServerSchema, schema_from_file
 from rollback.side_effects import SideEffects
 from rollback.sources.resolve import ServerSource, default_spool_dir, resolve_server_range
+from rollback.sources.spool import MANIFEST_SUFFIX
 from rollback.version import __version__
 
 __all__ = [
@@ -85,6 +86,7 @@ __all__ = [
     "ServerSource",
     "default_spool_dir",
     "resolve_server_range",
+    "MANIFEST_SUFFIX",
     # binlog facts read without decoding (the service's checks of uploaded files)
     "BinlogFile",
     "gtid_of",

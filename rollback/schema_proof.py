@@ -34,10 +34,10 @@ from rollback.binlog.reader import BinlogFile, iter_events
 from rollback.ddl import ddl_targets
 from rollback.errors import BinlogFormatError, RollbackError
 from rollback.pipeline import storage
+from rollback.sources.spool import MANIFEST_SUFFIX
 
 BATCH = 5000  # SHOW BINLOG EVENTS rows per round trip
 _QUERY_TYPES = frozenset({int(EventType.QUERY), int(EventType.QUERY_COMPRESSED)})
-_SPOOL_MANIFEST = ".spool.json"  # rollback.sources.spool.MANIFEST_SUFFIX
 _IGNORABLE = int(EventType.IGNORABLE)
 _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: an event no server wrote there
 _USE_PREFIX = re.compile(r"use `((?:[^`]|``)*)`; ", re.DOTALL)
@@ -253,7 +253,7 @@ def scan_files(last_path: str, stop: int, tables: set[str]) -> Scan:
     if found.gap is not None:
         raise NotProven(found.gap)
     last = found.chain[-1]
-    if last.with_name(last.name + _SPOOL_MANIFEST).is_file():
+    if last.with_name(last.name + MANIFEST_SUFFIX).is_file():
         # Its FORMAT_DESCRIPTION is the server's, flagged in use if the server was writing it; the
         # spool holds it only up to what a job fetched.
         raise NotProven(f"{last.name} is a spooled copy of part of a server's binary log")

@@ -19,11 +19,11 @@ from sqlalchemy import select
 from app.core.config import Settings
 from app.db import Database
 from app.models import FINAL_STATES, Job, Upload, utcnow
+from rollback import MANIFEST_SUFFIX
 
 log = logging.getLogger("mysql_rollback.retention")
 
 SWEEP_SECONDS = 3600.0
-SPOOL_MANIFEST = ".spool.json"
 
 
 def disk_usage(path: Path) -> int:
@@ -64,7 +64,7 @@ def delete_job(db: Database, settings: Settings, job_id: str) -> bool:
         for name in set(spooled) - still_read:
             for path in (
                 settings.spool_dir / server / name,
-                settings.spool_dir / server / (name + SPOOL_MANIFEST),
+                settings.spool_dir / server / (name + MANIFEST_SUFFIX),
             ):
                 path.unlink(missing_ok=True)
     return True
