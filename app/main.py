@@ -34,6 +34,7 @@ from app.core.throttle import AuthThrottle
 from app.metrics import Metrics
 from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner
+from app.services.outputs import Outputs
 from app.services.redact import Redactor
 from app.services.retention import RetentionSweeper
 from app.web import routes as web
@@ -64,7 +65,10 @@ def start_services(
     metrics_ = Metrics(database)
     scrub = Redactor(servers, settings)
     runner = JobRunner(database, settings, servers, metrics_, scrub)
-    executions_ = ExecutionRunner(database, servers, metrics_, scrub, settings.execution_workers)
+    outputs = Outputs(runner)
+    executions_ = ExecutionRunner(
+        database, servers, metrics_, scrub, settings.execution_workers, outputs.plan
+    )
     if start_workers:
         runner.start()
         executions_.start()
@@ -83,7 +87,7 @@ def start_services(
     sessions.revoke_unknown_tokens()
     throttle = AuthThrottle(settings.auth_failures_per_minute)
     return Services(
-        settings, servers, database, store, runner, metrics_, scrub, sessions, throttle, executions_
+        settings, servers, database, store, runner, metrics_, scrub, sessions, throttle, executions_, outputs
     )
 
 

@@ -122,6 +122,12 @@ class OptionsIn(BaseModel):
     schema_server: str | None = Field(
         None, max_length=64, description="a configured server to read table schemas from (upload jobs)"
     )
+    outputs: list[Literal["plan", "changes"]] | None = Field(
+        None,
+        max_length=2,
+        description="what the job writes besides the script: the execution plan and the change log are "
+        "otherwise produced when first needed (an execution, GET /api/jobs/{id}/changes)",
+    )
 
 
 class JobCreate(BaseModel):

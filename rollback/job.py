@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from rollback.ddl import shorten
 from rollback.ddl_guard import ddl_hits, refuse_schema_change_mid_range, refuse_selected_ddl
@@ -234,6 +234,7 @@ class Job:
                 report.largest_statement is None or largest["bytes"] > report.largest_statement["bytes"]
             ):
                 report.largest_statement = largest
+        report.largest_transactions = largest_transactions(summaries if failed is None else [])
         hits = ddl_hits(report.ddl, changed)
         stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
         refuse_schema_change_mid_range(hits, ddl_at, changed, stop_at)
@@ -367,6 +368,21 @@ class Job:
             return
         with open(path, "wb") as out:
             concatenate(parts, out)
+
+
+def largest_transactions(summaries: list[Summary], top: int = 10) -> list[dict[str, Any]]:
+    """The blocks with the most statements, the pieces of crossing blocks added up."""
+    blocks: dict[int, dict[str, Any]] = {}
+    for summary in summaries:
+        for facts in summary.largest_blocks:
+            seen = blocks.get(facts["tx"])
+            if seen is None:
+                blocks[facts["tx"]] = dict(facts)
+            else:
+                seen["statements"] += facts["statements"]
+                seen["tables"] = sorted(set(seen["tables"]) | set(facts["tables"]))
+    ranked = sorted(blocks.values(), key=lambda b: (-b["statements"], b["tx"]))[:top]
+    return [{k: v for k, v in b.items() if k != "tx"} for b in ranked]
 
 
 def _hold_back(

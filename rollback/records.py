@@ -29,8 +29,37 @@ def column_names(tmap: TableMap, names: tuple[str, ...] | None = None) -> tuple[
     return tuple(f"@{i + 1}" for i in range(tmap.column_count))
 
 
-def json_value(value: Any, tmap: TableMap, index: int) -> Any:
-    """A column value as JSON: exact (DECIMAL as a string), strings as text when they are text."""
+def _bytes_kinds(tmap: TableMap) -> tuple[str, ...]:
+    """How each column's bytes values read as JSON: "json", "hex" (geometry, vector, binary
+    collations) or "text" (UTF-8 when it decodes). Worked out once per table map, not per value."""
+    kinds = []
+    charsets = tmap.charsets
+    for index, real in enumerate(spec.real_type for spec in tmap.specs(None)):
+        if real == ColumnType.JSON:
+            kinds.append("json")
+        elif real in (ColumnType.GEOMETRY, ColumnType.VECTOR):
+            kinds.append("hex")
+        elif (charsets[index] if charsets else None) == BINARY_COLLATION:
+            kinds.append("hex")
+        else:
+            kinds.append("text")
+    return tuple(kinds)
+
+
+def _bytes_value(data: bytes, kind: str) -> Any:
+    if kind == "json":
+        return {"json": decode_json(data)}
+    if kind == "text":
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    return {"hex": data.hex()}
+
+
+def json_value(value: Any, tmap: TableMap, index: int, kinds: tuple[str, ...] | None = None) -> Any:
+    """A column value as JSON: exact (DECIMAL as a string), strings as text when they are text.
+    `kinds`: the table's _bytes_kinds, when the caller has them."""
     if isinstance(value, JsonText):
         return {"json": str(value)}
     if isinstance(value, JsonPartial):
@@ -40,24 +69,26 @@ def json_value(value: Any, tmap: TableMap, index: int) -> Any:
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, bytes | bytearray | memoryview):
-        data = bytes(value)
-        real = tmap.specs(None)[index].real_type
-        if real == ColumnType.JSON:
-            return {"json": decode_json(data)}
-        if real in (ColumnType.GEOMETRY, ColumnType.VECTOR):
-            return {"hex": data.hex()}
-        collation = tmap.charsets[index] if tmap.charsets else None
-        if collation != BINARY_COLLATION:
-            try:
-                return data.decode("utf-8")
-            except UnicodeDecodeError:
-                pass
-        return {"hex": data.hex()}
+        return _bytes_value(bytes(value), (kinds or _bytes_kinds(tmap))[index])
     return repr(value)
 
 
-def image(row: tuple, tmap: TableMap, names: tuple[str, ...]) -> dict[str, Any]:
-    return {names[i]: json_value(v, tmap, i) for i, v in enumerate(row) if v is not MISSING}
+def image(
+    row: tuple, tmap: TableMap, names: tuple[str, ...], kinds: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    kinds = kinds or _bytes_kinds(tmap)
+    out: dict[str, Any] = {}
+    for i, v in enumerate(row):
+        if v is MISSING:
+            continue
+        if v is None or type(v) in _PLAIN:  # exact types: a JsonText (a str) goes the long way
+            out[names[i]] = v
+        else:
+            out[names[i]] = json_value(v, tmap, i, kinds)
+    return out
+
+
+_PLAIN = (int, float, str, bool)
 
 
 def batch_records(batch: RowsBatch, names: tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
@@ -75,15 +106,16 @@ def batch_records(batch: RowsBatch, names: tuple[str, ...] | None = None) -> Ite
         "table": tmap.table,
         "type": batch.kind,
     }
+    kinds = _bytes_kinds(tmap)
     for index, row in enumerate(batch.rows):
         record = dict(base, row=index)
         if batch.kind == "update":
-            record["before"] = image(row[0], tmap, cols)
-            record["after"] = image(row[1], tmap, cols)
+            record["before"] = image(row[0], tmap, cols, kinds)
+            record["after"] = image(row[1], tmap, cols, kinds)
         elif batch.kind == "insert":
-            record["after"] = image(row, tmap, cols)
+            record["after"] = image(row, tmap, cols, kinds)
         else:
-            record["before"] = image(row, tmap, cols)
+            record["before"] = image(row, tmap, cols, kinds)
         yield record
 
 

@@ -49,6 +49,8 @@ class Report:
     side_effects: dict[str, Any] | None = None
     # The first of the longest statements: {bytes (UTF-8, as written), table, file, pos}; None without any.
     largest_statement: dict[str, Any] | None = None
+    # The transactions with the most statements, most first: {gtid, file, position, statements, tables}.
+    largest_transactions: list[dict[str, Any]] = field(default_factory=list)
     schema_source: str = ""  # where column names came from: binlog metadata, a server, a DDL file
     schema_check: str = ""  # how the source was proven to describe the tables at the range's time
 
@@ -69,5 +71,6 @@ class Report:
             "engine": self.engine,
             "side_effects": self.side_effects,
             "largest_statement": self.largest_statement,
+            "largest_transactions": self.largest_transactions,
             "schema_check": {"source": self.schema_source, "checked": self.schema_check},
         }

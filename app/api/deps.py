@@ -17,6 +17,7 @@ from app.db import Database
 from app.metrics import Metrics
 from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner, Scrubber
+from app.services.outputs import Outputs
 
 SESSION_COOKIE = "mysql_rollback_session"
 
@@ -33,6 +34,7 @@ class Services:
     sessions: SessionStore
     throttle: AuthThrottle
     executions: ExecutionRunner
+    outputs: Outputs
 
 
 async def get_services(request: Request) -> Services:  # async: no worker-thread hop per request

@@ -7,13 +7,10 @@ skips at most STRIDE-1 lines.
 
 from __future__ import annotations
 
-import json
 import re
 from array import array
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from markupsafe import Markup, escape
 
@@ -89,39 +86,6 @@ def page_chunks(path: Path, offset: int, limit: int) -> Iterator[bytes]:
             buf, size = [], 0
     if buf:
         yield b"".join(buf)
-
-
-def largest_transactions(plan: Path, top: int = 10) -> list[dict[str, Any]]:
-    """The transactions with the most statements, from the execution plan (one statement a line)."""
-    sizes: Counter[int] = Counter()
-    facts: dict[int, dict[str, Any]] = {}
-    with open(plan, encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            step = json.loads(line)
-            tx = step.get("tx")
-            sizes[tx] += 1
-            info = facts.setdefault(
-                tx,
-                {"gtid": step.get("gtid"), "file": step.get("file"), "pos": step.get("pos"), "tables": set()},
-            )
-            info["tables"].add(step.get("table"))
-            if step.get("file") == info["file"] and (step.get("pos") or 0) < (info["pos"] or 0):
-                info["pos"] = step.get("pos")
-    out = []
-    for tx, statements in sizes.most_common(top):
-        info = facts[tx]
-        out.append(
-            {
-                "gtid": info["gtid"],
-                "file": info["file"],
-                "position": info["pos"],
-                "statements": statements,
-                "tables": sorted(t for t in info["tables"] if t),
-            }
-        )
-    return out
 
 
 # ---- SQL highlighting for the preview ------------------------------------------------------------

@@ -32,8 +32,8 @@ class Progress:
 @dataclass
 class Artifacts:
     script: Path
-    plan: Path
-    changes: Path
+    plan: Path | None = None  # None: not written
+    changes: Path | None = None
 
 
 def range_sizes(rng: RangeSpec) -> list[tuple[int, int]]:
@@ -57,7 +57,8 @@ def run(
     cancelled: Callable[[], bool],
     interval: float = 0.5,
 ) -> tuple[Report, Progress]:
-    """Write script, plan and change log for the range; on any failure none of them exists."""
+    """Write the script (and the plan and change log when `out` names them); on any failure none
+    of them exists."""
     last = [0.0]
 
     def note(p: rollback.Progress) -> None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, update
@@ -23,6 +25,7 @@ from app.core.config import ServerConfig
 from app.db import Database
 from app.metrics import Metrics
 from app.models import EXECUTION_FINAL_STATES, Execution, Job, utcnow
+from app.services.engine import Cancelled
 from app.services.jobs import Scrubber
 from app.services.pool import WorkerPool
 from rollback import (
@@ -89,10 +92,12 @@ class ExecutionOptions:
 RESULT_DETAILS = ("transactions_applied", "read_only_tables", "unverified", "non_transactional_applied")
 
 
-def conflict_check(job: Job, target: ServerConfig, options: ExecutionOptions | None = None) -> dict[str, Any]:
+def conflict_check(
+    plan: Path, target: ServerConfig, options: ExecutionOptions | None = None
+) -> dict[str, Any]:
     """A dry run that skips conflicting rows, so that every conflict is listed; changes nothing."""
     arguments = (options or ExecutionOptions()).engine_arguments()
-    result = execute_plan(job.plan_path or "", target.dsn, commit=False, on_conflict="skip", **arguments)
+    result = execute_plan(str(plan), target.dsn, commit=False, on_conflict="skip", **arguments)
     return result.to_dict()
 
 
@@ -180,9 +185,16 @@ class ExecutionRunner(WorkerPool[int]):
     kind = "execution"
 
     def __init__(
-        self, db: Database, servers: dict[str, ServerConfig], metrics: Metrics, scrub: Scrubber, workers: int
+        self,
+        db: Database,
+        servers: dict[str, ServerConfig],
+        metrics: Metrics,
+        scrub: Scrubber,
+        workers: int,
+        plan_of: Callable[[str], Path],
     ):
         super().__init__(workers, scrub)
+        self.plan_of = plan_of  # a job's execution plan, produced on first need (outputs.py)
         self.db = db
         self.servers = servers
         self.metrics = metrics
@@ -319,9 +331,11 @@ class ExecutionRunner(WorkerPool[int]):
         details: dict[str, Any],
     ) -> dict[str, Any]:
         scrub = self.scrub
+        plan = Path()
         try:
+            plan = self.plan_of(job.id)
             result = execute_plan(
-                job.plan_path or "",
+                str(plan),
                 target.dsn,
                 commit=not record.dry_run,
                 on_conflict=record.on_conflict,
@@ -369,7 +383,7 @@ class ExecutionRunner(WorkerPool[int]):
                 outcome = exc.result.to_dict()
                 values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
             try:
-                check = conflict_check(job, target, options)
+                check = conflict_check(plan, target, options)
                 values["conflicts"] = check["conflicts"]
                 values["side_effects"] = check["side_effects"]
             except RollbackError as again:
@@ -384,6 +398,8 @@ class ExecutionRunner(WorkerPool[int]):
             return values
         except RollbackError as exc:
             return {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
+        except Cancelled:  # the service stopped while the plan was being produced
+            return {"state": "interrupted", "exit_code": EXIT_INTERRUPTED, "error": STOP_REASON}
         except OSError as exc:
             return {
                 "state": "failed",

@@ -44,6 +44,11 @@ RESTART_REASON = (
 )
 STOP_REASON = "the service stopped while this job was running; start the job again"
 
+# A job's files in its directory: the script always, the others when asked for or first needed.
+SCRIPT = "rollback.sql"
+PLAN = "plan.jsonl"
+CHANGES = "changes.jsonl"
+
 
 class Scrubber:
     """Replaces every configured password in a text (error messages, log lines) by ***."""
@@ -166,6 +171,10 @@ class JobRunner(WorkerPool[str]):
             self._cancel[job_id] = threading.Event()
             return job
 
+    def record(self, job_id: str, **values: Any) -> None:
+        """Write these columns of the job."""
+        self._set(job_id, **values)
+
     def _set(self, job_id: str, **values: Any) -> None:
         with self.db.session() as session:
             session.execute(update(Job).where(Job.id == job_id).values(**values))
@@ -237,12 +246,9 @@ class JobRunner(WorkerPool[str]):
             raise RollbackError(f"server {name!r} is no longer configured")
         return server
 
-    def _execute(self, job: Job, out_dir: Path, cancelled: Callable[[], bool]) -> dict[str, Any]:
+    def inputs(self, job: Job) -> tuple[sources.Resolved, Filters, Options]:
+        """What the engine runs for this job: its source resolved, its filters and options."""
         resolved = self._source(job)
-        if cancelled():
-            raise engine.Cancelled()
-        total = sum(max(0, b - a) for a, b in engine.range_sizes(resolved.rng))
-        self._set(job.id, range_resolved=resolved.describe(), progress_total=total)
         f = job.filters or {}
         filters = Filters(
             {d.lower() for d in f.get("databases", [])},
@@ -261,7 +267,22 @@ class JobRunner(WorkerPool[str]):
             engine=self.settings.engine,
             spark_master=self.settings.spark_master,
         )
-        out = engine.Artifacts(out_dir / "rollback.sql", out_dir / "plan.jsonl", out_dir / "changes.jsonl")
+        return resolved, filters, options
+
+    def _execute(self, job: Job, out_dir: Path, cancelled: Callable[[], bool]) -> dict[str, Any]:
+        resolved, filters, options = self.inputs(job)
+        if cancelled():
+            raise engine.Cancelled()
+        total = sum(max(0, b - a) for a, b in engine.range_sizes(resolved.rng))
+        self._set(job.id, range_resolved=resolved.describe(), progress_total=total)
+        # The script is the product; the plan and the change log only when the job asks for them
+        # (otherwise app/services/outputs.py produces them when first needed).
+        wanted = set((job.options or {}).get("outputs") or ())
+        out = engine.Artifacts(
+            out_dir / SCRIPT,
+            out_dir / PLAN if "plan" in wanted else None,
+            out_dir / CHANGES if "changes" in wanted else None,
+        )
 
         def progress(p: engine.Progress) -> None:
             self._set(
@@ -280,11 +301,11 @@ class JobRunner(WorkerPool[str]):
             progress,
             lambda: cancelled() or self.stopping.is_set(),
         )
-        for path in (out.script, out.changes):
-            artifacts.build_line_index(path)
+        artifacts.build_line_index(out.script)
+        if out.changes is not None:
+            artifacts.build_line_index(out.changes)
         summary = report.to_dict()
         rows = sum(item["rows"] for item in summary["counts"])
-        summary["largest_transactions"] = artifacts.largest_transactions(out.plan)
         summary["bytes"] = done.bytes_total
         self.metrics.bytes_decoded.inc(done.bytes_total)
         self.metrics.rows_emitted.inc(rows)
@@ -322,8 +343,8 @@ class JobRunner(WorkerPool[str]):
                 )
             },
             "script_path": str(out.script),
-            "plan_path": str(out.plan),
-            "changes_path": str(out.changes),
+            "plan_path": str(out.plan) if out.plan else None,
+            "changes_path": str(out.changes) if out.changes else None,
             "script_bytes": out.script.stat().st_size,
             "disk_bytes": retention.disk_usage(out_dir),
         }

@@ -367,7 +367,8 @@ def _executable(
     services = _services(request)
     with services.db.session() as session:
         job = session.get(Job, job_id)
-    if job is None or job.state != "succeeded" or job.mode != "flashback" or not job.plan_path:
+    # (the plan itself is produced when the execution first needs it: app/services/outputs.py)
+    if job is None or job.state != "succeeded" or job.mode != "flashback":
         raise _Stop(
             _render(
                 request, "error.html", {"message": "This job has no plan to execute."}, 409, principal, sid
@@ -449,7 +450,8 @@ async def execute_check(request: Request, job_id: str) -> Response:
     job, target, options = form.job, form.target, _options(form.data)
     found = None
     try:
-        check = await run_in_threadpool(conflict_check, job, target, options)
+        plan = await run_in_threadpool(_services(request).outputs.plan, job.id)
+        check = await run_in_threadpool(conflict_check, plan, target, options)
         error = None
     except RollbackError as exc:
         check, error = None, _services(request).scrub(exc.one_line())

@@ -23,6 +23,7 @@ never the rows. The local engine and the Spark engine both run exactly this func
 
 from __future__ import annotations
 
+import heapq
 import json
 import time
 from collections import Counter
@@ -103,6 +104,8 @@ class _Block:
         "queries",
         "events",
         "selected",
+        "tables",
+        "first_rows",
     )
 
     def __init__(self, ordinal: int, tx: TxContext, first_pos: int, first_chunk: int, continued: bool):
@@ -117,6 +120,8 @@ class _Block:
         self.queries: list[str] = []
         self.events = 0
         self.selected = 0
+        self.tables: set[str] = set()  # the tables its statements change
+        self.first_rows: tuple[str | None, int] | None = None  # (file, pos) of its first rendered rows event
 
 
 def _full_image_statements(full: FullImageStatements, kind: str, rows: list, forward: bool) -> list[str]:
@@ -167,6 +172,8 @@ class _Run:
         self.first_change: dict[str, int] = {}
         self.largest_bytes = 0
         self.contents: Counter[tuple[str, str]] = Counter()
+        # the LARGEST_KEPT complete blocks with the most statements: (statements, -ordinal, facts)
+        self.largest: list[tuple[int, int, dict[str, Any]]] = []
 
     def _renderer(self, tmap: TableMap, pos: int) -> TableRenderer | None:
         """The table's renderer; None (after noting the first SchemaMismatch) when its schema disagrees."""
@@ -381,8 +388,7 @@ class _Run:
                 text = "\n".join(script) + "\n"
                 self._largest(script, text, batch, table)
                 self.rendered.add(text, "")
-                current.statements += len(script)
-                self.statements += len(script)
+                self._counted(current, batch, table, len(script))
             return
         lines = PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid)
         if self.job.mode == "forward":
@@ -421,8 +427,14 @@ class _Run:
             text = "\n".join(script) + "\n"
             self._largest(script, text, batch, table)
             self.rendered.add(text, "\n".join(plan) + "\n")
-            current.statements += len(script)
-            self.statements += len(script)
+            self._counted(current, batch, table, len(script))
+
+    def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:
+        block.statements += statements
+        self.statements += statements
+        block.tables.add(table)
+        if block.first_rows is None:
+            block.first_rows = (batch.file or self.part.file_label, batch.pos)
 
     def _largest(self, script: list[str], text: str, batch: RowsBatch, table: str) -> None:
         """Note the event's longest statement if it is the longest yet (a statement over the target's
@@ -509,6 +521,11 @@ class _Run:
         )
         self.entries.append(("block", block.first_chunk, end, header))
         self.summary.transactions += 1
+        entry = (block.statements, -block.ordinal, _block_facts(block))
+        if len(self.largest) < LARGEST_KEPT:
+            heapq.heappush(self.largest, entry)
+        elif entry[:2] > self.largest[0][:2]:
+            heapq.heapreplace(self.largest, entry)
 
     # -- output
     def _write(self) -> None:
@@ -537,6 +554,9 @@ class _Run:
         self.summary.statements = self.statements
         self.summary.head = self._piece(self.head, self.head_closed, sizes.get("head", 0))
         self.summary.tail = self._piece(self.tail, False, sizes.get("tail", 0))
+        # the pieces of crossing blocks always: their statements add up with other partitions' pieces
+        pieces = [_block_facts(b) for b in (self.head, self.tail) if b is not None and b.statements]
+        self.summary.largest_blocks = [facts for *_, facts in sorted(self.largest, reverse=True)] + pieces
         if self.head is not None or self.tail is not None:
             with open(part_path(out_dir, part.index, "queries.json"), "w", encoding="utf-8") as f:
                 json.dump(
@@ -566,6 +586,21 @@ class _Run:
             tx=block.tx.to_dict(),
             script_bytes=script_bytes,
         )
+
+
+LARGEST_KEPT = 10  # the largest transactions a job lists
+
+
+def _block_facts(block: _Block) -> dict[str, Any]:
+    file, pos = block.first_rows or (None, block.first_pos)
+    return {
+        "tx": block.ordinal,
+        "gtid": block.tx.gtid,
+        "file": file,
+        "position": pos,
+        "statements": block.statements,
+        "tables": sorted(block.tables),
+    }
 
 
 def run_partition(job: JobSpec, part: Partition, progress: PartitionProgress | None = None) -> Summary:

@@ -72,6 +72,9 @@ class Summary:
     next_block: int = 0  # ordinal of the next block after this partition (the planner's, checked)
     # The first of the longest statements in binlog order: {bytes (UTF-8, as written), table, file, pos}.
     largest_statement: dict[str, Any] | None = None
+    # Its largest complete transaction blocks and its crossing pieces, by statements:
+    # {tx (the block's ordinal), gtid, file, position (of its first rows event), statements, tables}.
+    largest_blocks: list[dict[str, Any]] = field(default_factory=list)
 
 
 def part_path(out_dir: str, index: int, suffix: str) -> str:

@@ -290,8 +290,10 @@ def changes(
     offset: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
 ) -> Any:
-    job = finished_job(services, job_id)
-    return _paged(Path(job.changes_path or ""), offset, limit, "application/x-ndjson", request)
+    """Produced on the first request when the job did not ask for it (options.outputs)."""
+    finished_job(services, job_id)
+    path = services.outputs.changes(job_id)
+    return _paged(path, offset, limit, "application/x-ndjson", request)
 
 
 @router.get("/{job_id}/summary", response_model=SummaryOut, responses={**ERRORS, **NOT_FOUND, **NOT_READY})
