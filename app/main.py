@@ -32,11 +32,13 @@ from app.core.security import TokenStore
 from app.core.sessions import SessionStore, load_or_create_secret
 from app.core.throttle import AuthThrottle
 from app.metrics import Metrics
+from app.services.answers import Answers
 from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner
 from app.services.outputs import Outputs
 from app.services.redact import Redactor
 from app.services.retention import RetentionSweeper
+from app.services.spark_warm import SparkWarmer
 from app.web import routes as web
 
 log = logging.getLogger("mysql_rollback")
@@ -69,7 +71,9 @@ def start_services(
     executions_ = ExecutionRunner(
         database, servers, metrics_, scrub, settings.execution_workers, outputs.plan
     )
+    spark = SparkWarmer(settings)
     if start_workers:
+        spark.start()
         runner.start()
         executions_.start()
         RetentionSweeper(database, settings).start()
@@ -87,7 +91,19 @@ def start_services(
     sessions.revoke_unknown_tokens()
     throttle = AuthThrottle(settings.auth_failures_per_minute)
     return Services(
-        settings, servers, database, store, runner, metrics_, scrub, sessions, throttle, executions_, outputs
+        settings,
+        servers,
+        database,
+        store,
+        runner,
+        metrics_,
+        scrub,
+        sessions,
+        throttle,
+        executions_,
+        outputs,
+        spark,
+        Answers(database),
     )
 
 
@@ -116,6 +132,7 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
         finally:
             services.executions.stop()
             services.runner.stop()
+            services.answers.close()
             services.db.dispose()
 
     app = _App(

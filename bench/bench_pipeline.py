@@ -58,6 +58,31 @@ def _file_of(server: Any, statements: list[str], database: str) -> Path:
     return Path(rng.files[0])
 
 
+def write_mixed(server: Any, rows: int) -> Path:
+    """The `mixed` workload (`rows` row changes: 40% INSERT, 40% UPDATE, 20% DELETE over every column
+    of MIXED_DDL, 2,500 a transaction) in a binlog file of its own."""
+    server.run_sql(["CREATE DATABASE IF NOT EXISTS bench", "DROP TABLE IF EXISTS bench.mixed"])
+    server.run_sql([MIXED_DDL], database="bench")
+    batch = 1000
+    statements = []
+    next_id = changes = 0
+    while changes < rows:  # per transaction: batch inserts, batch updates, batch / 2 deletes
+        changes += batch * 5 // 2
+        lo, hi = next_id + 1, next_id + batch
+        statements += [
+            "BEGIN",
+            "INSERT INTO mixed SELECT seq, seq * 7919, seq / 100, CONCAT('naïve ☃ name ', seq), "
+            "TIMESTAMPADD(MICROSECOND, seq * 1234567, '2024-01-01'), 1 + seq % 4, REPEAT(CHAR(seq % 256), 40), "
+            f'CONCAT(\'{{"id": \', seq, \', "tags": ["a", "b"], "note": "\', REPEAT("x", seq % 50), \'"}}\') '
+            f"FROM seq_{lo}_to_{hi}",
+            f"UPDATE mixed SET amount = amount + 1, state = 'paid', name = CONCAT(name, '!') WHERE id BETWEEN {lo} AND {hi}",
+            f"DELETE FROM mixed WHERE id BETWEEN {lo} AND {lo + batch // 2 - 1}",
+        ]
+        statements.append("COMMIT")
+        next_id = hi
+    return _file_of(server, statements, "bench")
+
+
 def generate(server: Any, rows: int, out: Path) -> dict[str, Path]:
     """The three workloads' binlog files, copied into `out`."""
     numbers = "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) "
@@ -88,25 +113,7 @@ def generate(server: Any, rows: int, out: Path) -> dict[str, Path]:
             "seed",
         )
     }
-    server.run_sql([MIXED_DDL], database="bench")
-    batch = 1000
-    statements = []
-    next_id = changes = 0
-    while changes < rows:  # per transaction: batch inserts, batch updates, batch / 2 deletes
-        changes += batch * 5 // 2
-        lo, hi = next_id + 1, next_id + batch
-        statements += [
-            "BEGIN",
-            "INSERT INTO mixed SELECT seq, seq * 7919, seq / 100, CONCAT('naïve ☃ name ', seq), "
-            "TIMESTAMPADD(MICROSECOND, seq * 1234567, '2024-01-01'), 1 + seq % 4, REPEAT(CHAR(seq % 256), 40), "
-            f'CONCAT(\'{{"id": \', seq, \', "tags": ["a", "b"], "note": "\', REPEAT("x", seq % 50), \'"}}\') '
-            f"FROM seq_{lo}_to_{hi}",
-            f"UPDATE mixed SET amount = amount + 1, state = 'paid', name = CONCAT(name, '!') WHERE id BETWEEN {lo} AND {hi}",
-            f"DELETE FROM mixed WHERE id BETWEEN {lo} AND {lo + batch // 2 - 1}",
-        ]
-        statements.append("COMMIT")
-        next_id = hi
-    files["mixed"] = _file_of(server, statements, "bench")
+    files["mixed"] = write_mixed(server, rows)
     server.run_sql(
         [
             "CREATE TABLE orders LIKE mixed",

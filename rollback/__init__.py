@@ -34,6 +34,7 @@ from rollback.execute import (
 from rollback.job import Job, generate
 from rollback.pipeline.session import spark_status
 from rollback.pipeline.storage import missing_local_files
+from rollback.pipeline.warm import warm_spark
 from rollback.records import record_json, record_text
 from rollback.render_text import check_plain
 from rollback.report import Progress, ProgressCallback, Report
@@ -76,6 +77,7 @@ __all__ = [
     "ProgressCallback",
     "Report",
     "spark_status",
+    "warm_spark",
     "file_records",
     "record_json",
     "record_text",

@@ -15,9 +15,11 @@ from app.core.sessions import SessionStore
 from app.core.throttle import AuthThrottle
 from app.db import Database
 from app.metrics import Metrics
+from app.services.answers import Answers
 from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner, Scrubber
 from app.services.outputs import Outputs
+from app.services.spark_warm import SparkWarmer
 
 SESSION_COOKIE = "mysql_rollback_session"
 
@@ -35,6 +37,8 @@ class Services:
     throttle: AuthThrottle
     executions: ExecutionRunner
     outputs: Outputs
+    spark: SparkWarmer
+    answers: Answers
 
 
 async def get_services(request: Request) -> Services:  # async: no worker-thread hop per request

@@ -139,6 +139,10 @@ class Settings(BaseSettings):
     session_secret: SecretStr | None = None  # signs the session cookie; generated into the data dir if unset
     https: bool = False  # served over https (directly or behind a proxy): cookies get Secure
     spark_secret: SecretStr | None = None  # spark.authenticate.secret with a cluster master
+    warm_spark: bool = (
+        True  # start Spark and its Python workers with the service (unless the engine is local)
+    )
+    spark_niceness: int = 10  # the service's Spark JVM and Python workers run at this nice value
 
     @field_validator("auth_failures_per_minute")
     @classmethod
@@ -173,6 +177,13 @@ class Settings(BaseSettings):
     def _execution_workers(cls, value: int) -> int:
         if not 1 <= value <= 64:
             raise ValueError("MYSQL_ROLLBACK_EXECUTION_WORKERS must be between 1 and 64")
+        return value
+
+    @field_validator("spark_niceness")
+    @classmethod
+    def _spark_niceness(cls, value: int) -> int:
+        if not 0 <= value <= 19:
+            raise ValueError("MYSQL_ROLLBACK_SPARK_NICENESS must be between 0 and 19")
         return value
 
     @field_validator("retention_days")

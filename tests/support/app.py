@@ -44,7 +44,14 @@ def servers_json(scratch_server: Any, **extra: Any) -> str:
 def make_settings(data_dir: Path, **overrides: Any) -> Settings:
     from app.core.config import Settings
 
-    values: dict[str, Any] = {"data_dir": data_dir, "api_tokens": TOKENS, "workers": 2, "servers": "{}"}
+    # no Spark started with the app: most tests never need it (tests of the warm-up ask for it)
+    values: dict[str, Any] = {
+        "data_dir": data_dir,
+        "api_tokens": TOKENS,
+        "workers": 2,
+        "servers": "{}",
+        "warm_spark": False,
+    }
     values.update(overrides)
     return Settings(**values)
 

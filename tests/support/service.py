@@ -27,6 +27,7 @@ def service_env(data_dir: Path, servers: str, **extra: str) -> dict[str, str]:
         MYSQL_ROLLBACK_API_TOKENS=TOKENS,
         MYSQL_ROLLBACK_SERVERS=servers,
         MYSQL_ROLLBACK_WORKERS="2",
+        MYSQL_ROLLBACK_WARM_SPARK="false",  # tests of the warm-up ask for it
     )
     env.update(extra)
     return env

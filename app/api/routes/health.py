@@ -16,9 +16,14 @@ router = APIRouter()
 def health(request: Request) -> dict:
     services = getattr(request.app.state, "services", None)  # None until the app's startup ran
     settings = services.settings if services is not None else get_settings()
+    spark = rollback.spark_status(settings.spark_master)
+    # warm: off | starting | ready | failed: <reason> (app/services/spark_warm.py)
+    spark["warm"] = services.spark.state if services is not None else "off"
+    if services is not None and services.spark.seconds is not None:
+        spark["warm_seconds"] = services.spark.seconds
     return {
         "status": "ok",
         "version": rollback.__version__,
         "python": platform.python_version(),
-        "spark": rollback.spark_status(settings.spark_master),
+        "spark": spark,
     }

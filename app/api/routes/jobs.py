@@ -140,7 +140,8 @@ def create(req: JobCreate, services: ServicesDep, who: Operator) -> JobOut:
 
 # The read routes that pollers and lists hit are async and read through Database.read: a few
 # indexed rows of a local SQLite file are cheaper to read on the event loop, in arrival order, than
-# in one of 40 threads that take turns on the GIL with the engine's and executions' workers.
+# in one of 40 threads that take turns on the GIL with the engine's and executions' workers. Their
+# answers are serialised once per change of the job database (app/services/answers.py).
 @router.get("", response_model=JobList, responses=ERRORS)
 async def list_jobs(
     services: ServicesDep,
@@ -148,7 +149,7 @@ async def list_jobs(
     state: Annotated[Literal["queued", "running", "succeeded", "failed", "cancelled"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=2**31)] = 0,
-) -> JobList:
+) -> Response:
     """Newest first."""
     query = select(Job).options(defer(Job.summary))  # the list shows no summary: not decoded
     count = select(func.count()).select_from(Job)
@@ -163,15 +164,20 @@ async def list_jobs(
         ).all()
         return JobList(items=[job_out(j) for j in jobs], total=total, limit=limit, offset=offset)
 
-    return await services.db.read(page)
+    body = await services.answers.get(("list", state, limit, offset), page)
+    return Response(body, media_type="application/json")
 
 
 @router.get("/{job_id}", response_model=JobOut, responses={**ERRORS, **NOT_FOUND})
-async def read(job_id: str, services: ServicesDep, _: Viewer) -> JobOut:
-    job = await services.db.read(lambda session: session.get(Job, job_id))
-    if job is None:
+async def read(job_id: str, services: ServicesDep, _: Viewer) -> Response:
+    def one(session: Session) -> JobOut | None:
+        job = session.get(Job, job_id)
+        return job_out(job) if job is not None else None
+
+    body = await services.answers.get(("job", job_id), one)
+    if body is None:
         raise HTTPException(404, f"no job {job_id!r}")
-    return job_out(job)
+    return Response(body, media_type="application/json")
 
 
 @router.post(

@@ -1,0 +1,73 @@
+"""Serialised answers of the reads that pollers hit (`GET /api/jobs`, `GET /api/jobs/{id}`), built
+once per change of the job database instead of once per request.
+
+The database's version is the number of commits this process made, and for a local SQLite file
+also `PRAGMA data_version`, which moves when any other connection (another process) commits. An
+answer is served from the cache while the version it was built at is current; anything else
+rebuilds it. A database over the network is read again after MAX_AGE seconds at the latest (its
+other writers are not seen otherwise).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from app.db import Database
+
+MAX_AGE = 1.0
+MAX_ENTRIES = 512
+
+
+class Answers:
+    def __init__(self, db: Database):
+        self.db = db
+        self.commits = 0
+        self._cache: dict[Hashable, tuple[tuple[int, int], float, bytes]] = {}
+        self._probe: Any = None
+        event.listen(db.sessions, "after_commit", self._committed)
+
+    def _committed(self, _session: Session) -> None:
+        self.commits += 1
+
+    def _data_version(self) -> int:
+        if not self.db.local:
+            return 0
+        if self._probe is None:
+            self._probe = self.db.engine.raw_connection()
+        cursor = self._probe.cursor()
+        try:
+            cursor.execute("PRAGMA data_version")
+            return int(cursor.fetchone()[0])
+        finally:
+            cursor.close()
+
+    def version(self) -> tuple[int, int]:
+        return (self.commits, self._data_version())
+
+    async def get(self, key: Hashable, build: Callable[[Session], BaseModel | None]) -> bytes | None:
+        """The answer's JSON for `key`, from the cache while nothing changed; None when `build` says
+        there is none (not cached: a 404 is cheap to find again)."""
+        version = self.version()
+        now = time.monotonic()
+        found = self._cache.get(key)
+        if found is not None and found[0] == version and (self.db.local or now - found[1] < MAX_AGE):
+            return found[2]
+        model = await self.db.read(build)
+        if model is None:
+            return None
+        body = model.model_dump_json().encode("utf-8")
+        if len(self._cache) >= MAX_ENTRIES:
+            self._cache.clear()
+        self._cache[key] = (version, now, body)
+        return body
+
+    def close(self) -> None:
+        if self._probe is not None:
+            self._probe.close()
+            self._probe = None

@@ -1,0 +1,162 @@
+"""A service job against `mariadb-binlog --flashback` on the same file (issue 14's service goal).
+
+    .venv/bin/python bench/bench_service_job.py --rows 200000      # --rows 1000000 for the issue's size
+
+Writes bench_pipeline's `mixed` workload (`--rows` row changes) into a binlog file on a scratch
+MariaDB (`--reuse FILE` times an existing one instead), starts a real `mysql-rollback serve`
+process with its defaults, uploads the file, waits until /health says Spark is warm, then times
+POST /api/jobs -> succeeded (`--runs` times; the clock runs from the POST to the GET that first
+sees `succeeded`), and in the same run `mariadb-binlog --flashback` on the same file, writing to a
+file. Prints both and the ratio. `--py-spy BIN` records the service during the last job
+(a flame-graph SVG and the collapsed stacks beside it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx  # noqa: E402
+
+from bench.bench_pipeline import timed_process, write_mixed  # noqa: E402
+from tests.support.app import OPERATOR, auth  # noqa: E402
+from tests.support.service import Service, service_env  # noqa: E402
+
+FINAL = ("succeeded", "failed", "cancelled")
+NAME = "mysql-bin.000001"
+
+
+def binlog(rows: int, keep: Path | None, work: Path) -> Path:
+    from tests.support.mariadb import ScratchServer, ServerOptions
+
+    server = ScratchServer(options=ServerOptions(row_metadata="FULL")).start()
+    try:
+        started = time.perf_counter()
+        path = write_mixed(server, rows)
+        target = (keep or work) / "mixed.binlog"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        print(
+            f"mixed workload ({rows} rows) written in {time.perf_counter() - started:.0f} s", file=sys.stderr
+        )
+        return target
+    finally:
+        server.stop()
+
+
+def wait_warm(service: Service, timeout: float = 300) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        spark = httpx.get(f"{service.url}/health", timeout=10).json()["spark"]
+        if spark.get("warm", "off") in ("ready", "off") or spark["warm"].startswith("failed"):
+            return spark
+        if time.monotonic() > deadline:
+            return spark
+        time.sleep(0.2)
+
+
+def run_job(service: Service, upload: str, spy: list[str] | None) -> tuple[float, dict[str, Any]]:
+    body = {"upload": upload, "range": {"start_file": NAME, "start_position": 4}}
+    with httpx.Client(base_url=service.url, headers=auth(OPERATOR), timeout=120) as http:
+        started = time.perf_counter()
+        created = http.post("/api/jobs", json=body)
+        assert created.status_code == 202, created.text
+        job_id = created.json()["id"]
+        recorder = (
+            subprocess.Popen(spy, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if spy else None
+        )
+        while True:
+            job = http.get(f"/api/jobs/{job_id}").json()
+            if job["state"] in FINAL:
+                break
+            time.sleep(0.02)
+        seconds = time.perf_counter() - started
+        if recorder is not None:
+            recorder.send_signal(2)  # SIGINT: py-spy writes what it has
+            recorder.wait(timeout=60)
+    if job["state"] != "succeeded":
+        raise RuntimeError(f"job {job_id} {job['state']}: {job.get('error')}")
+    return seconds, job
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=200_000, help="row changes of the mixed workload")
+    parser.add_argument("--reuse", type=Path, help="time this binlog file instead of writing one")
+    parser.add_argument("--keep", type=Path, help="keep the written binlog in this directory")
+    parser.add_argument("--runs", type=int, default=3, help="jobs in a row on the warm service")
+    parser.add_argument(
+        "--py-spy", metavar="BIN", help="record the service with this py-spy during the last job"
+    )
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-service-job-"))
+    service = None
+    try:
+        path = args.reuse or binlog(args.rows, args.keep, work)
+        size = path.stat().st_size
+        reference = timed_process(["mariadb-binlog", "--flashback", str(path)], work / "reference.sql")
+        env = service_env(work / "data", "{}")
+        for name in ("MYSQL_ROLLBACK_WORKERS", "MYSQL_ROLLBACK_WARM_SPARK"):
+            env.pop(name, None)  # the service's defaults
+        started = time.perf_counter()
+        service = Service(work / "data", env, work / "service.log").start()
+        with open(path, "rb") as f:
+            uploaded = service.request(
+                "POST", "/api/uploads", OPERATOR, files=[("files", (NAME, f, "application/octet-stream"))]
+            )
+        assert uploaded.status_code in (200, 201), uploaded.text
+        spark = wait_warm(service)
+        print(
+            f"service up and Spark {spark.get('warm')} {time.perf_counter() - started:.1f} s after start "
+            f"(pid {service.process.pid if service.process else '?'}, {os.cpu_count()} CPUs, "
+            f"load {os.getloadavg()[0]:.1f})",
+            file=sys.stderr,
+        )
+        times = []
+        for run in range(args.runs):
+            spy = None
+            if args.py_spy and run == args.runs - 1 and service.process is not None:
+                out = Path.cwd() / "service-job.svg"
+                spy = [
+                    args.py_spy,
+                    "record",
+                    "-p",
+                    str(service.process.pid),
+                    "-r",
+                    "100",
+                    "-s",
+                    "-o",
+                    str(out),
+                ]
+            seconds, job = run_job(service, uploaded.json()["id"], spy)
+            times.append(seconds)
+            print(
+                f"  job {run + 1}: {seconds:.2f} s, {job['statements']} statements, script {job['script_bytes'] / 2**20:.1f} MB",
+                file=sys.stderr,
+            )
+        best = min(times)
+        ours = f"service job, POST -> succeeded (best of {args.runs}: {', '.join(f'{t:.2f}' for t in times)})"
+        print(
+            f"\nmixed file: {size / 2**20:.0f} MB, {job['rows']} row changes, load {os.getloadavg()[0]:.1f}\n"
+        )
+        print("| tool | seconds | ÷ mariadb-binlog --flashback |")
+        print("|---|---:|---:|")
+        print(f"| {ours} | {best:.2f} | {best / reference.seconds:.2f} |")
+        print(f"| mariadb-binlog --flashback | {reference.seconds:.2f} | 1.00 |")
+    finally:
+        if service is not None:
+            service.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
