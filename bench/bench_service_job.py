@@ -8,7 +8,7 @@ process with its defaults, uploads the file, waits until /health says Spark is w
 POST /api/jobs -> succeeded (`--runs` times; the clock runs from the POST to the GET that first
 sees `succeeded`), and in the same run `mariadb-binlog --flashback` on the same file, writing to a
 file. Prints both and the ratio. `--py-spy BIN` records the service during the last job
-(a flame-graph SVG and the collapsed stacks beside it).
+(collapsed stacks in ./service-job.collapsed, its Spark workers included).
 """
 
 from __future__ import annotations
@@ -125,18 +125,9 @@ def main() -> None:
         for run in range(args.runs):
             spy = None
             if args.py_spy and run == args.runs - 1 and service.process is not None:
-                out = Path.cwd() / "service-job.svg"
-                spy = [
-                    args.py_spy,
-                    "record",
-                    "-p",
-                    str(service.process.pid),
-                    "-r",
-                    "100",
-                    "-s",
-                    "-o",
-                    str(out),
-                ]
+                out = Path.cwd() / "service-job.collapsed"
+                spy = [args.py_spy, "record", "-p", str(service.process.pid), "-r", "50", "-s", "-f", "raw"]
+                spy += ["-o", str(out)]
             seconds, job = run_job(service, uploaded.json()["id"], spy)
             times.append(seconds)
             print(

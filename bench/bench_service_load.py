@@ -186,6 +186,7 @@ def main() -> None:
             MYSQL_ROLLBACK_EXECUTION_WORKERS="5",
             MYSQL_ROLLBACK_WORKERS="2",
         )
+        env.pop("MYSQL_ROLLBACK_WARM_SPARK")  # the service's default: Spark warm from the start
         service = Service(base / "data", env, base / "service.log").start()
         jobs = []
         for r in small:

@@ -25,6 +25,7 @@ from app.core.config import ServerConfig
 from app.db import Database
 from app.metrics import Metrics
 from app.models import EXECUTION_FINAL_STATES, Execution, Job, utcnow
+from app.services import execution_process
 from app.services.engine import Cancelled
 from app.services.jobs import Scrubber
 from app.services.pool import WorkerPool
@@ -92,6 +93,17 @@ class ExecutionOptions:
 RESULT_DETAILS = ("transactions_applied", "read_only_tables", "unverified", "non_transactional_applied")
 
 
+@dataclass
+class RunRequest:
+    """What one execution runs (picklable: it crosses into the execution's process)."""
+
+    record_id: int
+    dry_run: bool
+    on_conflict: str
+    options: ExecutionOptions
+    details: dict[str, Any]
+
+
 def conflict_check(
     plan: Path, target: ServerConfig, options: ExecutionOptions | None = None
 ) -> dict[str, Any]:
@@ -141,13 +153,14 @@ def new_execution(
     return record
 
 
-class _Recorder(ExecutionObserver):
-    """Writes the engine's progress to the execution's record; each per-transaction commit at once."""
+class Recorder(ExecutionObserver):
+    """Writes the engine's progress to the execution's record (`write(**values)`); each
+    per-transaction commit at once. `cancel` and `stop` are events (threads' or processes')."""
 
-    def __init__(self, runner: ExecutionRunner, record_id: int, cancel: threading.Event):
-        self.runner = runner
-        self.record_id = record_id
+    def __init__(self, write: Callable[..., None], cancel: Any, stop: Any):
+        self.write = write
         self.cancel = cancel
+        self.stop = stop
         self.applied: list[dict[str, Any]] = []
         self.details: dict[str, Any] = {}
         self._last_write = 0.0
@@ -173,10 +186,10 @@ class _Recorder(ExecutionObserver):
         ):
             return
         self._last_write = time.monotonic()
-        self.runner.set(self.record_id, **values)
+        self.write(**values)
 
     def cancelled(self) -> bool:
-        return self.cancel.is_set() or self.runner.stopping.is_set()
+        return self.cancel.is_set() or self.stop.is_set()
 
 
 class ExecutionRunner(WorkerPool[int]):
@@ -198,7 +211,9 @@ class ExecutionRunner(WorkerPool[int]):
         self.db = db
         self.servers = servers
         self.metrics = metrics
-        self._cancel: dict[int, threading.Event] = {}
+        # cancel and stop are events that the execution's process sees too
+        self._cancel: dict[int, Any] = {}
+        self.stop_children = execution_process.new_event()
         self._targets: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
@@ -219,9 +234,13 @@ class ExecutionRunner(WorkerPool[int]):
                 "marked %d execution(s) a previous process left unfinished as interrupted", len(stale)
             )
 
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stop_children.set()  # running executions stop before their next statement (rolled back)
+        super().stop(timeout)
+
     def submit(self, record_id: int) -> None:
         with self._lock:
-            self._cancel[record_id] = threading.Event()
+            self._cancel[record_id] = execution_process.new_event()
         super().submit(record_id)
 
     # ---- cancellation
@@ -238,7 +257,7 @@ class ExecutionRunner(WorkerPool[int]):
                 record.exit_code = EXIT_INTERRUPTED
                 record.finished_at = utcnow()
                 record.error = "cancelled before it started; nothing was applied"
-            self._cancel.setdefault(record_id, threading.Event()).set()
+            self._cancel.setdefault(record_id, execution_process.new_event()).set()
             session.commit()
             return record, True
 
@@ -259,7 +278,7 @@ class ExecutionRunner(WorkerPool[int]):
 
     def run(self, record_id: int) -> None:
         with self._lock:
-            cancel = self._cancel.setdefault(record_id, threading.Event())
+            cancel = self._cancel.setdefault(record_id, execution_process.new_event())
         with self.db.session() as session:
             record = session.get(Execution, record_id)
             if record is None or record.state != "queued":
@@ -283,12 +302,15 @@ class ExecutionRunner(WorkerPool[int]):
         finally:
             lock.release()
 
-    def _execute(self, record: Execution, job: Job, cancel: threading.Event) -> None:
+    def _execute(self, record: Execution, job: Job, cancel: Any) -> None:
         record_id = record.id
-        details = dict(record.details or {})
-        recorder = _Recorder(self, record_id, cancel)
-        recorder.details = details
-        options = ExecutionOptions.of(record)
+        run = RunRequest(
+            record_id,
+            record.dry_run,
+            record.on_conflict,
+            ExecutionOptions.of(record),
+            dict(record.details or {}),
+        )
         log.info(
             "execution %s of job %s on %s: %s",
             record_id,
@@ -304,7 +326,7 @@ class ExecutionRunner(WorkerPool[int]):
                 "error": f"server {record.target!r} is no longer configured; nothing was run",
             }
         else:
-            values = self._outcome(job, target, record, options, recorder, details)
+            values = self._run(job, target, run, cancel)
         self.metrics.executions.labels("dry_run" if record.dry_run else "commit", values["state"]).inc()
         with self.db.session() as session:
             stored = session.get(Execution, record_id)
@@ -321,98 +343,110 @@ class ExecutionRunner(WorkerPool[int]):
             session.commit()
         log.info("execution %s: %s", record_id, values["state"])
 
-    def _outcome(
-        self,
-        job: Job,
-        target: ServerConfig,
-        record: Execution,
-        options: ExecutionOptions,
-        recorder: _Recorder,
-        details: dict[str, Any],
-    ) -> dict[str, Any]:
-        scrub = self.scrub
-        plan = Path()
+    def _run(self, job: Job, target: ServerConfig, run: RunRequest, cancel: Any) -> dict[str, Any]:
+        """The plan (produced here if it does not exist yet), then its execution in a process of its
+        own (execution_process.py): a thread of this process would take turns on the GIL with the
+        requests."""
         try:
             plan = self.plan_of(job.id)
-            result = execute_plan(
-                str(plan),
-                target.dsn,
-                commit=not record.dry_run,
-                on_conflict=record.on_conflict,
-                observer=recorder,
-                **options.engine_arguments(),
-            )
-            outcome = result.to_dict()
-            return {
-                "state": "succeeded",
-                "exit_code": 0,
-                "committed": result.committed,
-                "statements": result.statements,
-                "rows_affected": result.rows_affected,
-                "skipped": result.skipped,
-                "conflicts": result.conflicts,
-                "side_effects": result.side_effects,
-                "details": details | {k: outcome[k] for k in RESULT_DETAILS},
-                "current_transaction": None,
-            }
-        except ExecutionCancelled as exc:
-            outcome = exc.result.to_dict()
-            reason = STOP_REASON if self.stopping.is_set() and not recorder.cancel.is_set() else None
-            return {
-                "state": "interrupted" if reason else "cancelled",
-                "exit_code": exc.exit_code,
-                "error": scrub(f"{reason}: {exc.one_line()}" if reason else exc.one_line()),
-                "statements": exc.result.statements,
-                "rows_affected": exc.result.rows_affected,
-                "details": details | {k: outcome[k] for k in RESULT_DETAILS},
-            }
-        except ExecutionRefused as exc:
-            return {
-                "state": "refused",
-                "exit_code": exc.exit_code,
-                "error": scrub(exc.one_line()),
-                "side_effects": exc.side_effects,
-            }
-        except ConflictError as exc:
-            values: dict[str, Any] = {
-                "state": "conflict",
-                "exit_code": exc.exit_code,
-                "error": scrub(exc.one_line()),
-            }
-            if isinstance(exc, ExecutionConflict):
-                outcome = exc.result.to_dict()
-                values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
-            try:
-                check = conflict_check(plan, target, options)
-                values["conflicts"] = check["conflicts"]
-                values["side_effects"] = check["side_effects"]
-            except RollbackError as again:
-                values["error"] += scrub(f" (listing the conflicts failed: {again.one_line()})")
-            return values
-        except ExecutionFailed as exc:
-            values = {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
-            if exc.result is not None:
-                outcome = exc.result.to_dict()
-                values["side_effects"] = exc.result.side_effects
-                values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
-            return values
-        except RollbackError as exc:
-            return {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
         except Cancelled:  # the service stopped while the plan was being produced
             return {"state": "interrupted", "exit_code": EXIT_INTERRUPTED, "error": STOP_REASON}
+        except RollbackError as exc:
+            return {"state": "failed", "exit_code": exc.exit_code, "error": self.scrub(exc.one_line())}
         except OSError as exc:
-            return {
-                "state": "failed",
-                "exit_code": EXIT_INCOMPLETE,
-                "error": scrub(f"cannot read the job's plan: {exc.strerror or exc}; nothing was run"),
-            }
-        except Exception as exc:  # noqa: BLE001 - recorded, never a traceback to the user
-            log.error("execution %s failed: %s", record.id, scrub(f"{type(exc).__name__}: {exc}"))
-            return {
-                "state": "failed",
-                "exit_code": EXIT_INTERNAL,
-                "error": scrub(f"internal error ({type(exc).__name__}): {exc}"),
-            }
+            problem = f"cannot write the job's plan: {exc.strerror or exc}; nothing was run"
+            return {"state": "failed", "exit_code": EXIT_INCOMPLETE, "error": self.scrub(problem)}
+        return execution_process.run(self.db.url, plan, target, run, self.scrub, cancel, self.stop_children)
+
+
+def run_plan(
+    plan: Path,
+    target: ServerConfig,
+    run: RunRequest,
+    recorder: Recorder,
+    scrub: Callable[[str], str],
+) -> dict[str, Any]:
+    """Execute the plan on the target; the values of the execution's record that say how it ended."""
+    details = run.details
+    options = run.options
+    try:
+        result = execute_plan(
+            str(plan),
+            target.dsn,
+            commit=not run.dry_run,
+            on_conflict=run.on_conflict,
+            observer=recorder,
+            **options.engine_arguments(),
+        )
+        outcome = result.to_dict()
+        return {
+            "state": "succeeded",
+            "exit_code": 0,
+            "committed": result.committed,
+            "statements": result.statements,
+            "rows_affected": result.rows_affected,
+            "skipped": result.skipped,
+            "conflicts": result.conflicts,
+            "side_effects": result.side_effects,
+            "details": details | {k: outcome[k] for k in RESULT_DETAILS},
+            "current_transaction": None,
+        }
+    except ExecutionCancelled as exc:
+        outcome = exc.result.to_dict()
+        reason = STOP_REASON if recorder.stop.is_set() and not recorder.cancel.is_set() else None
+        return {
+            "state": "interrupted" if reason else "cancelled",
+            "exit_code": exc.exit_code,
+            "error": scrub(f"{reason}: {exc.one_line()}" if reason else exc.one_line()),
+            "statements": exc.result.statements,
+            "rows_affected": exc.result.rows_affected,
+            "details": details | {k: outcome[k] for k in RESULT_DETAILS},
+        }
+    except ExecutionRefused as exc:
+        return {
+            "state": "refused",
+            "exit_code": exc.exit_code,
+            "error": scrub(exc.one_line()),
+            "side_effects": exc.side_effects,
+        }
+    except ConflictError as exc:
+        values: dict[str, Any] = {
+            "state": "conflict",
+            "exit_code": exc.exit_code,
+            "error": scrub(exc.one_line()),
+        }
+        if isinstance(exc, ExecutionConflict):
+            outcome = exc.result.to_dict()
+            values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
+        try:
+            check = conflict_check(plan, target, options)
+            values["conflicts"] = check["conflicts"]
+            values["side_effects"] = check["side_effects"]
+        except RollbackError as again:
+            values["error"] += scrub(f" (listing the conflicts failed: {again.one_line()})")
+        return values
+    except ExecutionFailed as exc:
+        values = {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
+        if exc.result is not None:
+            outcome = exc.result.to_dict()
+            values["side_effects"] = exc.result.side_effects
+            values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
+        return values
+    except RollbackError as exc:
+        return {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
+    except OSError as exc:
+        return {
+            "state": "failed",
+            "exit_code": EXIT_INCOMPLETE,
+            "error": scrub(f"cannot read the job's plan: {exc.strerror or exc}; nothing was run"),
+        }
+    except Exception as exc:  # noqa: BLE001 - recorded, never a traceback to the user
+        log.error("execution %s failed: %s", run.record_id, scrub(f"{type(exc).__name__}: {exc}"))
+        return {
+            "state": "failed",
+            "exit_code": EXIT_INTERNAL,
+            "error": scrub(f"internal error ({type(exc).__name__}): {exc}"),
+        }
 
 
 def interrupted_reason(record: Execution) -> str:

@@ -28,3 +28,8 @@ def test_health_reports_package_python_and_spark_versions_without_starting_spark
     assert body["spark"]["version"] == pyspark.__version__
     assert "lazily" in body["spark"]["session"]
     assert result["started"] is False
+
+
+def test_the_local_engine_never_warms_spark(make_client, tmp_path):
+    client = make_client(data_dir=tmp_path / "data", warm_spark=True, engine="local")
+    assert client.get("/health").json()["spark"]["warm"] == "off"

@@ -1,0 +1,140 @@
+"""An execution runs in a process of its own, started from a fork server that has the execution
+code loaded: the statements, their checks and the record's writes do not take turns on the GIL
+with the requests the service answers.
+
+The process writes the record's progress itself (per-transaction commits before and after each
+COMMIT, as executions.Recorder does), sees cancel and stop through process-shared events, and
+sends back the values of the record that say how it ended; the service writes those. It dies with
+the service: a killed service leaves no process applying statements behind it (the target rolls
+its open transaction back, and the record says what was committed, as before).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rollback import EXIT_INTERNAL
+
+if TYPE_CHECKING:
+    from app.core.config import ServerConfig
+    from app.services.executions import RunRequest
+
+WAIT_SECONDS = 0.2
+
+_context: Any = None
+_lock = threading.Lock()
+
+
+def _ctx() -> Any:
+    global _context
+    with _lock:
+        if _context is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["app.services.execution_process", "app.services.executions"])
+            _context = context
+        return _context
+
+
+def new_event() -> Any:
+    """An event that an execution's process sees set."""
+    return _ctx().Event()
+
+
+def _die_with_the_service(alive: Connection) -> None:
+    """Kill this process the moment the service ends: only the service holds the other end of
+    `alive`, so reading it ends (EOF) when the service closes it or dies. (The fork server, this
+    process's parent, outlives the service.)"""
+
+    def watch() -> None:
+        try:
+            alive.recv()
+        except (EOFError, OSError):
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="mysql-rollback-service-watch", daemon=True).start()
+
+
+def _child(
+    db_url: str,
+    plan: Path,
+    target: ServerConfig,
+    run: RunRequest,
+    scrub: Callable[[str], str],
+    cancel: Any,
+    stop: Any,
+    out: Connection,
+    alive: Connection,
+) -> None:
+    _die_with_the_service(alive)
+    from sqlalchemy import update
+
+    from app.db import Database
+    from app.models import Execution
+    from app.services.executions import Recorder, run_plan
+
+    db = Database(db_url)
+
+    def write(**values: Any) -> None:
+        with db.session() as session:
+            session.execute(update(Execution).where(Execution.id == run.record_id).values(**values))
+            session.commit()
+
+    recorder = Recorder(write, cancel, stop)
+    recorder.details = run.details
+    try:
+        values = run_plan(plan, target, run, recorder, scrub)
+    finally:
+        db.dispose()
+    out.send(values)
+    out.close()
+
+
+def run(
+    db_url: str,
+    plan: Path,
+    target: ServerConfig,
+    run: RunRequest,
+    scrub: Callable[[str], str],
+    cancel: Any,
+    stop: Any,
+) -> dict[str, Any]:
+    """Run the execution in its process and wait for it; the values of its record's outcome."""
+    ctx = _ctx()
+    receive, send = ctx.Pipe(duplex=False)
+    alive, held = ctx.Pipe(duplex=False)  # `held` stays here until the process has ended
+    process = ctx.Process(
+        target=_child,
+        args=(db_url, plan, target, run, scrub, cancel, stop, send, alive),
+        name=f"mysql-rollback-execution-{run.record_id}",
+        daemon=True,
+    )
+    process.start()
+    send.close()
+    alive.close()
+    try:
+        while True:
+            if receive.poll(WAIT_SECONDS):
+                try:
+                    values: dict[str, Any] = receive.recv()
+                    return values
+                except EOFError:
+                    break  # it ended without an answer
+            if not process.is_alive() and not receive.poll(0):
+                break
+    finally:
+        receive.close()
+        process.join(30)
+        held.close()
+    return {
+        "state": "failed",
+        "exit_code": EXIT_INTERNAL,
+        "error": f"the execution's process ended without an outcome (exit code {process.exitcode})",
+    }

@@ -1,0 +1,68 @@
+"""GET /api/jobs and /api/jobs/{id} answer from serialised copies that any change of the job
+database replaces: a commit of this process, or of another connection (another process)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from app.models import Job, utcnow
+from tests.support.app import VIEWER, auth
+
+JOB_ID = "a" * 32
+
+
+def _job() -> Job:
+    return Job(
+        id=JOB_ID,
+        created_by="otto",
+        created_at=utcnow(),
+        state="queued",
+        mode="flashback",
+        source="server",
+        server="gone",
+        range_requested={"gtid_set": "0-1-1"},
+        filters={},
+        options={},
+        progress_bytes=0,
+        progress_total=100,
+        progress_events=0,
+        progress_events_total=0,
+        rows_emitted=0,
+        transactions=0,
+        statements=0,
+        script_bytes=0,
+        cancel_requested=False,
+    )
+
+
+def test_answers_follow_every_change_of_the_job_database(make_client, tmp_path):
+    client = make_client(data_dir=tmp_path / "data", workers=1)
+    services = client.app.state.services
+    services.runner.stop()  # nothing takes the queued job: the test changes it itself
+    with services.db.session() as session:
+        session.add(_job())
+        session.commit()
+
+    def read() -> tuple[dict, dict]:
+        one = client.get(f"/api/jobs/{JOB_ID}", headers=auth(VIEWER))
+        listed = client.get("/api/jobs", headers=auth(VIEWER))
+        assert one.status_code == listed.status_code == 200
+        assert one.headers["content-type"] == "application/json"
+        return one.json(), listed.json()
+
+    job, listed = read()
+    assert job["state"] == "queued" and listed["items"] == [job] and listed["total"] == 1
+    cached = services.answers._cache[("job", JOB_ID)][2]
+    assert read()[0] == job and services.answers._cache[("job", JOB_ID)][2] is cached  # not rebuilt
+
+    services.runner.record(JOB_ID, progress_bytes=40)  # a commit of this process
+    job, listed = read()
+    assert job["progress"]["bytes"] == 40 and listed["items"][0]["progress"]["bytes"] == 40
+
+    with sqlite3.connect(tmp_path / "data" / "jobs.sqlite3") as other:  # another process's connection
+        other.execute("UPDATE jobs SET progress_bytes = 70 WHERE id = ?", (JOB_ID,))
+    job, listed = read()
+    assert job["progress"]["bytes"] == 70 and listed["items"][0]["progress"]["bytes"] == 70
+
+    assert client.get(f"/api/jobs/{'b' * 32}", headers=auth(VIEWER)).status_code == 404
+    assert client.get("/api/jobs?state=failed", headers=auth(VIEWER)).json()["items"] == []
