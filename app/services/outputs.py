@@ -2,7 +2,8 @@
 
 A job writes only the script unless it asks for more (`options.outputs`). The first execution (or
 conflict check) needs the plan, the first read of the change log needs the change log: the engine
-runs the job's range again and writes them beside the script. The plan is kept only if that run
+runs the job's range again and writes them beside the script (the change log alone in the engine's
+`changes` mode, which renders nothing). The plan is kept only if that run
 gives the same statements byte for byte (everything after the header's comment lines, which name
 the spooled files), so that what is executed is what was shown; a range whose input changed since
 (a server's binlog purged or rewritten) is an error that says so.
@@ -94,6 +95,11 @@ class Outputs:
         out_dir = Path(job.script_path or "").parent
         resolved, filters, options = runner.inputs(job)
         script = Path(job.script_path or "")
+        # The change log alone needs nothing rendered: the engine's `changes` mode decodes and logs.
+        # (Nothing will execute it, so there is no script to hold it to.)
+        compare = "plan" in missing
+        if not compare:
+            options.mode = "changes"
         out = engine.Artifacts(
             out_dir / RERUN_SCRIPT,
             out_dir / PLAN if "plan" in missing else None,
@@ -102,7 +108,7 @@ class Outputs:
         log.info("job %s: producing %s on first need", job.id, " and ".join(sorted(missing)))
         try:
             engine.run(resolved.rng, filters, options, out, lambda _p: None, lambda: runner.stopping.is_set())
-            if not same_statements(out.script, script):
+            if compare and not same_statements(out.script, script):
                 raise OutputsChanged(
                     f"job {job.id}: its binlog range no longer gives the script it gave, so its "
                     f"{' and '.join(sorted(missing))} cannot be produced; start the job again"
