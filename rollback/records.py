@@ -79,11 +79,14 @@ def image(
     kinds = kinds or _bytes_kinds(tmap)
     out: dict[str, Any] = {}
     for i, v in enumerate(row):
-        if v is MISSING:
-            continue
-        if v is None or type(v) in _PLAIN:  # exact types: a JsonText (a str) goes the long way
+        kind = type(v)
+        if v is None or kind in _PLAIN:  # exact types: a JsonText (a str) goes the long way
             out[names[i]] = v
-        else:
+        elif kind is bytes:
+            out[names[i]] = _bytes_value(v, kinds[i])
+        elif kind is Decimal:
+            out[names[i]] = str(v)
+        elif v is not MISSING:
             out[names[i]] = json_value(v, tmap, i, kinds)
     return out
 
