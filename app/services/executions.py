@@ -3,9 +3,10 @@
 The engine does the work (refusals before anything runs, locking conflict checks in the
 transaction, one row per statement, all or nothing unless per_transaction; a dry run rolls back).
 A request records the execution `queued` and returns; a worker takes it when the target is free
-(one execution per target at a time), records its progress as it goes, and in per-transaction mode
-records each transaction right after the target committed it, so that a service killed mid-way
-leaves a record that says exactly what was applied (see recover()). When it stops on a conflict, a
+(one execution per target at a time), produces the job's plan if it does not exist yet, and runs
+it in a process of its own (execution_process.py), which records its progress as it goes, and in
+per-transaction mode records each transaction right after the target committed it, so that a
+service killed mid-way leaves a record that says exactly what was applied (see recover()). When it stops on a conflict, a
 dry run with on_conflict=skip lists every conflicting row so that the record shows them all.
 """
 
