@@ -25,6 +25,7 @@ import rollback
 from app import db as dbmod
 from app.api import allow, openapi
 from app.api.deps import Services
+from app.api.polled_reads import PolledReads
 from app.api.routes import docs, executions, health, jobs, metrics, servers, uploads
 from app.core.config import Settings, get_settings
 from app.core.headers import SecurityHeaders
@@ -108,10 +109,11 @@ def start_services(
 
 
 class _App(FastAPI):
-    """FastAPI with the security headers outermost: on the 500 answers of unhandled errors too."""
+    """FastAPI with the security headers outermost: on the 500 answers of unhandled errors too; then
+    the pollers' reads answered from their cache before routing (app/api/polled_reads.py)."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeaders(super().build_middleware_stack())
+        return SecurityHeaders(PolledReads(super().build_middleware_stack()))
 
 
 def create_app(settings: Settings | None = None, token_out: TextIO | None = None) -> FastAPI:

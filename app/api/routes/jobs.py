@@ -151,6 +151,12 @@ async def list_jobs(
     offset: Annotated[int, Query(ge=0, le=2**31)] = 0,
 ) -> Response:
     """Newest first."""
+    body = await list_answer(services, state, limit, offset)
+    return Response(body, media_type="application/json")
+
+
+async def list_answer(services: Services, state: str | None, limit: int, offset: int) -> bytes:
+    """The JSON of GET /api/jobs (app/api/polled_reads.py answers it too)."""
     query = select(Job).options(defer(Job.summary))  # the list shows no summary: not decoded
     count = select(func.count()).select_from(Job)
     if state is not None:
@@ -165,16 +171,23 @@ async def list_jobs(
         return JobList(items=[job_out(j) for j in jobs], total=total, limit=limit, offset=offset)
 
     body = await services.answers.get(("list", state, limit, offset), page)
-    return Response(body, media_type="application/json")
+    assert body is not None  # a list always exists
+    return body
 
 
-@router.get("/{job_id}", response_model=JobOut, responses={**ERRORS, **NOT_FOUND})
-async def read(job_id: str, services: ServicesDep, _: Viewer) -> Response:
+async def job_answer(services: Services, job_id: str) -> bytes | None:
+    """The JSON of GET /api/jobs/{id}; None when there is no such job."""
+
     def one(session: Session) -> JobOut | None:
         job = session.get(Job, job_id)
         return job_out(job) if job is not None else None
 
-    body = await services.answers.get(("job", job_id), one)
+    return await services.answers.get(("job", job_id), one)
+
+
+@router.get("/{job_id}", response_model=JobOut, responses={**ERRORS, **NOT_FOUND})
+async def read(job_id: str, services: ServicesDep, _: Viewer) -> Response:
+    body = await job_answer(services, job_id)
     if body is None:
         raise HTTPException(404, f"no job {job_id!r}")
     return Response(body, media_type="application/json")

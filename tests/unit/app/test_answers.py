@@ -66,3 +66,25 @@ def test_answers_follow_every_change_of_the_job_database(make_client, tmp_path):
 
     assert client.get(f"/api/jobs/{'b' * 32}", headers=auth(VIEWER)).status_code == 404
     assert client.get("/api/jobs?state=failed", headers=auth(VIEWER)).json()["items"] == []
+
+
+def test_the_fast_path_answers_what_the_routes_answer_and_passes_the_rest_on(make_client, tmp_path):
+    client = make_client(data_dir=tmp_path / "data", workers=1)
+    services = client.app.state.services
+    services.runner.stop()
+    with services.db.session() as session:
+        session.add(_job())
+        session.commit()
+    fast = client.get("/api/jobs", headers=auth(VIEWER))  # no query: answered before routing
+    routed = client.get("/api/jobs?limit=50&offset=0", headers=auth(VIEWER))  # through the route
+    assert fast.status_code == routed.status_code == 200 and fast.content == routed.content
+    for name in ("content-type", "cache-control", "x-content-type-options", "content-security-policy"):
+        assert fast.headers[name] == routed.headers[name], name
+    one = client.get(f"/api/jobs/{JOB_ID}", headers=auth(VIEWER))
+    assert one.status_code == 200 and one.json()["id"] == JOB_ID
+    assert one.headers["x-content-type-options"] == "nosniff"
+    # what it does not answer, the application does: unknown job, bad token, no token
+    assert client.get(f"/api/jobs/{'b' * 32}", headers=auth(VIEWER)).status_code == 404
+    wrong = client.get("/api/jobs", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+    assert client.get(f"/api/jobs/{JOB_ID}").status_code == 401
