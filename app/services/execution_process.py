@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from app.services.executions import RunRequest
 
 WAIT_SECONDS = 0.2
+# Below the service: the statements wait on the target mostly, and what they compute must not take
+# the cores from the requests the service answers.
+NICENESS = 10
 
 _context: Any = None
 _lock = threading.Lock()
@@ -74,6 +77,7 @@ def _child(
     alive: Connection,
 ) -> None:
     _die_with_the_service(alive)
+    os.nice(NICENESS)
     from sqlalchemy import update
 
     from app.db import Database
