@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -439,28 +440,41 @@ def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
         entry.load()(sub)
 
 
+def _say(json_lines: bool, what: str, message: str) -> None:
+    """The one line a failed command leaves on stderr: `mysql-rollback: error: ...`, or with
+    MYSQL_ROLLBACK_LOG_FORMAT=json a JSON log line whose event is the message."""
+    if json_lines:
+        logging.getLogger("mysql_rollback.cli").error(f"{what}: {message}" if what else message)
+    else:
+        print(f"mysql-rollback: {what}: {message}" if what else f"mysql-rollback: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from rollback import configure_logging
+
+    try:
+        json_lines = configure_logging() == "json"
+    except RollbackError as exc:
+        print(f"mysql-rollback: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except RollbackError as exc:
-        print(f"mysql-rollback: error: {exc.one_line()}", file=sys.stderr)
+        _say(json_lines, "error", exc.one_line())
         return exc.exit_code
     except KeyboardInterrupt:
-        print("mysql-rollback: interrupted", file=sys.stderr)
+        _say(json_lines, "", "interrupted")
         return EXIT_INTERRUPTED
     except OSError as exc:  # an output path that cannot be written, a file that vanished...
-        print(f"mysql-rollback: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        _say(json_lines, "error", " ".join(str(exc).split()))
         return EXIT_REFUSED
     except Exception as exc:  # a bug: still one line, never a traceback (MYSQL_ROLLBACK_DEBUG=1 shows it)
         if os.environ.get("MYSQL_ROLLBACK_DEBUG"):
             raise
         text = " ".join(str(exc).split())[:500]
-        print(
-            f"mysql-rollback: internal error: {type(exc).__name__}: {text} (please report it)",
-            file=sys.stderr,
-        )
+        _say(json_lines, "internal error", f"{type(exc).__name__}: {text} (please report it)")
         return EXIT_INTERNAL
 
 
