@@ -33,6 +33,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+ENGINE_ENV = "MYSQL_ROLLBACK_ENGINE"  # the default of --engine, as the service's setting of that name
+
 EXIT_CODES = (
     "exit codes: 0 done; 1 internal error; 2 bad input or refusal; 3 irreversible changes left out "
     "(--allow-partial), conflicts or a failed execution; 4 the range selected no row change (--allow-empty); 5 verify: a table differs from its expected state"
@@ -144,8 +146,9 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--engine",
         choices=tuple(kind.value for kind in EngineKind),
-        default=DEFAULT_ENGINE.value,
-        help="spark (default): partitions run as Spark tasks (MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
+        default=os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE.value,
+        help="spark (default, or $MYSQL_ROLLBACK_ENGINE as for the service): partitions run as Spark tasks "
+        "(MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
         "a range that fits in one partition runs in-process. local: in this process, in order",
     )
     cmd.add_argument(
@@ -258,6 +261,8 @@ def _flashback(args: argparse.Namespace) -> int:
             raise RangeError("give binlog files, or --server DSN and a range")
     for path in missing_local_files(args.files)[:1]:
         raise RangeError(f"{path}: no such binlog file")
+    if args.engine not in {kind.value for kind in EngineKind}:  # a default from ENGINE_ENV is not checked
+        raise RangeError(f"{ENGINE_ENV} must be one of {', '.join(kind.value for kind in EngineKind)}")
     if args.execute and not args.target:
         raise RangeError("--execute needs --target")
     types = {t.strip().lower() for t in (args.type or "").split(",") if t.strip()}

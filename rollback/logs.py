@@ -47,7 +47,7 @@ def log_settings(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
 def _text_line(_logger: Any, _name: str, event: dict[str, Any]) -> str:
     head = f"{event.pop('timestamp', '')} {str(event.pop('level', '')).upper()} {event.pop('logger', '')}:"
     message = str(event.pop("event", ""))
-    extra = " ".join(f"{key}={value}" for key, value in sorted(event.items()))
+    extra = ", ".join(f"{key}={value}" for key, value in sorted(event.items()))
     return f"{head} {message}" + (f" ({extra})" if extra else "")
 
 
