@@ -449,7 +449,9 @@ def _say(json_lines: bool, what: str, message: str) -> None:
     """The one line a failed command leaves on stderr: `mysql-rollback: error: ...`, or with
     MYSQL_ROLLBACK_LOG_FORMAT=json a JSON log line whose event is the message."""
     if json_lines:
-        logging.getLogger("mysql_rollback.cli").error(f"{what}: {message}" if what else message)
+        logging.getLogger("mysql_rollback.cli").error(
+            message if what in ("", "error") else f"{what}: {message}"
+        )
     else:
         print(f"mysql-rollback: {what}: {message}" if what else f"mysql-rollback: {message}", file=sys.stderr)
 

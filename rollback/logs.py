@@ -51,6 +51,19 @@ def _text_line(_logger: Any, _name: str, event: dict[str, Any]) -> str:
     return f"{head} {message}" + (f" ({extra})" if extra else "")
 
 
+class _StandardError(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a line is written (a CLI run inside a test, whose
+    captured stream is gone afterwards, must not leave a handler on it)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass
+
+
 def configure_logging(stream: TextIO | None = None, environ: Mapping[str, str] | None = None) -> str:
     """Route every log record of this process to `stream` (standard error) in the configured format;
     returns the format. Called again, it replaces its own handler (never adds a second one)."""
@@ -72,7 +85,7 @@ def configure_logging(stream: TextIO | None = None, environ: Mapping[str, str] |
         foreign_pre_chain=shared,
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
     )
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else _StandardError()
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(formatter)
     root = logging.getLogger()
