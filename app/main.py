@@ -100,11 +100,12 @@ def start_services(
 
 
 class _App(FastAPI):
-    """FastAPI with the security headers outermost: on the 500 answers of unhandled errors too; then
-    the pollers' reads answered from their cache before routing (app/api/polled_reads.py)."""
+    """FastAPI with the security headers and the request id outermost: on the 500 answers of
+    unhandled errors too; then the pollers' reads answered from their cache before routing
+    (app/api/polled_reads.py)."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeaders(PolledReads(super().build_middleware_stack()))
+        return SecurityHeaders(RequestId(PolledReads(super().build_middleware_stack())))
 
 
 def create_app(settings: Settings | None = None, token_out: TextIO | None = None) -> FastAPI:
@@ -138,7 +139,6 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
         swagger_ui_oauth2_redirect_url=None,
     )
     openapi.install(app)
-    app.add_middleware(RequestId)
     app.add_exception_handler(StarletteHTTPException, allow.http_error_handler)
     app.include_router(health.router)
     app.include_router(jobs.router)

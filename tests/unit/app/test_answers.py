@@ -80,9 +80,9 @@ def test_the_fast_path_answers_what_the_routes_answer_and_passes_the_rest_on(mak
     assert fast.status_code == routed.status_code == 200 and fast.content == routed.content
     for name in ("content-type", "cache-control", "x-content-type-options", "content-security-policy"):
         assert fast.headers[name] == routed.headers[name], name
-    one = client.get(f"/api/jobs/{JOB_ID}", headers=auth(VIEWER))
+    one = client.get(f"/api/jobs/{JOB_ID}", headers={**auth(VIEWER), "X-Request-ID": "poll-7"})
     assert one.status_code == 200 and one.json()["id"] == JOB_ID
-    assert one.headers["x-content-type-options"] == "nosniff"
+    assert one.headers["x-content-type-options"] == "nosniff" and one.headers["x-request-id"] == "poll-7"
     # what it does not answer, the application does: unknown job, bad token, no token
     assert client.get(f"/api/jobs/{'b' * 32}", headers=auth(VIEWER)).status_code == 404
     wrong = client.get("/api/jobs", headers={"Authorization": "Bearer nope"})
