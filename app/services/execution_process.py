@@ -3,7 +3,7 @@ code loaded: the statements, their checks and the record's writes do not take tu
 with the requests the service answers.
 
 The process writes the record's progress itself (per-transaction commits before and after each
-COMMIT, as executions.Recorder does), sees cancel and stop through process-shared events, and
+COMMIT, as executions.Recorder does), takes cancel and stop from the service through a pipe, and
 sends back the values of the record that say how it ended; the service writes those. It dies with
 the service: a killed service leaves no process applying statements behind it (the target rolls
 its open transaction back, and the record says what was committed, as before).
@@ -45,19 +45,20 @@ def _ctx() -> Any:
         return _context
 
 
-def new_event() -> Any:
-    """An event that an execution's process sees set."""
-    return _ctx().Event()
+def new_event() -> threading.Event:
+    """The service's side of an execution's cancel (or stop): run() passes it on to the process."""
+    return threading.Event()
 
 
-def _die_with_the_service(alive: Connection) -> None:
-    """Kill this process the moment the service ends: only the service holds the other end of
-    `alive`, so reading it ends (EOF) when the service closes it or dies. (The fork server, this
-    process's parent, outlives the service.)"""
+def _watch_the_service(alive: Connection, cancel: threading.Event, stop: threading.Event) -> None:
+    """Take "cancel" and "stop" from the service, and kill this process the moment the service
+    ends: only the service holds the other end of `alive`, so reading it ends (EOF) when the
+    service closes it or dies. (The fork server, this process's parent, outlives the service.)"""
 
     def watch() -> None:
         try:
-            alive.recv()
+            while True:
+                (cancel if alive.recv() == "cancel" else stop).set()
         except (EOFError, OSError):
             pass
         os.kill(os.getpid(), signal.SIGKILL)
@@ -71,12 +72,11 @@ def _child(
     target: ServerConfig,
     run: RunRequest,
     scrub: Callable[[str], str],
-    cancel: Any,
-    stop: Any,
     out: Connection,
     alive: Connection,
 ) -> None:
-    _die_with_the_service(alive)
+    cancel, stop = threading.Event(), threading.Event()
+    _watch_the_service(alive, cancel, stop)
     os.nice(NICENESS)
     from sqlalchemy import update
 
@@ -116,15 +116,23 @@ def run(
     alive, held = ctx.Pipe(duplex=False)  # `held` stays here until the process has ended
     process = ctx.Process(
         target=_child,
-        args=(db_url, plan, target, run, scrub, cancel, stop, send, alive),
+        args=(db_url, plan, target, run, scrub, send, alive),
         name=f"mysql-rollback-execution-{run.record_id}",
         daemon=True,
     )
     process.start()
     send.close()
     alive.close()
+    told: set[str] = set()
     try:
         while True:
+            for word, event in (("cancel", cancel), ("stop", stop)):
+                if event.is_set() and word not in told:
+                    told.add(word)
+                    try:
+                        held.send(word)
+                    except OSError:
+                        pass  # it has ended: its answer (or its absence) says how
             if receive.poll(WAIT_SECONDS):
                 try:
                     values: dict[str, Any] = receive.recv()
