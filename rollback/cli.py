@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 import rollback
 from rollback import (
+    AUTO_SPARK_BYTES,
     DEFAULT_ENGINE,
     EXIT_INCOMPLETE,
     EXIT_INTERNAL,
@@ -144,8 +145,13 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         "--engine",
         choices=tuple(kind.value for kind in EngineKind),
         default=DEFAULT_ENGINE.value,
-        help="spark (default): partitions run as Spark tasks (MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
-        "a range that fits in one partition runs in-process. local: in this process, in order",
+        help="auto (default): in this process below MYSQL_ROLLBACK_AUTO_SPARK_BYTES of range (default 256 MiB), "
+        "Spark from there on; spark: partitions run as Spark tasks (a range that fits in one partition "
+        "runs in-process); local: in this process, in order. The choice and why is said on stderr",
+    )
+    cmd.add_argument(
+        "--spark-master",
+        help="Spark master for the spark engine (default: MYSQL_ROLLBACK_SPARK_MASTER, else local[*])",
     )
     cmd.add_argument(
         "--partition-size",
@@ -154,7 +160,9 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         help="target partition size, e.g. 64M (default: 64M; on Spark two partitions per core, at least 4M)",
     )
     cmd.add_argument(
-        "--work-dir", help="where partitions write their parts (shared storage for a Spark cluster)"
+        "--work-dir",
+        help="a directory (or s3a://, hdfs:// URL) every Spark node reads: with a cluster master the binlogs "
+        "are staged there; with a local engine or master the parts are written there (default: beside -o)",
     )
     cmd.add_argument(
         "--execute", action="store_true", help="apply the script to --target (dry run unless --commit)"
@@ -297,7 +305,8 @@ def _flashback(args: argparse.Namespace) -> int:
         allow_empty=args.allow_empty,
         schema=schema,
         engine=args.engine,
-        spark_master=os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER") or None,
+        spark_master=args.spark_master or os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER") or None,
+        auto_spark_bytes=_auto_spark_bytes(),
         partition_bytes=args.partition_size,
         changes_format=args.changes_format,
         work_dir=args.work_dir,
@@ -334,6 +343,10 @@ def _flashback(args: argparse.Namespace) -> int:
                 lock_wait_timeout=args.lock_wait_timeout,
             )
             print(json.dumps({"execution": result.to_dict()}), file=sys.stderr)
+    print(
+        f"mysql-rollback: engine {report.engine} ({report.engine_reason}), {report.partitions} partition(s)",
+        file=sys.stderr,
+    )
     if report.irreversible_count:
         print(
             f"mysql-rollback: {report.irreversible_count} row change(s) could not be restored (listed in the script header)",
@@ -341,6 +354,17 @@ def _flashback(args: argparse.Namespace) -> int:
         )
         return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+def _auto_spark_bytes() -> int:
+    """MYSQL_ROLLBACK_AUTO_SPARK_BYTES (a size such as 256M), else the engine's default."""
+    value = os.environ.get("MYSQL_ROLLBACK_AUTO_SPARK_BYTES")
+    if not value:
+        return AUTO_SPARK_BYTES
+    try:
+        return _size(value)
+    except argparse.ArgumentTypeError as exc:
+        raise RangeError(f"MYSQL_ROLLBACK_AUTO_SPARK_BYTES: {exc}") from None
 
 
 def _server_range(args: argparse.Namespace) -> tuple[Any, Any]:

@@ -28,19 +28,25 @@ from rollback.merge import (
     replace,
 )
 from rollback.pipeline.contents import held, table_hints
-from rollback.pipeline.engines import engine_for
+from rollback.pipeline.engines import choose_engine, engine_for
 from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.partition import JobSpec
 from rollback.pipeline.parts import Summary, decode_error, part_path
-from rollback.pipeline.plan import TARGET_BYTES, Partition, PartitionPlan, SchemaKey, plan_range
+from rollback.pipeline.plan import (
+    TARGET_BYTES,
+    Partition,
+    PartitionPlan,
+    SchemaKey,
+    partition_target,
+    plan_range,
+    range_bytes,
+)
+from rollback.pipeline.session import spark_slots
 from rollback.report import IRREVERSIBLE_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
 from rollback.schema_proof import NotProven, Scan, scan_files, scan_server
 from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
-
-# Spark partitions: at most TARGET_BYTES, at least this, two per core when the range allows.
-MIN_SPARK_PARTITION = 4 << 20
 
 RunPartitions = Callable[[list[Partition]], list[Summary]]
 
@@ -55,24 +61,34 @@ class Job:
         self._unchecked: list[str] = []  # files without event checksums (a header note each)
         self._times: list[int] = []  # event timestamps at the ends of each file's range
         self._resolved: dict[SchemaKey, TableSchema | str | None] = {}
+        self._engine = EngineKind.LOCAL
+        self._target: int | None = None
 
     # -- planning
     def partition_plan(self) -> PartitionPlan:
         return plan_range(self.rng, self._partition_bytes())
 
-    def _partition_bytes(self) -> int:
+    def _choose_engine(self) -> None:
+        """The engine (auto: by the range's size) and the partition size (by the slots it has)."""
+        try:
+            size = range_bytes(self.rng)
+        except OSError:
+            size = 0  # a file that is not there: planning says so
+        self._engine, self.report.engine_reason = choose_engine(
+            EngineKind(self.options.engine), size, self.options.auto_spark_bytes
+        )
         if self.options.partition_bytes:
-            return self.options.partition_bytes
-        if self.options.engine != EngineKind.SPARK:
-            return TARGET_BYTES
-        total = 0
-        for path in self.rng.files:
-            try:
-                total += os.path.getsize(path)
-            except OSError:
-                return TARGET_BYTES  # a URL: the planner sizes it
-        slots = 2 * (os.cpu_count() or 1)
-        return max(MIN_SPARK_PARTITION, min(TARGET_BYTES, -(-total // slots)))
+            self._target = self.options.partition_bytes
+        elif self._engine == EngineKind.SPARK:
+            self._target = partition_target(size, spark_slots(self.options.spark_master))
+        else:
+            self._target = TARGET_BYTES
+
+    def _partition_bytes(self) -> int:
+        if self._target is None:
+            self._choose_engine()
+        assert self._target is not None
+        return self._target
 
     def _schemas(self, plan: PartitionPlan) -> dict[SchemaKey, TableSchema | str | None]:
         """Every selected table's schema, resolved once here (workers never talk to a server)."""
@@ -98,8 +114,9 @@ class Job:
     ) -> Report:
         """Write the script (and plan, change log); the files appear only when the job succeeds."""
         script_path = Path(script_path)
-        work_dir = self.options.work_dir or str(script_path.resolve().parent)
-        out_dir = tempfile.mkdtemp(prefix=".mysql-rollback-", dir=work_dir)
+        out_dir = tempfile.mkdtemp(
+            prefix=".mysql-rollback-", dir=self._parts_dir(script_path.resolve().parent)
+        )
         outputs: list[tuple[Path, Path]] = [(script_path.with_name(script_path.name + ".part"), script_path)]
         if plan_path:
             outputs.append((Path(str(plan_path) + ".part"), Path(plan_path)))
@@ -135,7 +152,7 @@ class Job:
         progress: ProgressCallback | None = None,
     ) -> Report:
         """The job written to open text streams (the change log as JSON lines)."""
-        out_dir = tempfile.mkdtemp(prefix="mysql-rollback-", dir=self.options.work_dir)
+        out_dir = tempfile.mkdtemp(prefix="mysql-rollback-", dir=self._parts_dir(None))
         try:
             summaries = self._run(out_dir, changes_out is not None, plan_out is not None, progress)
             self._merge(out_dir, summaries, BinaryTo(script_out), BinaryTo(plan_out) if plan_out else None)
@@ -146,6 +163,14 @@ class Job:
         finally:
             shutil.rmtree(out_dir, ignore_errors=True)
         return self.report
+
+    def _parts_dir(self, beside: Path | None) -> str | None:
+        """Where the parts go on the driver: the work dir when it is a local directory (a URL work dir
+        only stages binlogs for a cluster's executors), else `beside` (None: the system's temp dir)."""
+        work_dir = self.options.work_dir
+        if work_dir and "://" not in work_dir:
+            return work_dir
+        return str(beside) if beside is not None else None
 
     def _run(
         self, out_dir: str, changes: bool, plan_lines: bool, progress: ProgressCallback | None
@@ -173,9 +198,11 @@ class Job:
             plan_lines=plan_lines,
             hold=self.options.allow_partial and self.options.mode == "flashback",
         )
-        # A range that fits in one partition runs in-process: nothing to distribute.
-        chosen = EngineKind(self.options.engine) if len(plan.partitions) > 1 else EngineKind.LOCAL
-        engine = engine_for(chosen, self.options.spark_master)
+        chosen = self._engine
+        if chosen == EngineKind.SPARK and len(plan.partitions) == 1:
+            chosen = EngineKind.LOCAL  # nothing to distribute
+            report.engine_reason = "the range fits in one partition"
+        engine = engine_for(chosen, self.options.spark_master, self.options.work_dir)
         report.engine = chosen.value
         note = None
         if progress is not None:

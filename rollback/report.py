@@ -44,6 +44,7 @@ class Report:
     events_total: int = 0
     partitions: int = 0
     engine: str = ""
+    engine_reason: str = ""  # why that engine: asked for, or auto's reason (the range's size)
     # what the statements set off at the schema server (side_effects.SideEffects.to_dict());
     # None: not checked (no schema server, or not a flashback)
     side_effects: dict[str, Any] | None = None
@@ -67,6 +68,7 @@ class Report:
             "events_total": self.events_total,
             "partitions": self.partitions,
             "engine": self.engine,
+            "engine_reason": self.engine_reason,
             "side_effects": self.side_effects,
             "largest_statement": self.largest_statement,
             "schema_check": {"source": self.schema_source, "checked": self.schema_check},

@@ -50,7 +50,12 @@ from rollback.pipeline.order import FileTrail, check_order, identity
 from rollback.pipeline.savepoints import SavepointTracker, Undo, Void, merged, overlapping, quoted
 from rollback.request import FIRST_EVENT, RangeSpec, check_positions
 
-TARGET_BYTES = 64 << 20  # default partition size
+TARGET_BYTES = 64 << 20  # default partition size, and the largest a job picks by itself
+MIN_PARTITION_BYTES = 4 << 20  # the smallest a job picks by itself: below it, fixed costs dominate
+# Partitions per Spark slot (core): the scheduler hands them out as slots free up, so a partition
+# that costs more than its bytes say (an update-heavy one) delays the job by a fraction of its
+# share, not by all of it.
+PARTITIONS_PER_SLOT = 4
 
 SchemaKey = tuple[str, str, bytes, tuple[int, ...]]
 
@@ -462,6 +467,27 @@ def _look_ahead(planner: _FilePlanner, binlog: BinlogFile, path: str, stop: int)
         planner.look_ahead(whole, stop)
     finally:
         whole.close()
+
+
+def range_bytes(rng: RangeSpec) -> int:
+    """The bytes the range covers, from its bounds (start and stop positions, not whole files)."""
+    total = 0
+    last = len(rng.files) - 1
+    for index, path in enumerate(rng.files):
+        size = storage.size(path)
+        start = rng.start_position if index == 0 and rng.start_position is not None else FIRST_EVENT
+        stop = rng.stop_position if index == last and rng.stop_position is not None else size
+        total += max(0, min(stop, size) - start)
+    return total
+
+
+def partition_target(range_bytes: int, slots: int) -> int:
+    """The partition size for a range over `slots` parallel slots (1: in-process): about
+    PARTITIONS_PER_SLOT partitions per slot, between MIN_PARTITION_BYTES and TARGET_BYTES."""
+    if slots <= 1:
+        return TARGET_BYTES
+    wanted = -(-range_bytes // (PARTITIONS_PER_SLOT * slots))
+    return max(MIN_PARTITION_BYTES, min(TARGET_BYTES, wanted))
 
 
 def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> PartitionPlan:
