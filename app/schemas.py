@@ -358,6 +358,11 @@ class SummaryOut(BaseModel):
     schema_check: dict[str, str] | None = Field(
         None, description="where column names came from (source) and how it was checked (checked)"
     )
+    engine: dict[str, Any] | None = Field(
+        None,
+        description="where the partitions ran: {name (local or spark), reason (asked for, or the auto "
+        "engine's reason: the range's size), partitions}",
+    )
 
 
 class ExecutionCreate(BaseModel):

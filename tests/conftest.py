@@ -60,7 +60,13 @@ _MARK_BY_FIXTURE = {
 }
 LANE_MARKERS = ("server", "spark", "cluster", "browser")
 # lane folder -> the marker its tests must carry (None: tests/unit, which must carry none of them)
-_LANE_OF_FOLDER = {"unit": None, "server": "server", "spark": "spark", "cluster": "cluster", "browser": "browser"}
+_LANE_OF_FOLDER = {
+    "unit": None,
+    "server": "server",
+    "spark": "spark",
+    "cluster": "cluster",
+    "browser": "browser",
+}
 
 
 def _lane_error(item: pytest.Item) -> str | None:

@@ -260,6 +260,9 @@ class JobRunner(WorkerPool[str]):
             schema=resolved.schema,
             engine=self.settings.engine,
             spark_master=self.settings.spark_master,
+            auto_spark_bytes=self.settings.auto_spark_bytes,
+            partition_bytes=self.settings.partition_bytes,
+            work_dir=self.settings.work_dir,
         )
         out = engine.Artifacts(out_dir / "rollback.sql", out_dir / "plan.jsonl", out_dir / "changes.jsonl")
 
@@ -315,6 +318,7 @@ class JobRunner(WorkerPool[str]):
                     "bytes",
                     "irreversible_count",
                     "engine",
+                    "engine_reason",
                     "partitions",
                     "events_total",
                     "side_effects",

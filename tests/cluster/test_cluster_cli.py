@@ -13,7 +13,7 @@ from pathlib import Path
 from rollback.binlog.reader import BinlogFile
 from rollback.binlog.rows import ROWS_EVENT_TYPES
 from tests.support import REPO
-from tests.support.cluster import ClusterBinlog, SparkCluster
+from tests.support.cluster import ClusterBinlog
 
 
 def cli(env: dict[str, str], *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -46,16 +46,10 @@ def flashback(binlog: ClusterBinlog, out: Path, *extra: str) -> list[str]:
     ]
 
 
-def local_script(cluster: SparkCluster, binlog: ClusterBinlog, tmp_path: Path) -> bytes:
-    done = cli(cluster.env(), *flashback(binlog, tmp_path / "local.sql", "--engine", "local"))
-    assert done.returncode == 0, done.stderr
-    return (tmp_path / "local.sql").read_bytes()
-
-
 def test_the_cluster_writes_the_local_engines_script_with_a_worker_that_sees_no_local_file(
     spark_cluster, cluster_binlog, tmp_path
 ):
-    expected = local_script(spark_cluster, cluster_binlog, tmp_path)
+    expected = cluster_binlog.local_script
     on_cluster = tmp_path / "cluster.sql"
     done = cli(
         spark_cluster.env(),
@@ -76,7 +70,7 @@ def test_the_cluster_writes_the_local_engines_script_with_a_worker_that_sees_no_
 def test_a_node_that_cannot_read_the_binlog_fails_its_tasks_and_spark_runs_them_on_the_other(
     spark_cluster, cluster_binlog, tmp_path
 ):
-    expected = local_script(spark_cluster, cluster_binlog, tmp_path)
+    expected = cluster_binlog.local_script
     before = spark_cluster.executor_logs(spark_cluster.isolated_work)
     out = tmp_path / "retried.sql"
     # A file:// URL says "every node reads this path": the isolated worker cannot, so its tasks fail.

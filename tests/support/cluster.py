@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from rollback import Filters, Options, RangeSpec, generate
+
 START_SECONDS = 120  # the machine is shared: JVMs start slowly under load
 
 
@@ -188,6 +190,7 @@ class ClusterBinlog:
     path: Path  # a copy in this machine's temporary directory: the isolated worker cannot see it
     start: int
     stop: int
+    local_script: bytes = b""  # the script of its range on the local engine, in this process
 
 
 @pytest.fixture(scope="session")
@@ -223,4 +226,11 @@ def cluster_binlog(scratch_server_factory, tmp_path_factory) -> ClusterBinlog:
     (source,) = rng.files
     target = tmp_path_factory.mktemp("cluster-binlog") / source.name
     shutil.copyfile(source, target)
-    return ClusterBinlog(target, rng.start_position, rng.stop_position)
+    script = target.with_suffix(".local.sql")
+    generate(
+        RangeSpec([str(target)], rng.start_position, rng.stop_position),
+        Filters(),
+        Options(engine="local"),
+        script,
+    )
+    return ClusterBinlog(target, rng.start_position, rng.stop_position, script.read_bytes())

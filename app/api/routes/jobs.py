@@ -321,4 +321,13 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         side_effects=extra.get("side_effects"),
         largest_statement=extra.get("largest_statement"),
         schema_check=extra.get("schema_check"),
+        engine=(
+            {
+                "name": extra["engine"],
+                "reason": extra.get("engine_reason"),
+                "partitions": extra.get("partitions"),
+            }
+            if extra.get("engine")
+            else None
+        ),
     )
