@@ -157,7 +157,7 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         "--partition-size",
         type=_size,
         metavar="BYTES",
-        help="target partition size, e.g. 64M (default: 64M; on Spark two partitions per core, at least 4M)",
+        help="target partition size, e.g. 64M (default: 64M in-process; on Spark about four per core, 1M to 64M)",
     )
     cmd.add_argument(
         "--work-dir",

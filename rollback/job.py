@@ -169,6 +169,7 @@ class Job:
         only stages binlogs for a cluster's executors), else `beside` (None: the system's temp dir)."""
         work_dir = self.options.work_dir
         if work_dir and "://" not in work_dir:
+            os.makedirs(work_dir, exist_ok=True)
             return work_dir
         return str(beside) if beside is not None else None
 

@@ -223,8 +223,8 @@ class Options:
     schema: SchemaSource | None = None
     verify_checksums: bool = True
     engine: EngineKind | str = DEFAULT_ENGINE
-    # Target partition size; None: TARGET_BYTES (64 MB), and on Spark smaller partitions (two per
-    # core, not under 4 MB) so that a range of a few hundred MB keeps every core busy.
+    # Target partition size; None: TARGET_BYTES (64 MB) in-process, and on Spark about four per core
+    # of the range's bytes, between 1 MB and 64 MB (plan.partition_target).
     partition_bytes: int | None = None
     changes_format: str = "jsonl"  # jsonl | parquet (a directory written through Spark)
     # A directory (or Hadoop-compatible URL) every Spark node can read: with a cluster master, local

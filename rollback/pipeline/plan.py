@@ -51,7 +51,7 @@ from rollback.pipeline.savepoints import SavepointTracker, Undo, Void, merged, o
 from rollback.request import FIRST_EVENT, RangeSpec, check_positions
 
 TARGET_BYTES = 64 << 20  # default partition size, and the largest a job picks by itself
-MIN_PARTITION_BYTES = 4 << 20  # the smallest a job picks by itself: below it, fixed costs dominate
+MIN_PARTITION_BYTES = 1 << 20  # the smallest a job picks by itself: below it, fixed costs dominate
 # Partitions per Spark slot (core): the scheduler hands them out as slots free up, so a partition
 # that costs more than its bytes say (an update-heavy one) delays the job by a fraction of its
 # share, not by all of it.

@@ -41,6 +41,7 @@ def test_partitions_are_sized_from_the_range_and_the_slots():
     assert partition_target(256 << 20, 2) == (256 << 20) // 8  # four per slot
     assert partition_target(8 << 30, 2) == TARGET_BYTES  # capped
     assert partition_target(10 << 20, 8) == MIN_PARTITION_BYTES  # floored
+    assert partition_target(40 << 20, 2) == 5 << 20
 
 
 @pytest.mark.corpus
