@@ -70,13 +70,14 @@ class Job:
 
     def _choose_engine(self) -> None:
         """The engine (auto: by the range's size) and the partition size (by the slots it has)."""
-        try:
-            size = range_bytes(self.rng)
-        except OSError:
-            size = 0  # a file that is not there: planning says so
-        self._engine, self.report.engine_reason = choose_engine(
-            EngineKind(self.options.engine), size, self.options.auto_spark_bytes
-        )
+        asked = EngineKind(self.options.engine)
+        size = 0
+        if asked == EngineKind.AUTO or (asked == EngineKind.SPARK and not self.options.partition_bytes):
+            try:
+                size = range_bytes(self.rng)
+            except OSError:
+                pass  # a file that is not there: planning says so
+        self._engine, self.report.engine_reason = choose_engine(asked, size, self.options.auto_spark_bytes)
         if self.options.partition_bytes:
             self._target = self.options.partition_bytes
         elif self._engine == EngineKind.SPARK:

@@ -60,11 +60,11 @@ def size(path: str) -> int:
     """The size in bytes of a local file or a URL."""
     if is_local(path):
         return os.path.getsize(local_path(path))
-    fs, _, paths = _fsspec().get_fs_token_paths(path)
+    source = _remote(path)
     try:
-        return int(fs.size(paths[0]))
-    except (OSError, ValueError) as exc:
-        raise SourceError(f"{path}: cannot open: {exc}") from None
+        return int(source.seek(0, 2))
+    finally:
+        source.close()
 
 
 def fsspec_fs(url: str) -> Any:
