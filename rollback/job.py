@@ -33,6 +33,7 @@ from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints
 from rollback.pipeline.partition import JobSpec
 from rollback.pipeline.parts import Summary, decode_error, part_path
 from rollback.pipeline.plan import (
+    PARALLEL_PLAN_BYTES,
     TARGET_BYTES,
     Partition,
     PartitionPlan,
@@ -63,10 +64,12 @@ class Job:
         self._resolved: dict[SchemaKey, TableSchema | str | None] = {}
         self._engine = EngineKind.LOCAL
         self._target: int | None = None
+        self._plan_processes = 1
 
     # -- planning
     def partition_plan(self) -> PartitionPlan:
-        return plan_range(self.rng, self._partition_bytes())
+        target = self._partition_bytes()
+        return plan_range(self.rng, target, self._plan_processes)
 
     def _choose_engine(self) -> None:
         """The engine (auto: by the range's size) and the partition size (by the slots it has)."""
@@ -78,6 +81,8 @@ class Job:
             except OSError:
                 pass  # a file that is not there: planning says so
         self._engine, self.report.engine_reason = choose_engine(asked, size, self.options.auto_spark_bytes)
+        if len(self.rng.files) > 1 and size >= PARALLEL_PLAN_BYTES:
+            self._plan_processes = min(len(self.rng.files), os.cpu_count() or 1)
         if self.options.partition_bytes:
             self._target = self.options.partition_bytes
         elif self._engine == EngineKind.SPARK:

@@ -76,6 +76,8 @@ def _shipping_task(job: JobSpec, done: Any, descriptors: Iterator[Partition]) ->
             yield ("summary", summary)
             for name in sorted(os.listdir(local)):
                 with open(os.path.join(local, name), "rb") as f:
+                    chunk = f.read(CHUNK)
+                    yield ("part", name, chunk)  # an empty part too: the merge opens every one
                     while chunk := f.read(CHUNK):
                         yield ("part", name, chunk)
         finally:
