@@ -184,7 +184,7 @@ def _watch(sc: Any, action: Any, done: Any, progress: JobProgress | None, tasks:
                 progress(*done.value)
     except BaseException:
         sc.cancelJobGroup(group)
-        worker.join()
+        worker.join(30)  # the cancelled job ends soon; a stuck one is left to its daemon thread
         raise
     if "error" in outcome:
         raise spark_failure(outcome["error"], _tries(sc)) from None
