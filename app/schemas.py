@@ -119,6 +119,11 @@ class OptionsIn(BaseModel):
         description="when the binlog names no columns: accept the schema source as describing the tables at "
         "the range's time, without looking for DDL on them after the range",
     )
+    ddl: Literal["refuse", "keep", "reverse"] = Field(
+        "refuse",
+        description="DDL on a changed table in the range or after it: refuse; keep today's schema (old rows "
+        "written into today's columns by name); reverse (also undo the DDL in the range)",
+    )
     schema_server: str | None = Field(
         None, max_length=64, description="a configured server to read table schemas from (upload jobs)"
     )

@@ -29,6 +29,8 @@ class Column:
     invisible: bool = False
     enum_values: tuple[str, ...] | None = None
     set_values: tuple[str, ...] | None = None
+    column_type: str = ""  # the full type as the source prints it (varchar(10), int(11) unsigned); "" unknown
+    dropped: bool = False  # --ddl keep: dropped since the binlog wrote it; never written nor compared
 
 
 @dataclass(slots=True)
@@ -202,6 +204,7 @@ def schema_from_rows(
                 invisible="INVISIBLE" in extra,
                 enum_values=_enum_members(members) if data_type == "enum" else None,
                 set_values=_enum_members(members) if data_type == "set" else None,
+                column_type=column_type,
             )
         )
     index_of = {c.name.lower(): i for i, c in enumerate(cols)}
@@ -600,6 +603,9 @@ def _column(item: str, table_charset: str | None) -> tuple[Column, bool, bool] |
         invisible=bool(re.search(r"\bINVISIBLE\b", upper)),
         enum_values=members if data_type == "enum" else None,
         set_values=members if data_type == "set" else None,
+        column_type=(
+            data_type + type_args + (" unsigned" if re.search(r"\bUNSIGNED\b", upper) else "")
+        ).lower(),
     )
     return column, primary, unique
 

@@ -257,6 +257,7 @@ class JobRunner(WorkerPool[str]):
             allow_partial=bool(o.get("allow_partial")),
             allow_empty=bool(o.get("allow_empty")),
             trust_schema=bool(o.get("trust_schema")),
+            ddl=str(o.get("ddl") or "refuse"),
             schema=resolved.schema,
             engine=self.settings.engine,
             spark_master=self.settings.spark_master,

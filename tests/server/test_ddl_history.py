@@ -1,0 +1,152 @@
+"""Undo across DDL on the scratch MariaDB (binlog without column names): the schema history.
+
+An incident (a DELETE, an UPDATE, an INSERT), then a routine migration after it, then more DML.
+`--ddl keep` rolls back the incident's range into today's table: the rows come back with the columns
+they had, mapped by name, and a column added since gets its default exactly as the ALTER gave it.
+`--ddl reverse` over the whole range (incident, migration, later DML) returns schema and data to the
+state before the range, checked by CHECKSUM TABLE and the row sets; an irreversible DDL is refused
+naming it. `--ddl refuse` (the default) refuses with the statement, its position and the hint.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rollback.errors import DDLInRange, SchemaMismatch, SchemaUnproven
+from tests.support.restore import apply_with_client, flashback, snapshot, span
+
+CREATE = "CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT, b VARCHAR(20), c DATE)"
+ROWS = "INSERT INTO {db}.t VALUES (1, 10, 'one', '2026-01-01'), (2, 20, 'two', NULL), (3, 30, 'three', '2026-03-03')"
+
+
+def _incident(server, db: str):
+    """The table, its rows, then the incident: (its range, the rows before it)."""
+    server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    server.run_sql([ROWS.format(db=db)])
+    before = server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id")
+    rng = server.run_sql(
+        [
+            f"DELETE FROM {db}.t WHERE id = 2",
+            f"UPDATE {db}.t SET a = a + 1, b = 'changed' WHERE id = 1",
+            f"INSERT INTO {db}.t VALUES (4, 40, 'four', '2026-04-04')",
+        ]
+    )
+    return rng, before
+
+
+# (migration after the incident, the column list to compare today, the expected value of new columns)
+KEEP = {
+    "add-column-with-default": (
+        ["ALTER TABLE {db}.t ADD COLUMN d INT NOT NULL DEFAULT 7 AFTER a"],
+        "id, a, b, c",
+    ),
+    "drop-unrelated-column": (["ALTER TABLE {db}.t DROP COLUMN c"], "id, a, b"),
+    "column-reorder": (["ALTER TABLE {db}.t MODIFY b VARCHAR(20) FIRST"], "id, a, b, c"),
+    "rename-table": (["RENAME TABLE {db}.t TO {db}.t2"], "id, a, b, c"),
+    "modify-wider": (["ALTER TABLE {db}.t MODIFY a BIGINT, MODIFY b VARCHAR(200)"], "id, a, b, c"),
+    "rename-column": (["ALTER TABLE {db}.t RENAME COLUMN a TO amount"], "id, amount, b, c"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KEEP))
+def test_keep_restores_the_incident_into_todays_table(scratch_server, tmp_path, kind):
+    db = f"keep_{kind.replace('-', '_')}"
+    rng, before = _incident(scratch_server, db)
+    migration, columns = KEEP[kind]
+    scratch_server.run_sql([m.format(db=db) for m in migration])
+    table = f"{db}.t2" if kind == "rename-table" else f"{db}.t"
+    # more DML after the migration, on other rows: it stays
+    scratch_server.run_sql([f"INSERT INTO {table} (id) VALUES (50)"])
+    with pytest.raises((SchemaUnproven, SchemaMismatch)):
+        flashback(scratch_server, rng, tmp_path)  # --ddl refuse (the default): today's refusal
+    script, _plan, report = flashback(scratch_server, rng, tmp_path, name="keep", ddl="keep")
+    text = script.read_text()
+    assert "-- ddl: keep" in text and f"-- schema timeline of {table}:" in text
+    assert report.timelines and report.timelines[0]["table"] == table
+    apply_with_client(scratch_server, script)
+    expected = [*before, (50, None, None, None)] if kind != "drop-unrelated-column" else None
+    got = scratch_server.query(f"SELECT {columns} FROM {table} ORDER BY id")
+    if kind == "drop-unrelated-column":
+        assert got == [(i, a, b) for i, a, b, _c in before] + [(50, None, None)]
+        assert any("not written" in w and f"{db}.t.c" in w for w in report.warnings), report.warnings
+    else:
+        assert got == expected
+    if kind == "add-column-with-default":
+        # the restored row got the default the ALTER gave, like every row that existed at the ALTER
+        assert scratch_server.query(f"SELECT id, d FROM {table} ORDER BY id") == [
+            (1, 7),
+            (2, 7),
+            (3, 7),
+            (50, 7),
+        ]
+
+
+def test_refuse_names_the_ddl_its_position_and_the_other_modes(scratch_server, tmp_path):
+    db = "ddl_refuse_in_range"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 2"])
+    scratch_server.run_sql([f"ALTER TABLE {db}.t ADD COLUMN d INT DEFAULT 5"])
+    last = scratch_server.run_sql([f"UPDATE {db}.t SET d = 6 WHERE id = 1"])
+    with pytest.raises(DDLInRange) as refused:
+        flashback(scratch_server, span(scratch_server, first, last), tmp_path)
+    message = str(refused.value)
+    assert f"DDL on {db}.t inside the range at mysql-bin." in message and "ADD COLUMN d" in message
+    assert "--ddl keep" in message and "--ddl reverse" in message
+
+
+REVERSIBLE = [
+    "ALTER TABLE {db}.t ADD COLUMN d INT NOT NULL DEFAULT 7 AFTER a",
+    "ALTER TABLE {db}.t RENAME COLUMN b TO label",
+    "ALTER TABLE {db}.t MODIFY a BIGINT",
+    "RENAME TABLE {db}.t TO {db}.t2",
+]
+
+
+def test_reverse_returns_schema_and_data_to_before_the_range(scratch_server, tmp_path):
+    db = "ddl_reverse_all"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    create_before = scratch_server.query(f"SHOW CREATE TABLE {db}.t")[0][1]
+    state_before = snapshot(scratch_server, [f"{db}.t"])
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 2"])
+    scratch_server.run_sql([ddl.format(db=db) for ddl in REVERSIBLE[:2]])
+    scratch_server.run_sql(
+        [f"UPDATE {db}.t SET d = 8, label = 'x' WHERE id = 1", f"INSERT INTO {db}.t (id, a) VALUES (9, 90)"]
+    )
+    scratch_server.run_sql([ddl.format(db=db) for ddl in REVERSIBLE[2:]])
+    last = scratch_server.run_sql(
+        [f"UPDATE {db}.t2 SET a = 12345678901 WHERE id = 3", f"DELETE FROM {db}.t2 WHERE id = 1"]
+    )
+    script, _plan, report = flashback(
+        scratch_server, span(scratch_server, first, last), tmp_path, ddl="reverse"
+    )
+    text = script.read_text()
+    assert f"RENAME TABLE `{db}`.`t2` TO `{db}`.`t`;" in text
+    assert f"ALTER TABLE `{db}`.`t` DROP COLUMN `d`;" in text
+    apply_with_client(scratch_server, script)
+    assert scratch_server.query(f"SHOW CREATE TABLE {db}.t")[0][1] == create_before
+    assert snapshot(scratch_server, [f"{db}.t"]) == state_before
+    assert len(report.timelines) == 1 and len(report.timelines[0]["epochs"]) == 5
+
+
+IRREVERSIBLE = {
+    "drop-column": ("ALTER TABLE {db}.t DROP COLUMN c", "DROP COLUMN"),
+    "truncate": ("TRUNCATE TABLE {db}.t", "TRUNCATE"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(IRREVERSIBLE))
+def test_reverse_refuses_an_irreversible_ddl_naming_it(scratch_server, tmp_path, kind):
+    db = f"ddl_irreversible_{kind.replace('-', '_')}"
+    ddl, named = IRREVERSIBLE[kind]
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 2"])
+    scratch_server.run_sql([ddl.format(db=db)])
+    last = scratch_server.run_sql([f"INSERT INTO {db}.t (id, a) VALUES (9, 90)"])
+    with pytest.raises(DDLInRange) as refused:
+        flashback(scratch_server, span(scratch_server, first, last), tmp_path, ddl="reverse")
+    message = str(refused.value)
+    assert named in message and f"{db}.t" in message and "mysql-bin." in message
+    assert not (tmp_path / "rollback.sql").exists()
