@@ -415,8 +415,8 @@ def _strip_comments(text: str) -> str:
             end = _quoted_end(text, i)
             out.append(text[i:end])
             i = end
-        elif text.startswith("/*!", i):
-            i += 3
+        elif text.startswith("/*!", i) or text.startswith("/*M!", i):  # MariaDB's own: /*M!100301 ... */
+            i += 3 if text[i + 2] == "!" else 4
             while i < n and text[i].isdigit():
                 i += 1
             out.append(" ")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from rollback.binlog.table_map import TableMap
@@ -31,6 +32,7 @@ from rollback.ddl_parse import (
     DropTable,
     KeepColumns,
     ModifyColumn,
+    Position,
     RenameColumn,
     RenameTable,
     TableName,
@@ -40,6 +42,13 @@ from rollback.ddl_parse import (
     parse_ddl_ops,
 )
 from rollback.schema import _COMPATIBLE, Column, TableSchema
+
+
+@lru_cache(maxsize=4096)
+def _ops(sql: str, db: str) -> tuple[TableOp, ...]:
+    """parse_ddl_ops, once per statement (a history reads each DDL once per table it follows)."""
+    return tuple(parse_ddl_ops(sql, db))
+
 
 At = tuple[int, int]  # (file index in the range's order, position); DDL after the range sort after it
 BEFORE_RANGE: At = (-1, 0)
@@ -117,11 +126,30 @@ Anchor = Callable[[str, str], TableSchema | None]
 MapsOf = Callable[[TableName, At, At], list[TableMap]]  # a table's maps between two positions
 
 
+MAX_CANDIDATES = 256  # definitions followed at once while the table maps have not settled a column's place
+
+
+@dataclass(slots=True)
+class _Path:
+    """One candidate past of the table, walked backwards: its state now and the epochs found so far."""
+
+    name: TableName
+    schema: TableSchema | None
+    today: list[str | None]
+    problem: str
+    epochs: list[Epoch] = field(default_factory=list)
+
+
 def build_timeline(
     seen: TableName, seen_at: At, anchor: Anchor, ddl: list[DdlEvent], maps_between: MapsOf
 ) -> Timeline:
-    """The timeline of the table that rows events name `seen` at `seen_at`."""
-    parsed = [(event, parse_ddl_ops(event.sql, event.db)) for event in ddl]
+    """The timeline of the table that rows events name `seen` at `seen_at`.
+
+    A DROP COLUMN or a FIRST/AFTER move, undone, could have been at any place: each place is a
+    candidate past, and the table maps of each epoch keep the candidates whose definition agrees with
+    them (count, types, and names when FULL metadata has them). An epoch whose surviving candidates
+    disagree is unknown, naming the DDL that left the doubt."""
+    parsed = [(event, list(_ops(event.sql, event.db))) for event in ddl]
     # Its name at the anchor: follow the renames after `seen_at`.
     name: TableName | None = seen
     for event, ops in parsed:
@@ -141,25 +169,111 @@ def build_timeline(
     schema = _copy(found) if found is not None else None
     today: list[str | None] = [c.name for c in schema.columns] if schema is not None else []
     problem = "" if schema is not None else f"dropped after {_where(seen_at)}: no anchor describes it"
-    epochs: list[Epoch] = []
-    current = end_name
+    paths = [_Path(end_name, schema, today, problem)]
+    doubt = ""  # the last DDL that left more than one candidate
     for event, ops in reversed(parsed):
-        mine = [op for op in ops if _concerns(op, current)]
-        unparsed = [op for op in ops if isinstance(op, Unparsed)]
-        if unparsed and ddl_targets(event.sql, event.db).touches(*current):
-            epochs.append(Epoch(event.at, event.where, event.sql, current, schema, today, problem, list(ops)))
-            schema, today = None, []
-            problem = f"DDL at {event.where} the schema history cannot read ({unparsed[0].reason}): {shorten(event.sql, 120)}"
+        grown: list[_Path] = []
+        for path in paths:
+            current = path.name
+            mine = [op for op in ops if _concerns(op, current)]
+            unparsed = [op for op in ops if isinstance(op, Unparsed)]
+            if unparsed and ddl_targets(event.sql, event.db).touches(*current):
+                path.epochs.append(
+                    Epoch(
+                        event.at,
+                        event.where,
+                        event.sql,
+                        current,
+                        path.schema,
+                        path.today,
+                        path.problem,
+                        list(ops),
+                    )
+                )
+                reason = unparsed[0].reason
+                path.schema, path.today = None, []
+                path.problem = f"DDL at {event.where} the schema history cannot read ({reason}): {shorten(event.sql, 120)}"
+                grown.append(path)
+                continue
+            if not mine:
+                grown.append(path)
+                continue
+            path.epochs.append(
+                Epoch(event.at, event.where, event.sql, current, path.schema, path.today, path.problem, mine)
+            )
+            states = [(current, path.schema, path.today, path.problem)]
+            for op in reversed(mine):
+                states = [after for state in states for after in _undo(op, *state, event)]
+            for state_name, state_schema, state_today, state_problem in states:
+                grown.append(_Path(state_name, state_schema, state_today, state_problem, list(path.epochs)))
+        if len(grown) > len(paths):
+            doubt = f"DDL at {event.where}: {shorten(event.sql, 100)}"
+        paths = (_agreeing(grown, maps_between) or [_lost(grown[0], doubt)]) if len(grown) > 1 else grown
+        if len(paths) > MAX_CANDIDATES:
+            paths = paths[:1]
+            paths[0].schema, paths[0].today = None, []
+            paths[0].problem = f"too many possible definitions before the {doubt}"
+    for path in paths:
+        path.epochs.append(Epoch(BEFORE_RANGE, "", "", path.name, path.schema, path.today, path.problem))
+    if len(paths) > 1:
+        paths = _agreeing(paths, maps_between) or [_lost(paths[0], doubt)]
+    for path in paths:
+        path.epochs.reverse()
+    return Timeline(end_name, _settled(paths, doubt), found)
+
+
+def _lost(path: _Path, doubt: str) -> _Path:
+    """No candidate agrees with the table maps: the definitions from the doubt back are unknown."""
+    why = f"no definition before the {doubt} agrees with the table maps; give it with --schema-file"
+    epochs = [*path.epochs[:-1], replace(path.epochs[-1], schema=None, today=[], problem=why)]
+    return _Path(path.name, None, [], why, epochs)
+
+
+def _agreeing(paths: list[_Path], maps_between: MapsOf) -> list[_Path]:
+    """The candidates whose newest-found epoch (the last appended, walking backwards) agrees with the
+    table maps written while it applied; the epochs found before were checked when they were found."""
+    kept = []
+    for path in paths:
+        if not path.epochs:
+            kept.append(path)
             continue
-        if not mine:
+        epoch = path.epochs[-1]
+        hi = path.epochs[-2].start if len(path.epochs) > 1 else (1 << 30, 0)
+        schema = epoch.schema
+        if schema is None or all(
+            _agrees(schema.columns, tmap) for tmap in maps_between(epoch.name, epoch.start, hi)
+        ):
+            kept.append(path)
+    return kept
+
+
+def _settled(paths: list[_Path], doubt: str) -> list[Epoch]:
+    """One epoch list: where the surviving candidates disagree, the definition is unknown."""
+    epochs = paths[0].epochs
+    if len(paths) == 1:
+        return epochs
+    out = []
+    for index, epoch in enumerate(epochs):
+        shapes = {_shape(p.epochs[index]) for p in paths}
+        if len(shapes) == 1:
+            out.append(epoch)
             continue
-        epochs.append(Epoch(event.at, event.where, event.sql, current, schema, today, problem, mine))
-        lower_maps = _maps_before(maps_between, event, parsed, current)
-        for op in reversed(mine):
-            current, schema, today, problem = _undo(op, current, schema, today, problem, event, lower_maps)
-    epochs.append(Epoch(BEFORE_RANGE, "", "", current, schema, today, problem))
-    epochs.reverse()
-    return Timeline(end_name, epochs, found)
+        out.append(
+            replace(
+                epoch,
+                schema=None,
+                today=[],
+                problem=f"the table maps do not tell where a column was before the {doubt}; give the "
+                "definition as of the incident with --schema-file",
+            )
+        )
+    return out
+
+
+def _shape(epoch: Epoch) -> tuple[Any, ...]:
+    if epoch.schema is None:
+        return (epoch.problem,)
+    return tuple((c.name.lower(), c.data_type) for c in epoch.schema.columns) + tuple(epoch.today)
 
 
 def _where(at: At) -> str:
@@ -180,17 +294,6 @@ def _concerns(op: TableOp, name: TableName) -> bool:
     return False
 
 
-def _maps_before(
-    maps_between: MapsOf, event: DdlEvent, parsed: list[tuple[DdlEvent, list[TableOp]]], name: TableName
-) -> Callable[[TableName], list[TableMap]]:
-    """The table maps written under a name between the DDL before `event` on it and `event`."""
-    lower = BEFORE_RANGE
-    for other, ops in parsed:
-        if other.at < event.at and any(_concerns(op, name) for op in ops):
-            lower = other.at
-    return lambda current: maps_between(current, lower, event.at)
-
-
 def _copy(schema: TableSchema) -> TableSchema:
     return replace(schema, columns=[replace(c) for c in schema.columns], unique_keys=list(schema.unique_keys))
 
@@ -202,6 +305,9 @@ def _index(schema: TableSchema, name: str) -> int | None:
     return None
 
 
+State = tuple[TableName, TableSchema | None, list[str | None], str]
+
+
 def _undo(
     op: TableOp,
     name: TableName,
@@ -209,85 +315,72 @@ def _undo(
     today: list[str | None],
     problem: str,
     event: DdlEvent,
-    maps_before: Callable[[TableName], list[TableMap]],
-) -> tuple[TableName, TableSchema | None, list[str | None], str]:
-    """The table as it was before `op` (its name, definition, today's names, why unknown)."""
+) -> list[State]:
+    """The table as it may have been before `op` (name, definition, today's names, why unknown): one
+    state, or one per place a dropped or moved column may have had."""
     if isinstance(op, RenameTable):
         if _same(op.new, name):
             old = (op.old[0] or name[0], op.old[1])
             if schema is not None:
                 schema = replace(_copy(schema), database=old[0], table=old[1])
-            return old, schema, today, problem
-        return name, schema, today, problem
+            return [(old, schema, today, problem)]
+        return [(name, schema, today, problem)]
     if isinstance(op, CreateTable):
-        return name, None, [], ""  # before its CREATE the table did not exist
+        return [(name, None, [], "")]  # before its CREATE the table did not exist
     if isinstance(op, DropTable | DropDatabase):
-        return name, None, [], f"dropped at {event.where}: its definition before that is not known"
+        return [(name, None, [], f"dropped at {event.where}: its definition before that is not known")]
     if isinstance(op, TruncateTable) or schema is None:
-        return name, schema, today, problem
+        return [(name, schema, today, problem)]
     assert isinstance(op, AlterTable)
-    schema = _copy(schema)
-    today = list(today)
+    states: list[tuple[TableSchema, list[str | None]]] = [(_copy(schema), list(today))]
     for action in reversed(op.actions):
         if isinstance(action, KeepColumns):
             continue
-        if isinstance(action, AddColumn):
-            i = _index(schema, action.column.name)
-            if i is None:
-                return (
-                    name,
-                    None,
-                    [],
-                    f"column `{action.column.name}` added at {event.where} is not in the definition after it",
-                )
-            _remove(schema, i)
-            del today[i]
-        elif isinstance(action, RenameColumn):
-            i = _index(schema, action.new)
-            if i is None:
-                return (
-                    name,
-                    None,
-                    [],
-                    f"column `{action.new}` renamed at {event.where} is not in the definition after it",
-                )
-            schema.columns[i].name = action.old
-        elif isinstance(action, ModifyColumn):
-            i = _index(schema, action.column.name)
-            if i is None:
-                return (
-                    name,
-                    None,
-                    [],
-                    f"column `{action.column.name}` changed at {event.where} is not in the definition after it",
-                )
-            column = schema.columns[i]
-            column.name = action.old
-            column.data_type = column.column_type = ""  # its type before: the table map says
-            if action.position is not None:
-                moved, was = column, today[i]
-                _remove(schema, i)
-                del today[i]
-                placed = _place(schema, moved, maps_before(name))
-                if placed is None:
-                    return name, None, [], _unplaced(moved.name, "moved", event)
-                _insert(schema, placed, moved)
-                today.insert(placed, was)
-        elif isinstance(action, DropColumn):
-            lost = Column(action.name)
-            placed = _place(schema, lost, maps_before(name))
-            if placed is None:
-                return name, None, [], _unplaced(action.name, "dropped", event)
-            _insert(schema, placed, lost)
-            today.insert(placed, None)
-    return name, schema, today, problem
+        following: list[tuple[TableSchema, list[str | None]]] = []
+        for current, names in states:
+            if isinstance(action, AddColumn | RenameColumn | ModifyColumn):
+                wanted = action.column.name if isinstance(action, AddColumn | ModifyColumn) else action.new
+                i = _index(current, wanted)
+                if i is None:
+                    why = f"column `{wanted}` of the DDL at {event.where} is not in the definition after it"
+                    return [(name, None, [], why)]
+                if isinstance(action, AddColumn):
+                    _remove(current, i)
+                    del names[i]
+                    following.append((current, names))
+                elif isinstance(action, RenameColumn):
+                    current.columns[i].name = action.old
+                    following.append((current, names))
+                else:
+                    column = current.columns[i]
+                    column.name = action.old
+                    column.data_type = column.column_type = ""  # its type before: the table map says
+                    if action.position is None:
+                        following.append((current, names))
+                        continue
+                    was = names[i]
+                    _remove(current, i)
+                    del names[i]
+                    following.extend(_everywhere(current, names, column, was))
+            else:
+                assert isinstance(action, DropColumn)
+                following.extend(_everywhere(current, names, Column(action.name), None))
+        states = following
+    return [(name, s, t, problem) for s, t in states]
 
 
-def _unplaced(column: str, what: str, event: DdlEvent) -> str:
-    return (
-        f"where column `{column}` was before it was {what} at {event.where} cannot be told from the table maps "
-        f"({shorten(event.sql, 100)}); give the definition as of the incident with --schema-file"
-    )
+def _everywhere(
+    schema: TableSchema, today: list[str | None], column: Column, was: str | None
+) -> list[tuple[TableSchema, list[str | None]]]:
+    """`column` at every place among the others: the candidates the table maps choose from."""
+    out = []
+    for index in range(len(schema.columns) + 1):
+        trial = _copy(schema)
+        _insert(trial, index, replace(column))
+        names = list(today)
+        names.insert(index, was)
+        out.append((trial, names))
+    return out
 
 
 def _remove(schema: TableSchema, index: int) -> None:
@@ -304,35 +397,10 @@ def _insert(schema: TableSchema, index: int, column: Column) -> None:
     schema.unique_keys = [shift(k) for k in schema.unique_keys]
 
 
-def _place(schema: TableSchema, column: Column, maps: list[TableMap]) -> int | None:
-    """Where `column` fits among the others so that every table map's types agree; None unless exactly
-    one place does (or no map shows the table, and then no rows need the definition: the end)."""
-    if not maps:
-        return len(schema.columns)
-    fits = []
-    for index in range(len(schema.columns) + 1):
-        trial = list(schema.columns)
-        trial.insert(index, column)
-        if all(_agrees(trial, tmap) for tmap in maps):
-            fits.append(index)
-    if len(fits) == 1:
-        return fits[0]
-    names = {tuple(n.lower() for n in tmap.column_names) for tmap in maps if tmap.column_names}
-    for index in fits:  # FULL metadata names the columns: the place is where the name is
-        order = tuple(
-            [
-                *(c.name.lower() for c in schema.columns[:index]),
-                column.name.lower(),
-                *(c.name.lower() for c in schema.columns[index:]),
-            ]
-        )
-        if order in names:
-            return index
-    return None
-
-
 def _agrees(columns: list[Column], tmap: TableMap) -> bool:
     if len(columns) != tmap.column_count:
+        return False
+    if tmap.column_names and [c.name.lower() for c in columns] != [n.lower() for n in tmap.column_names]:
         return False
     real = tmap.real_types
     for i, column in enumerate(columns):
@@ -340,3 +408,128 @@ def _agrees(columns: list[Column], tmap: TableMap) -> bool:
         if allowed is not None and real[i] not in allowed:
             return False
     return True
+
+
+# ---- forward, from a CREATE TABLE the binlog holds --------------------------------------------------
+
+
+def forward_timeline(created: int, ddl: list[DdlEvent]) -> Timeline | None:
+    """The timeline of the table that DDL `created` (a CREATE TABLE with its columns) made, applying the
+    DDL after it forward: exact where a DDL alone says what the table became (no table map needed).
+    None when that statement is no such CREATE TABLE."""
+    event = ddl[created]
+    ops = list(_ops(event.sql, event.db))
+    create = next((op for op in ops if isinstance(op, CreateTable) and op.columns is not None), None)
+    if create is None or create.columns is None:
+        return None
+    name = create.table
+    schema: TableSchema | None = TableSchema(
+        name[0],
+        name[1],
+        [replace(c) for c in create.columns],
+        create.primary_key,
+        list(create.unique_keys),
+        source="ddl",
+    )
+    ids = list(range(len(create.columns)))
+    next_id = len(ids)
+    epochs = [
+        Epoch(BEFORE_RANGE, "", "", name, None),
+        Epoch(event.at, event.where, event.sql, name, schema, [], "", list(ops)),
+    ]
+    id_lists = [[], list(ids)]
+    problem = ""
+    for later in ddl[created + 1 :]:
+        ops = list(_ops(later.sql, later.db))
+        unparsed = [op for op in ops if isinstance(op, Unparsed)]
+        if unparsed and ddl_targets(later.sql, later.db).touches(*name):
+            problem = f"DDL at {later.where} the schema history cannot read ({unparsed[0].reason}): {shorten(later.sql, 120)}"
+            epochs.append(Epoch(later.at, later.where, later.sql, name, None, [], problem, list(ops)))
+            id_lists.append([])
+            break
+        mine = [op for op in ops if _concerns(op, name)]
+        if not mine or schema is None:
+            continue
+        for op in mine:
+            if schema is None:
+                break
+            if isinstance(op, RenameTable) and _same(op.old, name):
+                name = (op.new[0] or name[0], op.new[1])
+                schema = replace(_copy(schema), database=name[0], table=name[1])
+            elif isinstance(op, DropTable | DropDatabase | CreateTable):
+                schema, ids = None, []
+            elif isinstance(op, AlterTable):
+                schema, ids, next_id, problem = _apply(op, schema, ids, next_id, later)
+        epochs.append(Epoch(later.at, later.where, later.sql, name, schema, [], problem, mine))
+        id_lists.append(list(ids))
+        if schema is None:
+            break
+    # Today's name of each column: its name in the last definition (the anchor is the table after it).
+    final = (
+        {i: c.name for i, c in zip(id_lists[-1], epochs[-1].schema.columns, strict=True)}
+        if epochs[-1].schema
+        else {}
+    )
+    for epoch, column_ids in zip(epochs, id_lists, strict=True):
+        epoch.today = [final.get(i) for i in column_ids]
+    return Timeline(name, epochs, epochs[-1].schema)
+
+
+def _apply(
+    op: AlterTable, schema: TableSchema, ids: list[int], next_id: int, event: DdlEvent
+) -> tuple[TableSchema | None, list[int], int, str]:
+    """The table after `op` (column ids follow the columns), or None with why."""
+    schema = _copy(schema)
+    ids = list(ids)
+    for action in op.actions:
+        if isinstance(action, KeepColumns):
+            continue
+        if isinstance(action, AddColumn):
+            at = _position_index(schema, action.position)
+            if at is None:
+                return (
+                    None,
+                    [],
+                    next_id,
+                    f"ADD COLUMN at {event.where}: no column `{action.position.after}` to add after",
+                )
+            _insert(schema, at, replace(action.column))
+            ids.insert(at, next_id)
+            next_id += 1
+            continue
+        old = action.name if isinstance(action, DropColumn) else action.old
+        i = _index(schema, old)
+        if i is None:
+            return None, [], next_id, f"DDL at {event.where} names a column `{old}` the table does not have"
+        if isinstance(action, DropColumn):
+            _remove(schema, i)
+            del ids[i]
+        elif isinstance(action, RenameColumn):
+            schema.columns[i].name = action.new
+        elif isinstance(action, ModifyColumn):
+            column_id = ids[i]
+            if action.position is None:
+                schema.columns[i] = replace(action.column)
+                continue
+            _remove(schema, i)
+            del ids[i]
+            at = _position_index(schema, action.position)
+            if at is None:
+                return (
+                    None,
+                    [],
+                    next_id,
+                    f"CHANGE/MODIFY at {event.where}: no column `{action.position.after}`",
+                )
+            _insert(schema, at, replace(action.column))
+            ids.insert(at, column_id)
+    return schema, ids, next_id, ""
+
+
+def _position_index(schema: TableSchema, position: Position) -> int | None:
+    if position.first:
+        return 0
+    if position.after is None:
+        return len(schema.columns)
+    i = _index(schema, position.after)
+    return None if i is None else i + 1
