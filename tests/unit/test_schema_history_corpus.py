@@ -58,7 +58,9 @@ def _read(path: Path) -> tuple[list[DdlEvent], list[tuple[int, TableMap]]]:
     return ddl, maps
 
 
-def _timeline_of(tmap: TableMap, pos: int, timelines: dict[int, Timeline], ddl: list[DdlEvent]) -> Timeline | None:
+def _timeline_of(
+    tmap: TableMap, pos: int, timelines: dict[int, Timeline], ddl: list[DdlEvent]
+) -> Timeline | None:
     """The history of the table made by the last CREATE TABLE of its name before the map."""
     name = (tmap.database.lower(), tmap.table.lower())
     found = None
@@ -104,9 +106,7 @@ def test_corpus_history_across_two_files_follows_add_and_drop_column():
         file_ddl, file_maps = _read(folder / name)
         ddl += [DdlEvent((index, e.at[1]), e.where, e.sql, e.db) for e in file_ddl]
         maps += [((index, pos), tmap) for pos, tmap in file_maps]
-    created = [
-        i for i, e in enumerate(ddl) if "CREATE TABLE `wanshao_test`" in e.sql and e.db == "wanshao"
-    ]
+    created = [i for i, e in enumerate(ddl) if "CREATE TABLE `wanshao_test`" in e.sql and e.db == "wanshao"]
     timeline = forward_timeline(created[-1], ddl)
     assert timeline is not None
     shapes = [epoch.schema.names if epoch.schema else None for epoch in timeline.epochs]
