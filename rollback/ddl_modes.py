@@ -37,7 +37,7 @@ from rollback.ddl_parse import (
 from rollback.errors import DDLInRange, SchemaMismatch
 from rollback.pipeline.plan import PartitionPlan, SchemaKey, schema_key
 from rollback.schema import Column, SchemaSource, TableSchema, check_schema
-from rollback.schema_history import At, DdlEvent, Epoch, Timeline, build_timeline
+from rollback.schema_history import At, DdlEvent, Epoch, Timeline, build_timeline, fill_from_creates
 from rollback.sql import quote_ident
 
 # per signature: (epoch start, schema or refusal message) in binlog order; the partition picks the
@@ -85,6 +85,7 @@ def plan_ddl(
     by_anchor: dict[tuple[str, str], Timeline] = {}
     for name, seen in maps.items():
         timeline = build_timeline(name, seen[0][0], anchor, events, maps_between)
+        fill_from_creates(timeline, events)
         timeline = by_anchor.setdefault(timeline.anchor, timeline)
         for at, tmap in seen:
             epoch = timeline.at(at)
@@ -110,17 +111,39 @@ _INT_NAMES: dict[int, str] = {
 }
 
 
+# Type names a table-map type code can only be (the description and the check of a forgotten type).
+_ONLY_NAME: dict[int, str] = {
+    T.DATE: "date",
+    T.NEWDATE: "date",
+    T.DATETIME2: "datetime",
+    T.TIMESTAMP2: "timestamp",
+    T.TIME2: "time",
+    T.YEAR: "year",
+    T.NEWDECIMAL: "decimal",
+    T.DOUBLE: "double",
+    T.FLOAT: "float",
+    T.BIT: "bit",
+    T.JSON: "json",
+    T.VARCHAR: "varchar",
+}
+
+
 def _fill_from_map(epoch: Epoch, tmap: TableMap) -> None:
-    """Integer columns whose type the history forgot (a MODIFY undone): the table map's type."""
+    """Columns whose type the history forgot (a MODIFY undone, a dropped column): the table map's type;
+    integers completely (a reverse MODIFY can write them back), others by name only."""
     if epoch.schema is None or len(epoch.schema.columns) != tmap.column_count:
         return
     real = tmap.real_types
     for i, column in enumerate(epoch.schema.columns):
+        if column.data_type:
+            continue
         name = _INT_NAMES.get(real[i])
-        if not column.data_type and name is not None:
+        if name is not None:
             column.data_type = name
             column.column_type = name + (" unsigned" if column.unsigned else "")
             column.nullable = tmap.nullable[i]
+        elif real[i] in _ONLY_NAME:
+            column.data_type = _ONLY_NAME[real[i]]
 
 
 def _epoch_schema(

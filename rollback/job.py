@@ -211,6 +211,11 @@ class Job:
         through the DDL after the range and in it (rollback.schema_history, rollback.ddl_modes)."""
         report = self.report
         report.ddl_mode = self.options.ddl
+        if self.options.schema is None:
+            raise SchemaUnproven(
+                f"--ddl {self.options.ddl} rebuilds each table's history from the tables as they are now: "
+                "give them with --schema-dsn, --schema-file or --server"
+            )
         later: list[LaterDdl] = []
         where = "the binlog after the range: not read (--trust-schema)"
         if plan.partitions and not self.options.trust_schema:

@@ -119,8 +119,10 @@ for _geo in (
 def _as_of_incident(source: str) -> str:
     """What to do when the schema source describes the table as it is now, not as it was."""
     if source == "ddl":
-        return "the schema file must describe the table as of the incident"
-    return "give its definition as of the incident with --schema-file"
+        return (
+            "the schema file must describe the table as of the incident, or --ddl keep follows the DDL since"
+        )
+    return "give its definition as of the incident with --schema-file, or --ddl keep to follow the DDL since"
 
 
 def check_schema(schema: TableSchema, tmap: TableMap, position: int | None) -> None:

@@ -410,6 +410,32 @@ def _agrees(columns: list[Column], tmap: TableMap) -> bool:
     return True
 
 
+def fill_from_creates(timeline: Timeline, ddl: list[DdlEvent]) -> None:
+    """Definitions the backward walk left unknown, taken from the history built forward from a CREATE
+    TABLE of the same table in the DDL (exact: the statement the server ran), when one covers them."""
+    unknown = [e for e in timeline.epochs if e.schema is None and e.problem]
+    if not unknown:
+        return
+    anchor_names = (
+        {c.name.lower() for c in timeline.anchor_schema.columns} if timeline.anchor_schema else set()
+    )
+    for index, event in enumerate(ddl):
+        if not any(isinstance(op, CreateTable) for op in _ops(event.sql, event.db)):
+            continue
+        forward = forward_timeline(index, ddl)
+        if forward is None:
+            continue
+        for epoch in unknown:
+            found = forward.at(epoch.start)
+            if found.schema is None or found.start == BEFORE_RANGE or found.name != epoch.name:
+                continue
+            if not all(name is None or name.lower() in anchor_names for name in found.today):
+                continue  # the forward history does not end as the anchor's table: no lineage to follow
+            epoch.schema = _copy(found.schema)
+            epoch.today = list(found.today)
+            epoch.problem = ""
+
+
 # ---- forward, from a CREATE TABLE the binlog holds --------------------------------------------------
 
 

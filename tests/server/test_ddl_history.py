@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from rollback.errors import DDLInRange, SchemaMismatch, SchemaUnproven
-from tests.support.restore import apply_with_client, flashback, snapshot, span
+from tests.support.restore import apply_with_client, flashback, range_args, run_cli, snapshot, span
 
 CREATE = "CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT, b VARCHAR(20), c DATE)"
 ROWS = "INSERT INTO {db}.t VALUES (1, 10, 'one', '2026-01-01'), (2, 20, 'two', NULL), (3, 30, 'three', '2026-03-03')"
@@ -150,3 +150,100 @@ def test_reverse_refuses_an_irreversible_ddl_naming_it(scratch_server, tmp_path,
     message = str(refused.value)
     assert named in message and f"{db}.t" in message and "mysql-bin." in message
     assert not (tmp_path / "rollback.sql").exists()
+
+
+def test_keep_reverses_changes_on_both_sides_of_a_ddl_in_the_range(scratch_server, tmp_path):
+    """DELETE, ADD COLUMN (with default), more DML, all in the range: every change undone, into today's
+    table; the added column keeps what the later DML and the default gave the rows that have it."""
+    db = "keep_both_sides"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    before = scratch_server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id")
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 2"])
+    scratch_server.run_sql([f"ALTER TABLE {db}.t ADD COLUMN d INT NOT NULL DEFAULT 7 AFTER a"])
+    last = scratch_server.run_sql(
+        [f"UPDATE {db}.t SET a = 99, d = 8 WHERE id = 1", f"INSERT INTO {db}.t (id, a, d) VALUES (9, 90, 9)"]
+    )
+    script, _plan, report = flashback(scratch_server, span(scratch_server, first, last), tmp_path, ddl="keep")
+    apply_with_client(scratch_server, script)
+    assert scratch_server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id") == before
+    # d is today's column: the UPDATE's reversal sets it back to what the row had after the ALTER
+    assert scratch_server.query(f"SELECT id, d FROM {db}.t ORDER BY id") == [(1, 7), (2, 7), (3, 7)]
+    assert [e["ddl"][:40] for e in report.timelines[0]["epochs"]][1].startswith(
+        "ALTER TABLE keep_both_sides.t ADD"
+    )
+
+
+def test_keep_refuses_a_narrowing_type_change_naming_the_column(scratch_server, tmp_path):
+    db = "keep_narrowing"
+    rng, _before = _incident(scratch_server, db)
+    scratch_server.run_sql([f"ALTER TABLE {db}.t MODIFY a SMALLINT"])
+    with pytest.raises(SchemaMismatch) as refused:
+        flashback(scratch_server, rng, tmp_path, ddl="keep")
+    message = str(refused.value)
+    assert "column `a`" in message and "smallint" in message and "--ddl keep" in message
+
+
+def test_an_unreadable_ddl_on_the_table_is_refused_naming_it_and_its_position(scratch_server, tmp_path):
+    db = "keep_unreadable"
+    rng, _before = _incident(scratch_server, db)
+    scratch_server.run_sql([f"ALTER TABLE {db}.t CONVERT TO CHARACTER SET latin1"])
+    with pytest.raises(SchemaMismatch) as refused:
+        flashback(scratch_server, rng, tmp_path, ddl="keep")
+    message = str(refused.value)
+    assert "cannot read" in message and "CONVERT TO CHARACTER SET latin1" in message
+    assert "DDL at mysql-bin." in message
+
+
+def test_reverse_drops_a_table_the_range_created(scratch_server, tmp_path):
+    db = "reverse_create"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    state_before = snapshot(scratch_server, [f"{db}.t"])
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 3"])
+    scratch_server.run_sql([f"CREATE TABLE {db}.audit (id INT PRIMARY KEY, note VARCHAR(20))"])
+    last = scratch_server.run_sql(
+        [f"INSERT INTO {db}.audit VALUES (1, 'x'), (2, 'y')", f"UPDATE {db}.t SET a = 0"]
+    )
+    script, _plan, _report = flashback(
+        scratch_server, span(scratch_server, first, last), tmp_path, ddl="reverse"
+    )
+    assert f"DROP TABLE `{db}`.`audit`;" in script.read_text()
+    apply_with_client(scratch_server, script)
+    assert scratch_server.query(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'audit'",
+        (db,),
+    ) == [(0,)]
+    assert snapshot(scratch_server, [f"{db}.t"]) == state_before
+
+
+def test_cli_ddl_keep_and_its_refusal_hint(scratch_server, tmp_path):
+    db = "keep_cli"
+    rng, before = _incident(scratch_server, db)
+    scratch_server.run_sql([f"ALTER TABLE {db}.t ADD COLUMN d INT DEFAULT 3 FIRST"])
+    args = ["flashback", *range_args(rng), "--schema-dsn", scratch_server.dsn, "-o", str(tmp_path / "r.sql")]
+    refused = run_cli(*args)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "--ddl keep" in refused.stderr and "Traceback" not in refused.stderr
+    done = run_cli(*args, "--ddl", "keep")
+    assert done.returncode == 0, done.stderr
+    apply_with_client(scratch_server, tmp_path / "r.sql")
+    assert scratch_server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id") == before
+    bad = run_cli(*args, "--ddl", "sideways")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_full_metadata_names_must_agree_with_the_history(scratch_server_factory, tmp_path):
+    """With FULL metadata (MariaDB binlog_row_metadata=FULL) the history's names at each table map's
+    position equal the names the map carries; --ddl keep writes the rows into today's columns."""
+    server = scratch_server_factory(row_metadata="FULL")
+    db = "keep_full_metadata"
+    rng, before = _incident(server, db)
+    server.run_sql([f"ALTER TABLE {db}.t RENAME COLUMN a TO amount, DROP COLUMN c"])
+    script, _plan, report = flashback(server, rng, tmp_path, ddl="keep")
+    apply_with_client(server, script)
+    assert server.query(f"SELECT id, amount, b FROM {db}.t ORDER BY id") == [
+        (i, a, b) for i, a, b, _c in before
+    ]
+    epochs = report.timelines[0]["epochs"]
+    assert epochs[0]["definition"] == f"{db}.t(id int, a int, b varchar, c date)"
