@@ -363,6 +363,13 @@ class SummaryOut(BaseModel):
     schema_check: dict[str, str] | None = Field(
         None, description="where column names came from (source) and how it was checked (checked)"
     )
+    ddl_mode: str = Field("refuse", description="what DDL on a changed table did: refuse, keep or reverse")
+    schema_timelines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="--ddl keep | reverse: per changed table whose definition changed, its definitions in log "
+        "order: {table, epochs: [{from, until, table, definition, ddl}]} (which definition applied to which "
+        "positions, and the DDL that began it)",
+    )
 
 
 class ExecutionCreate(BaseModel):

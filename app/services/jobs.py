@@ -313,6 +313,8 @@ class JobRunner(WorkerPool[str]):
                     "server_version",
                     "row_images",
                     "schema_check",
+                    "ddl_mode",
+                    "schema_timelines",
                     "bytes",
                     "irreversible_count",
                     "engine",

@@ -103,8 +103,10 @@ REVERSIBLE = [
 ]
 
 
-def test_reverse_returns_schema_and_data_to_before_the_range(scratch_server, tmp_path):
-    db = "ddl_reverse_all"
+@pytest.mark.parametrize("partition_bytes", [None, 600])
+def test_reverse_returns_schema_and_data_to_before_the_range(scratch_server, tmp_path, partition_bytes):
+    """In one partition and cut into many (the inverse DDL sits between partitions' statements)."""
+    db = f"ddl_reverse_all_{partition_bytes or 0}"
     scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
     scratch_server.run_sql([ROWS.format(db=db)])
     create_before = scratch_server.query(f"SHOW CREATE TABLE {db}.t")[0][1]
@@ -119,8 +121,13 @@ def test_reverse_returns_schema_and_data_to_before_the_range(scratch_server, tmp
         [f"UPDATE {db}.t2 SET a = 12345678901 WHERE id = 3", f"DELETE FROM {db}.t2 WHERE id = 1"]
     )
     script, _plan, report = flashback(
-        scratch_server, span(scratch_server, first, last), tmp_path, ddl="reverse"
+        scratch_server,
+        span(scratch_server, first, last),
+        tmp_path,
+        ddl="reverse",
+        partition_bytes=partition_bytes,
     )
+    assert report.partitions > (3 if partition_bytes else 0)
     text = script.read_text()
     assert f"RENAME TABLE `{db}`.`t2` TO `{db}`.`t`;" in text
     assert f"ALTER TABLE `{db}`.`t` DROP COLUMN `d`;" in text
