@@ -36,7 +36,7 @@ from rollback.ddl_parse import (
 )
 from rollback.errors import DDLInRange, SchemaMismatch
 from rollback.pipeline.plan import PartitionPlan, SchemaKey, schema_key
-from rollback.schema import Column, SchemaSource, TableSchema, check_schema
+from rollback.schema import _COMPATIBLE, Column, SchemaSource, TableSchema, check_schema
 from rollback.schema_history import At, DdlEvent, Epoch, Timeline, build_timeline, fill_from_creates
 from rollback.sql import quote_ident
 
@@ -135,6 +135,8 @@ def _fill_from_map(epoch: Epoch, tmap: TableMap) -> None:
         return
     real = tmap.real_types
     for i, column in enumerate(epoch.schema.columns):
+        if column.unsure_sign and tmap.unsigned is not None:
+            column.unsigned, column.unsure_sign = tmap.unsigned[i], ""
         if column.data_type:
             continue
         name = _INT_NAMES.get(real[i])
@@ -160,6 +162,14 @@ def _epoch_schema(
             return (
                 f"table {where}: the binlog names the columns {', '.join(tmap.column_names)}, the schema history "
                 f"{', '.join(c.name for c in schema.columns)} (a DDL the history missed?)"
+            )
+    real = tmap.real_types
+    for i, column in enumerate(schema.columns):
+        if column.unsure_sign and real[i] in _INT_RANK:
+            return (
+                f"table {where}: whether column `{column.name}` was signed before the {column.unsure_sign} "
+                "is not in the binlog (its table maps carry no signedness: binlog_row_metadata=MINIMAL or FULL "
+                "would); give the definition as of the incident with --schema-file"
             )
     try:
         check_schema(schema, tmap, at[1])
@@ -202,7 +212,7 @@ def _keep(
             continue
         j = index_today[name.lower()]
         now = today.columns[j]
-        why = _lossy(specs[i].real_type, specs[i].length, schema.columns[i].unsigned, now)
+        why = _lossy(specs[i].real_type, specs[i].length, column.unsigned, now, column.charset)
         if why:
             return (
                 f"table {where}: column `{column.name}` (today `{now.name}` {now.column_type or now.data_type}) "
@@ -224,24 +234,41 @@ def _keep(
     )
 
 
-def _lossy(real: int, length: int, unsigned: bool, now: Column) -> str:
-    """Why today's column cannot hold every value of the old type ("" when it can)."""
+_TEXT_TYPES = frozenset(
+    {"varchar", "char", "varbinary", "binary", "tinytext", "text", "mediumtext", "longtext"}
+    | {"tinyblob", "blob", "mediumblob", "longblob"}
+)
+
+
+def _lossy(real: int, length: int, unsigned: bool, now: Column, charset: str | None = None) -> str:
+    """Why today's column cannot hold every value of the old type ("" when it can): integers widen
+    (never to unsigned from signed; to signed from unsigned only to a wider type), strings lengthen in
+    the same character set (or into utf8mb4), any other type stays in its family."""
+    if not now.data_type:
+        return ""  # today's type unknown to the source: kept as the binlog wrote it
     old_rank = _INT_RANK.get(real)
     if old_rank is not None:
         new_rank = _INT_OF.get(now.data_type)
         if new_rank is None:
             return f"was an integer and is {now.data_type} today"
-        if new_rank < old_rank or (new_rank == old_rank and unsigned != now.unsigned):
-            return "was a wider integer type, or of another signedness"
-        if unsigned and not now.unsigned and new_rank == old_rank:
-            return "was unsigned"
+        if not unsigned and now.unsigned:
+            return "was signed and is unsigned today"
+        if new_rank < old_rank or (unsigned and not now.unsigned and new_rank == old_rank):
+            return "was a wider integer type"
         return ""
-    if real in _TEXT and now.data_type in ("varchar", "char", "varbinary", "binary"):
+    if real in _TEXT:
+        if now.data_type not in _TEXT_TYPES:
+            return f"was a string and is {now.data_type} today"
+        if charset and now.charset and charset != now.charset and now.charset != "utf8mb4":
+            return f"was in {charset} and is in {now.charset} today"
         width = _width(now.column_type)
         if width is not None and real in (T.VARCHAR, T.VAR_STRING) and length > width * 4:
             return f"held up to {length} bytes, more than {now.column_type} can"
         return ""
-    return ""  # the same type family (check_schema's table of types accepted it) or a type kept as is
+    allowed = _COMPATIBLE.get(now.data_type)
+    if allowed is not None and real not in allowed:
+        return f"was of type code {real} and is {now.data_type} today"
+    return ""
 
 
 def _width(column_type: str) -> int | None:
@@ -331,7 +358,7 @@ def _old_definition(before: Epoch, name: str) -> str | None:
     columns = before.schema.columns
     for i, column in enumerate(columns):
         if column.name.lower() == name.lower():
-            if not column.column_type:
+            if not column.column_type or column.unsure_sign:
                 return None
             null = "NULL" if column.nullable else "NOT NULL"
             place = f"AFTER {quote_ident(columns[i - 1].name)}" if i else "FIRST"

@@ -31,6 +31,9 @@ class Column:
     set_values: tuple[str, ...] | None = None
     column_type: str = ""  # the full type as the source prints it (varchar(10), int(11) unsigned); "" unknown
     dropped: bool = False  # --ddl keep: dropped since the binlog wrote it; never written nor compared
+    # The schema history undid a MODIFY/CHANGE of it: its signedness before is known only to a table
+    # map that carries signedness (binlog_row_metadata MINIMAL or FULL)
+    unsure_sign: str = ""  # the DDL that left it unsure ("" when sure)
 
 
 @dataclass(slots=True)

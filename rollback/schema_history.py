@@ -355,6 +355,7 @@ def _undo(
                     column = current.columns[i]
                     column.name = action.old
                     column.data_type = column.column_type = ""  # its type before: the table map says
+                    column.unsure_sign = f"DDL at {event.where} ({shorten(event.sql, 100)})"
                     if action.position is None:
                         following.append((current, names))
                         continue

@@ -43,13 +43,18 @@ KEEP = {
     "drop-unrelated-column": (["ALTER TABLE {db}.t DROP COLUMN c"], "id, a, b"),
     "column-reorder": (["ALTER TABLE {db}.t MODIFY b VARCHAR(20) FIRST"], "id, a, b, c"),
     "rename-table": (["RENAME TABLE {db}.t TO {db}.t2"], "id, a, b, c"),
-    "modify-wider": (["ALTER TABLE {db}.t MODIFY a BIGINT, MODIFY b VARCHAR(200)"], "id, a, b, c"),
+    "modify-wider-string": (["ALTER TABLE {db}.t MODIFY b VARCHAR(200)"], "id, a, b, c"),
+    "modify-wider-metadata-minimal": (["ALTER TABLE {db}.t MODIFY a BIGINT"], "id, a, b, c"),
     "rename-column": (["ALTER TABLE {db}.t RENAME COLUMN a TO amount"], "id, amount, b, c"),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(KEEP))
-def test_keep_restores_the_incident_into_todays_table(scratch_server, tmp_path, kind):
+def test_keep_restores_the_incident_into_todays_table(scratch_server_factory, tmp_path, kind):
+    """The server writes no column names (MariaDB's default); a changed integer type needs its old
+    signedness, which binlog_row_metadata=MINIMAL carries: that case runs with it."""
+    metadata = "MINIMAL" if kind.endswith("metadata-minimal") else None
+    scratch_server = scratch_server_factory(row_metadata=metadata) if metadata else scratch_server_factory()
     db = f"keep_{kind.replace('-', '_')}"
     rng, before = _incident(scratch_server, db)
     migration, columns = KEEP[kind]
@@ -104,8 +109,12 @@ REVERSIBLE = [
 
 
 @pytest.mark.parametrize("partition_bytes", [None, 600])
-def test_reverse_returns_schema_and_data_to_before_the_range(scratch_server, tmp_path, partition_bytes):
-    """In one partition and cut into many (the inverse DDL sits between partitions' statements)."""
+def test_reverse_returns_schema_and_data_to_before_the_range(
+    scratch_server_factory, tmp_path, partition_bytes
+):
+    """In one partition and cut into many (the inverse DDL sits between partitions' statements). The
+    MODIFY back needs the integer's old signedness: binlog_row_metadata=MINIMAL carries it."""
+    scratch_server = scratch_server_factory(row_metadata="MINIMAL")
     db = f"ddl_reverse_all_{partition_bytes or 0}"
     scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
     scratch_server.run_sql([ROWS.format(db=db)])
@@ -181,7 +190,22 @@ def test_keep_reverses_changes_on_both_sides_of_a_ddl_in_the_range(scratch_serve
     )
 
 
-def test_keep_refuses_a_narrowing_type_change_naming_the_column(scratch_server, tmp_path):
+def test_keep_refuses_an_integer_change_whose_old_signedness_the_binlog_lacks(scratch_server, tmp_path):
+    db = "keep_unsure_sign"
+    rng, _before = _incident(scratch_server, db)
+    scratch_server.run_sql([f"ALTER TABLE {db}.t MODIFY a BIGINT"])
+    with pytest.raises(SchemaMismatch) as refused:
+        flashback(scratch_server, rng, tmp_path, ddl="keep")
+    message = str(refused.value)
+    assert (
+        "whether column `a` was signed" in message
+        and "MODIFY a BIGINT" in message
+        and "--schema-file" in message
+    )
+
+
+def test_keep_refuses_a_narrowing_type_change_naming_the_column(scratch_server_factory, tmp_path):
+    scratch_server = scratch_server_factory(row_metadata="MINIMAL")
     db = "keep_narrowing"
     rng, _before = _incident(scratch_server, db)
     scratch_server.run_sql([f"ALTER TABLE {db}.t MODIFY a SMALLINT"])

@@ -172,3 +172,9 @@ def test_keep_refuses_a_narrowing_type_change():
     assert _lossy(T.VARCHAR, 800, False, Column("b", "varchar", column_type="varchar(20)")) != ""
     assert _lossy(T.VARCHAR, 80, False, Column("b", "varchar", column_type="varchar(200)")) == ""
     assert "integer" in _lossy(T.LONG, 0, False, Column("a", "varchar", column_type="varchar(20)"))
+    assert "signed" in _lossy(T.LONG, 0, False, Column("a", "bigint", unsigned=True))
+    assert _lossy(T.DATETIME2, 0, False, Column("a", "date")) != ""
+    assert _lossy(T.DATETIME2, 0, False, Column("a", "datetime")) == ""
+    assert _lossy(T.VARCHAR, 80, False, Column("b", "text")) == ""
+    assert "latin1" in _lossy(T.VARCHAR, 80, False, Column("b", "varchar", charset="latin1"), "utf8mb4")
+    assert _lossy(T.VARCHAR, 80, False, Column("b", "varchar", charset="utf8mb4"), "latin1") == ""
