@@ -330,4 +330,6 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
             if extra.get("engine")
             else None
         ),
+        ddl_mode=extra.get("ddl_mode") or "refuse",
+        schema_timelines=extra.get("schema_timelines") or [],
     )
