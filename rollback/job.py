@@ -15,7 +15,7 @@ from typing import IO
 
 from rollback.ddl import shorten
 from rollback.ddl_guard import ddl_hits, refuse_schema_change_mid_range, refuse_selected_ddl
-from rollback.errors import EmptyRange, IrreversibleChange, SchemaMismatch, SchemaUnproven
+from rollback.errors import EmptyRange, IrreversibleChange, PartialTransaction, SchemaMismatch, SchemaUnproven
 from rollback.header import script_header
 from rollback.merge import (
     BinaryTo,
@@ -25,9 +25,12 @@ from rollback.merge import (
     concatenate,
     irreversible_items,
     merge_parts,
+    partial_picks,
     replace,
 )
 from rollback.pipeline.contents import held, table_hints
+from rollback.pipeline.dependencies import DEPENDENTS_KEPT, Seen, dependents, merge_lines
+from rollback.pipeline.dependencies import describe as describe_dependency
 from rollback.pipeline.engines import engine_for
 from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.partition import JobSpec
@@ -172,6 +175,7 @@ class Job:
             changes=changes,
             plan_lines=plan_lines,
             hold=self.options.allow_partial and self.options.mode == "flashback",
+            track_dependencies=self.filters.picks and self.options.mode == "flashback",
         )
         # A range that fits in one partition runs in-process: nothing to distribute.
         chosen = EngineKind(self.options.engine) if len(plan.partitions) > 1 else EngineKind.LOCAL
@@ -248,6 +252,9 @@ class Job:
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
             raise decode_error(mismatch)
+        self._partial_picks(summaries)
+        if self.filters.picks and self.options.mode == "flashback":
+            self._dependencies(out_dir, summaries)
         self._check_schema_source(plan, set(changed))
         if not report.counts:
             self._empty(summaries)
@@ -262,6 +269,39 @@ class Job:
                 f"first: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
                 f"(missing {', '.join(item['missing'])}: {item['reason']}); "
                 "--allow-partial emits the restorable changes and lists the rest"
+            )
+
+    def _partial_picks(self, summaries: list[Summary]) -> None:
+        """Row picks that take only part of a transaction: refused unless the user accepts them."""
+        found = partial_picks(summaries)
+        if not found:
+            return
+        if not self.options.allow_partial_transactions:
+            first = found[0]
+            raise PartialTransaction(
+                f"the row picks ({self.filters.describe()}) take only part of {len(found)} transaction(s); first: "
+                f"gtid {first['gtid'] or '-'} at {first['file']}:{first['pos']} ({first['picked']} row(s) taken, "
+                f"{first['dropped']} left); undoing part of a transaction may break its invariants: "
+                "--allow-partial-transactions accepts it"
+            )
+        self.report.partial_transactions = found
+
+    def _dependencies(self, out_dir: str, summaries: list[Summary]) -> None:
+        """Rows a later excluded change touched after a selected one (pipeline/dependencies.py)."""
+        selected: Seen = {}
+        excluded: Seen = {}
+        for summary in summaries:
+            if summary.dependency_keys:
+                with open(part_path(out_dir, summary.index, "keys.jsonl"), encoding="utf-8") as f:
+                    merge_lines(f, selected, excluded)
+        found = dependents(selected, excluded)
+        self.report.dependency_count = len(found)
+        self.report.dependencies = found[:DEPENDENTS_KEPT]
+        if found:
+            self.report.warnings.append(
+                f"{len(found)} row(s) changed by a selected transaction were changed again later by an excluded "
+                f"one (first: {describe_dependency(found[0])}); the rollback would overwrite those changes, "
+                "and executing it stops at them (the row is not as the selected change left it)"
             )
 
     def _empty(self, summaries: list[Summary]) -> None:
