@@ -321,4 +321,8 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         side_effects=extra.get("side_effects"),
         largest_statement=extra.get("largest_statement"),
         schema_check=extra.get("schema_check"),
+        transactions_list=extra.get("transactions_list") or [],
+        dependencies=extra.get("dependencies"),
+        dependency_count=extra.get("dependency_count") or 0,
+        partial_transactions=extra.get("partial_transactions") or [],
     )
