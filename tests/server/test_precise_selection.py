@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from rollback import ConflictError, cli, execute_plan
+from rollback import ConflictError, Filters, Options, ServerSchema, cli, execute_plan, generate
 from tests.support.mariadb import BinlogRange
-from tests.support.restore import apply_with_client, range_args, snapshot
+from tests.support.restore import apply_with_client, range_args, range_spec, snapshot
 
 TABLE = "ps.orders"
 # (application, statements): one transaction each, in this order
@@ -248,3 +248,34 @@ def test_bad_picks_are_refused_with_one_line(scratch_server, incident, tmp_path,
     code, script, err = _flashback(scratch_server, incident, tmp_path, capsys, *picks)
     assert code == 2 and script == ""
     assert err.count("\n") == 1 and message.lower() in err.lower(), err
+
+
+@pytest.mark.parametrize("partition_bytes", [300, 700])
+def test_split_ranges_find_the_same_dependencies_and_partial_transactions(
+    scratch_server, incident, tmp_path, partition_bytes
+):
+    # Partitions cut inside the workload: the keys and partial counts of each partition merge to the
+    # same report and script as one partition.
+    def run(size, filters):
+        script = tmp_path / f"split-{size}.sql"
+        options = Options(
+            engine="local",
+            partition_bytes=size,
+            allow_partial_transactions=True,
+            schema=ServerSchema(scratch_server.connect),
+        )
+        report = generate(range_spec(incident.rng), filters, options, script)
+        return report, script.read_text()
+
+    for filters in (
+        Filters(include_gtid=",".join(_gtids(incident, "A"))),
+        Filters(where="app = 'A' AND id <> 2"),
+    ):
+        whole, whole_script = run(None, filters)
+        split, split_script = run(partition_bytes, filters)
+        assert split.partitions > 1
+        assert (split.dependencies, split.partial_transactions) == (
+            whole.dependencies,
+            whole.partial_transactions,
+        )
+        assert split_script == whole_script
