@@ -98,14 +98,12 @@ class RangeIn(BaseModel):
     stop_datetime: str | None = Field(None, max_length=40, description="exclusive; same format")
 
 
-class FiltersIn(BaseModel):
+class PicksIn(BaseModel):
+    """Precise selection (docs/safety.md): includes add up, excludes win; statement text and `where`
+    then narrow to statements and rows."""
+
     model_config = ConfigDict(extra="forbid")
 
-    databases: list[str] = Field(default_factory=list, max_length=1000)
-    tables: list[str] = Field(default_factory=list, max_length=1000, description="db.table")
-    types: list[Literal["insert", "update", "delete"]] = Field(default_factory=list, max_length=3)
-    thread_id: int | None = Field(None, ge=0, le=2**64 - 1)
-    # Precise selection (docs/safety.md): transactions picked inside the range, rows by a predicate.
     include_gtid: str | None = Field(
         None, min_length=1, max_length=65535, description="only transactions with these GTIDs (as gtid_set)"
     )
@@ -134,6 +132,18 @@ class FiltersIn(BaseModel):
         examples=["order_id BETWEEN 100 AND 200 AND status = 'paid'"],
     )
 
+
+class FiltersIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    databases: list[str] = Field(default_factory=list, max_length=1000)
+    tables: list[str] = Field(default_factory=list, max_length=1000, description="db.table")
+    types: list[Literal["insert", "update", "delete"]] = Field(default_factory=list, max_length=3)
+    thread_id: int | None = Field(None, ge=0, le=2**64 - 1)
+    picks: PicksIn | None = Field(
+        None, description="precise selection: transactions picked inside the range, rows by a predicate"
+    )
+
     def engine_filters(self) -> Filters:
         """The engine's Filters for these fields."""
         return filters_from(self.model_dump(exclude_none=True))
@@ -141,19 +151,20 @@ class FiltersIn(BaseModel):
 
 def filters_from(f: dict[str, Any]) -> Filters:
     """The engine's Filters from a stored job's filters (FiltersIn.model_dump)."""
+    p = f.get("picks") or {}
     return Filters(
         {d.lower() for d in f.get("databases", [])},
         {t.lower() for t in f.get("tables", [])},
         set(f.get("types", [])),
         f.get("thread_id"),
-        include_gtid=f.get("include_gtid"),
-        exclude_gtid=f.get("exclude_gtid"),
-        include_positions=list(f.get("include_positions", [])),
-        exclude_positions=list(f.get("exclude_positions", [])),
-        exclude_thread_ids=set(f.get("exclude_thread_ids", [])),
-        include_query=f.get("include_query"),
-        exclude_query=f.get("exclude_query"),
-        where=f.get("where"),
+        include_gtid=p.get("include_gtid"),
+        exclude_gtid=p.get("exclude_gtid"),
+        include_positions=list(p.get("include_positions", [])),
+        exclude_positions=list(p.get("exclude_positions", [])),
+        exclude_thread_ids=set(p.get("exclude_thread_ids", [])),
+        include_query=p.get("include_query"),
+        exclude_query=p.get("exclude_query"),
+        where=p.get("where"),
     )
 
 
@@ -275,7 +286,7 @@ def check_job_request(
     try:
         req.filters.engine_filters().check_picks()
     except RollbackError as exc:
-        errors.append(_err(("filters",), _one_line(exc)))
+        errors.append(_err(("filters", "picks"), _one_line(exc)))
     if upload_files is not None:
         for name in ("start_file", "stop_file"):
             value = getattr(r, name)

@@ -2,7 +2,7 @@
 
 The script's block comments (`-- transaction gtid=G file=F pos=A-B time=T UTC ...`) name every
 transaction it undoes; a re-generation takes the ticked ones by their start position (FILE:A), the
-`include_positions` filter.
+`filters.picks.include_positions` of the API.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ def script_transactions(script: Path, limit: int = TRANSACTIONS_LISTED) -> list[
 def regenerated_body(job: Any, ticked: list[str]) -> dict[str, Any]:
     """The API body of a job like `job` that undoes only the ticked transactions (FILE:POS each)."""
     filters = dict(job.filters or {})
-    filters["include_positions"] = ticked
-    filters.pop("include_gtid", None)  # the ticks name the transactions: GTID includes would add others
+    picks = dict(filters.get("picks") or {})
+    picks["include_positions"] = ticked
+    picks.pop("include_gtid", None)  # the ticks name the transactions: GTID includes would add others
+    filters["picks"] = picks
     return {
         "server": job.server,
         "upload": job.upload_id,

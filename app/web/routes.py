@@ -263,21 +263,24 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
 
 
 def _picks_from_form(data: dict[str, Any], filters: dict[str, Any], errors: dict[str, str]) -> None:
-    """The pick fields of the new-job form (_picks_form.html) into the API body's filters."""
+    """The pick fields of the new-job form (_picks_form.html) into the API body's filters.picks."""
+    picks: dict[str, Any] = {}
     for name in ("include_gtid", "exclude_gtid", "include_query", "exclude_query", "where"):
         value = str(data.get(name, "")).strip()
         if value:
-            filters[name] = value
+            picks[name] = value
     for name in ("include_positions", "exclude_positions"):
         values = _split(str(data.get(name, "")))
         if values:
-            filters[name] = values
+            picks[name] = values
     threads = _split(str(data.get("exclude_thread_ids", "")))
     if threads:
         if not all(t.isdigit() for t in threads):
             errors["exclude_thread_ids"] = "connection ids: digits, comma-separated"
         else:
-            filters["exclude_thread_ids"] = [int(t) for t in threads]
+            picks["exclude_thread_ids"] = [int(t) for t in threads]
+    if picks:
+        filters["picks"] = picks
 
 
 def _regenerate(services: Services, job_id: str, ticked: list[str], who: str) -> str:

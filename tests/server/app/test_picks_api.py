@@ -59,7 +59,7 @@ def test_api_picks_report_dependent_rows_and_refuse_partial_transactions(
 ):
     rng, gtids = workload
     client = make_client(servers=servers_json(scratch_server))
-    job = _job(client, rng, {"include_gtid": f"{gtids[0]},{gtids[2]}"})
+    job = _job(client, rng, {"picks": {"include_gtid": f"{gtids[0]},{gtids[2]}"}})
     assert job["state"] == "succeeded", job
     summary = client.get(f"/api/jobs/{job['id']}/summary", headers=auth(VIEWER)).json()
     summary = summary.get("summary", summary)
@@ -71,10 +71,10 @@ def test_api_picks_report_dependent_rows_and_refuse_partial_transactions(
     assert any("changed again later by an excluded one" in w for w in job["warnings"])
 
     # --where keeping row 1 but not row 2 of A's first transaction: refused, then accepted
-    refused = _job(client, rng, {"where": "id = 1"})
+    refused = _job(client, rng, {"picks": {"where": "id = 1"}})
     assert refused["state"] == "failed" and refused["exit_code"] == 2
     assert gtids[0] in refused["error"] and "--allow-partial-transactions" in refused["error"]
-    accepted = _job(client, rng, {"where": "id = 1"}, {"allow_partial_transactions": True})
+    accepted = _job(client, rng, {"picks": {"where": "id = 1"}}, {"allow_partial_transactions": True})
     assert accepted["state"] == "succeeded", accepted
     summary = client.get(f"/api/jobs/{accepted['id']}/summary", headers=auth(VIEWER)).json()
     summary = summary.get("summary", summary)
@@ -91,10 +91,10 @@ def test_api_refuses_bad_picks_up_front(make_client, scratch_server, workload):
         ({"include_positions": ["nowhere"]}, "FILE:POS"),
         ({"include_query": "("}, "regular expression"),
     ):
-        body = {"server": "scratch", "range": rng, "filters": filters}
+        body = {"server": "scratch", "range": rng, "filters": {"picks": filters}}
         response = client.post("/api/jobs", json=body, headers=auth(OPERATOR))
         assert response.status_code == 422, response.text
-        (error,) = [e for e in response.json()["detail"] if e["loc"] == ["body", "filters"]]
+        (error,) = [e for e in response.json()["detail"] if e["loc"] == ["body", "filters", "picks"]]
         assert words.lower() in error["msg"].lower()
 
 
@@ -121,16 +121,17 @@ def test_web_form_picks_and_ticked_transactions_regenerate_the_job(make_client, 
     assert created.status_code == 303
     job_id = created.headers["location"].rsplit("/", 1)[1]
     job = wait_for_job(client, job_id)
-    assert job["state"] == "succeeded" and job["filters"]["exclude_gtid"] == gtids[1]
+    assert job["state"] == "succeeded" and job["filters"]["picks"]["exclude_gtid"] == gtids[1]
     page = client.get(f"/jobs/{job_id}").text
     assert 'id="dependencies"' in page and "id=2" in page
+    assert f"exclude gtid: {gtids[1]}" in page
     ticks = re.findall(r'name="tx" value="([^"]+)"', page)
     assert len(ticks) == 2  # A's two transactions, newest first
     again = client.post(f"/jobs/{job_id}/picks", data={"csrf": csrf, "tx": ticks[0]}, follow_redirects=False)
     assert again.status_code == 303
     new_id = again.headers["location"].split("/")[2].split("#")[0]
     new = wait_for_job(client, new_id)
-    assert new["state"] == "succeeded" and new["filters"]["include_positions"] == [ticks[0]]
+    assert new["state"] == "succeeded" and new["filters"]["picks"]["include_positions"] == [ticks[0]]
     assert new["transactions"] == 1
     page = client.get(f"/jobs/{new_id}").text
     assert f"gtid={gtids[2]}" in page and f"gtid={gtids[0]}" not in page
