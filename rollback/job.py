@@ -274,7 +274,7 @@ class Job:
     def _partial_picks(self, summaries: list[Summary]) -> None:
         """Row picks that take only part of a transaction: refused unless the user accepts them."""
         found = partial_picks(summaries)
-        if not found:
+        if not found or self.options.mode == "changes":  # a change log undoes nothing
             return
         if not self.options.allow_partial_transactions:
             first = found[0]

@@ -405,7 +405,10 @@ def _compile(node: exp.Expression, index: dict[str, int], columns: Sequence[Any]
             )
         return lambda _image: value
     if isinstance(node, exp.Introducer):
-        return sub(node.expression)
+        inner = sub(node.expression)
+        if str(node.this).lower() == "_binary":  # a binary string: compares byte for byte
+            return lambda image: None if (v := inner(image)) is None else _bytes(v)
+        return inner
     if isinstance(node, exp.Null):
         return lambda _image: None
     if isinstance(node, exp.Boolean):

@@ -180,6 +180,7 @@ class _Run:
         self.largest_bytes = 0
         self.contents: Counter[tuple[str, str]] = Counter()
         self.deps = DependencyKeys() if job.track_dependencies else None
+        self.kept_index: list[int] | None = None  # see _pick_rows
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -217,7 +218,9 @@ class _Run:
     def _pick_rows(
         self, current: _Block, batch: RowsBatch, schema: TableSchema | None, inner: int
     ) -> RowsBatch | None:
-        """The rows of a selected statement that --where takes (None: none); notes keys and counts."""
+        """The rows of a selected statement that --where takes (None: none); notes keys and counts.
+        When it leaves some out, `kept_index` maps the kept rows to their index in the event."""
+        self.kept_index = None
         selection = self.selection
         if selection.predicate is not None:
             if schema is None:
@@ -230,9 +233,15 @@ class _Run:
             where = f"{self.part.file_label}:{batch.pos}"
             kept: list[Any] = []
             left: list[Any] = []
-            for row in batch.rows:
-                (kept if selection.row_selected(test, batch.kind, row, where) else left).append(row)
+            kept_index: list[int] = []
+            for index, row in enumerate(batch.rows):
+                if selection.row_selected(test, batch.kind, row, where):
+                    kept.append(row)
+                    kept_index.append(index)
+                else:
+                    left.append(row)
             if left:
+                self.kept_index = kept_index
                 current.dropped += len(left)
                 if self.deps is not None and schema is not None:
                     self.deps.add(
@@ -495,6 +504,9 @@ class _Run:
                 results = list(invert_rows(renderer, kind, rows, with_plan))  # newest row first
             else:
                 results = self._invert_holding_back(batch, renderer, inner, with_plan)
+            if self.kept_index is not None:  # rows of the event, as the plan and the lists number them
+                kept_index = self.kept_index
+                results = [(kept_index[index], result) for index, result in results]
             for index, result in reversed(results):
                 if isinstance(result, Irreversible):
                     self._irreversible(

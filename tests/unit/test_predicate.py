@@ -197,3 +197,9 @@ def test_a_column_missing_from_the_image_is_reported_not_guessed():
     with pytest.raises(MissingColumn) as caught:
         test(image)
     assert caught.value.column == "n"
+
+
+def test_a_binary_introducer_compares_byte_for_byte():
+    assert run("name = _utf8mb4'CAFE'") == 1
+    assert run("name = 'cafe'") == 1 and run("name = _binary'cafe'") == 0
+    assert run("name = _binary'Café '") == 1
