@@ -200,15 +200,22 @@ class _Run:
         self._note_keys(False, current, batch, schema, decoded.raw.pos)
 
     def _note_keys(
-        self, selected: bool, current: _Block, batch: RowsBatch, schema: TableSchema | None, inner: int
+        self,
+        selected: bool,
+        current: _Block,
+        batch: RowsBatch,
+        schema: TableSchema | None,
+        inner: int,
+        rows: list[Any] | None = None,
     ) -> None:
+        """Note the keys of the batch's rows (or of `rows`, some of them) for the dependency check."""
         if self.deps is None or schema is None:
             return
         self.deps.add(
             selected,
             batch.table.qualified_name.lower(),
             batch.kind,
-            batch.rows,
+            batch.rows if rows is None else rows,
             schema.row_key,
             schema.names,
             (self.part.file_index, batch.pos, inner),
@@ -243,17 +250,7 @@ class _Run:
             if left:
                 self.kept_index = kept_index
                 current.dropped += len(left)
-                if self.deps is not None and schema is not None:
-                    self.deps.add(
-                        False,
-                        batch.table.qualified_name.lower(),
-                        batch.kind,
-                        left,
-                        schema.row_key,
-                        schema.names,
-                        (self.part.file_index, batch.pos, inner),
-                        {**current.where, "file": self.part.file_label},
-                    )
+                self._note_keys(False, current, batch, schema, inner, left)
                 batch.rows = kept
             if not kept:
                 return None
