@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.schema",
             "rollback.side_effects",
             "rollback.predicate",
+            "rollback.logs",
         ),
     ),
     ("request", ("rollback.request",)),
