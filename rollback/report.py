@@ -57,6 +57,10 @@ class Report:
     dependency_count: int = 0
     # Transactions undone in part (--allow-partial-transactions): {gtid, file, pos, picked, dropped}
     partial_transactions: list[dict[str, Any]] = field(default_factory=list)
+    # --ddl keep | reverse: each changed table's definitions and the positions they applied to
+    # (schema_history.Timeline.to_dict()), and the columns of old images that were not written
+    timelines: list[dict[str, Any]] = field(default_factory=list)
+    ddl_mode: str = "refuse"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,4 +83,6 @@ class Report:
             "dependencies": self.dependencies,
             "dependency_count": self.dependency_count,
             "partial_transactions": self.partial_transactions,
+            "ddl_mode": self.ddl_mode,
+            "schema_timelines": self.timelines,
         }

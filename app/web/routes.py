@@ -254,6 +254,7 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             "allow_empty": data.get("allow_empty") == "on",
             "trust_schema": data.get("trust_schema") == "on",
             "allow_partial_transactions": data.get("allow_partial_transactions") == "on",
+            "ddl": data.get("ddl") or "refuse",
         },
     }
     return body, errors

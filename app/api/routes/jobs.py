@@ -325,4 +325,6 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         dependencies=extra.get("dependencies"),
         dependency_count=extra.get("dependency_count") or 0,
         partial_transactions=extra.get("partial_transactions") or [],
+        ddl_mode=extra.get("ddl_mode") or "refuse",
+        schema_timelines=extra.get("schema_timelines") or [],
     )
