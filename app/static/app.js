@@ -99,6 +99,23 @@ function serverTimeZone(select) {
   ask();
 }
 
+// Precise selection: the job page's transaction tick boxes (_picks_preview.html).
+function pickTransactions(form) {
+  const boxes = Array.from(form.querySelectorAll('input[name="tx"]'));
+  const count = document.getElementById("picks-count");
+  const button = document.getElementById("picks-regenerate");
+  const update = () => {
+    const ticked = boxes.filter((b) => b.checked).length;
+    count.textContent = `${ticked} of ${boxes.length} ticked.`;
+    button.disabled = ticked === 0;
+  };
+  const all = (checked) => () => { boxes.forEach((b) => { b.checked = checked; }); update(); };
+  document.getElementById("picks-all").addEventListener("click", all(true));
+  document.getElementById("picks-none").addEventListener("click", all(false));
+  boxes.forEach((b) => b.addEventListener("change", update));
+  update();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const table = document.getElementById("jobs");
   if (table && table.dataset.live) liveJobList(table);
@@ -108,6 +125,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (executions && executions.dataset.live) liveExecutions(executions);
   const form = document.getElementById("job-form");
   if (form) rangeTabs(form);
+  const picks = document.getElementById("picks-form");
+  if (picks) pickTransactions(picks);
   const server = document.querySelector("select[data-timezone-target]");
   if (server) serverTimeZone(server);
   document.querySelectorAll("form[data-confirm]").forEach((f) =>

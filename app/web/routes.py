@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
@@ -22,11 +23,11 @@ from sqlalchemy import select
 
 from app.api.deps import SESSION_COOKIE, Services, authenticate, check_throttle, client_address
 from app.api.routes.executions import already_applied, execution_out, submit_execution
-from app.api.routes.jobs import job_out
+from app.api.routes.jobs import job_out, submit_job
 from app.core.security import Principal, csrf_token
 from app.models import Execution, Job
 from app.schemas import JobCreate, check_job_request
-from app.services import artifacts
+from app.services import artifacts, picks
 from app.services.executions import ExecutionOptions, conflict_check
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
@@ -36,7 +37,7 @@ router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 templates.env.filters["side_effect_warnings"] = lambda found: SideEffects(**found).warnings()
 PREVIEW_LINES = 200
-LIST_FIELDS = ("types", "accept_non_transactional")
+LIST_FIELDS = ("types", "accept_non_transactional", "tx")
 
 
 class _Stop(Exception):
@@ -241,6 +242,7 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             errors["thread_id"] = "a connection id: digits only"
         else:
             filters["thread_id"] = int(thread)
+    _picks_from_form(data, filters, errors)
     body = {
         "server": data.get("server") or None,
         "range": rng,
@@ -251,10 +253,67 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             "allow_partial": data.get("allow_partial") == "on",
             "allow_empty": data.get("allow_empty") == "on",
             "trust_schema": data.get("trust_schema") == "on",
+            "allow_partial_transactions": data.get("allow_partial_transactions") == "on",
             "ddl": data.get("ddl") or "refuse",
         },
     }
     return body, errors
+
+
+# ---- precise selection: the form's pick fields, and re-generating a job with ticked transactions ----
+
+
+def _picks_from_form(data: dict[str, Any], filters: dict[str, Any], errors: dict[str, str]) -> None:
+    """The pick fields of the new-job form (_picks_form.html) into the API body's filters.picks."""
+    picks: dict[str, Any] = {}
+    for name in ("include_gtid", "exclude_gtid", "include_query", "exclude_query", "where"):
+        value = str(data.get(name, "")).strip()
+        if value:
+            picks[name] = value
+    for name in ("include_positions", "exclude_positions"):
+        values = _split(str(data.get(name, "")))
+        if values:
+            picks[name] = values
+    threads = _split(str(data.get("exclude_thread_ids", "")))
+    if threads:
+        if not all(t.isdigit() for t in threads):
+            errors["exclude_thread_ids"] = "connection ids: digits, comma-separated"
+        else:
+            picks["exclude_thread_ids"] = [int(t) for t in threads]
+    if picks:
+        filters["picks"] = picks
+
+
+def _regenerate(services: Services, job_id: str, ticked: list[str], who: str) -> str:
+    """A new job like `job_id` undoing only the ticked transactions; its id (RollbackError: why not)."""
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise RollbackError(f"there is no job {job_id}")
+        body = picks.regenerated_body(job, ticked)
+    try:
+        req = JobCreate.model_validate(body)
+        return submit_job(services, req, who).id
+    except (ValidationError, RequestValidationError) as exc:
+        first = exc.errors()[0]
+        raise RollbackError(services.scrub(str(first.get("msg", first)))) from None
+
+
+@router.post("/jobs/{job_id}/picks")
+@_page
+async def regenerate_with_picks(request: Request, job_id: str) -> Response:
+    """Tick boxes of the job page (_picks_preview.html): a new job with only the ticked transactions."""
+    principal, sid = _principal(request, "operator")
+    data = await _form(request, sid)
+    ticked = [t for t in data.get("tx", []) if t]
+    if not ticked:
+        message = "Tick at least one transaction to re-generate."
+        return _render(request, "error.html", {"message": message}, 422, principal, sid)
+    try:
+        new_id = await run_in_threadpool(_regenerate, _services(request), job_id, ticked, principal.name)
+    except RollbackError as exc:
+        return _render(request, "error.html", {"message": exc.one_line()}, 422, principal, sid)
+    return RedirectResponse(f"/jobs/{new_id}#preview", status_code=303)
 
 
 @router.get("/jobs/new")

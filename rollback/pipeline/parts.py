@@ -39,6 +39,9 @@ class Piece:
     closed: bool  # the block ends in this partition
     tx: dict[str, Any]  # its transaction context when it closed (or at the partition's end)
     script_bytes: int = 0  # its statements' bytes at its end of the part's script
+    # rows of selected statements taken / left by the row picks (--where, --include/--exclude-query)
+    rows_picked: int = 0
+    rows_dropped: int = 0
 
 
 @dataclass
@@ -72,6 +75,10 @@ class Summary:
     next_block: int = 0  # ordinal of the next block after this partition (the planner's, checked)
     # The first of the longest statements in binlog order: {bytes (UTF-8, as written), table, file, pos}.
     largest_statement: dict[str, Any] | None = None
+    # Transactions (closed in this partition) of which the row picks took some rows and left others:
+    # {gtid, file, pos, picked, dropped}.
+    partial_picks: list[dict[str, Any]] = field(default_factory=list)
+    dependency_keys: bool = False  # part-N.keys.jsonl written (dependencies.py)
 
 
 def part_path(out_dir: str, index: int, suffix: str) -> str:

@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.dsn",
             "rollback.schema",
             "rollback.side_effects",
+            "rollback.predicate",
             "rollback.logs",
         ),
     ),

@@ -330,6 +330,10 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
             if extra.get("engine")
             else None
         ),
+        transactions_list=extra.get("transactions_list") or [],
+        dependencies=extra.get("dependencies"),
+        dependency_count=extra.get("dependency_count") or 0,
+        partial_transactions=extra.get("partial_transactions") or [],
         ddl_mode=extra.get("ddl_mode") or "refuse",
         schema_timelines=extra.get("schema_timelines") or [],
     )
