@@ -31,6 +31,7 @@ from rollback.execute import (
     connect,
     execute_plan,
 )
+from rollback.hotpath import describe as hot_path
 from rollback.job import Job, generate
 from rollback.pipeline.session import spark_status
 from rollback.pipeline.storage import missing_local_files
@@ -116,4 +117,5 @@ __all__ = [
     "EXIT_INCOMPLETE",
     "EXIT_INTERRUPTED",
     "__version__",
+    "hot_path",
 ]

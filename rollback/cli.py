@@ -32,6 +32,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: one line, never re-wrapped to the terminal's width (argparse's own action wraps)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> NoReturn:
+        parser.exit(0, f"mysql-rollback {rollback.__version__}, hot path: {rollback.hot_path()}\n")
+
+
 EXIT_CODES = (
     "exit codes: 0 done; 1 internal error; 2 bad input or refusal; 3 irreversible changes left out "
     "(--allow-partial), conflicts or a failed execution; 4 the range selected no row change (--allow-empty); 5 verify: a table differs from its expected state"
@@ -40,6 +50,11 @@ EXIT_CODES = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mysql-rollback", description="Undo mistaken changes from the binlog.")
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the version and which hot path decodes and renders (compiled or pure Python), then exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     decode = sub.add_parser("decode", help="print every row change of binlog files")

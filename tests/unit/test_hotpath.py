@@ -16,6 +16,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import rollback
 from rollback import hotpath
 from rollback.binlog.columns import ColumnSpec, decimal_groups
 from rollback.binlog.constants import ColumnType as T
@@ -39,16 +40,18 @@ def test_the_compiled_core_is_built_from_the_current_source():
     assert hotpath.CORE is CORE or os.environ.get(hotpath.PURE_ENV)
 
 
-def test_the_environment_variable_forces_the_pure_path_and_says_so():
-    code = "from rollback import hotpath; print(hotpath.describe())"
-    env = {**os.environ, hotpath.PURE_ENV: "1"}
-    pure = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert pure.stdout.strip() == f"pure Python ({hotpath.PURE_ENV} is set)"
-    env.pop(hotpath.PURE_ENV)
-    compiled = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+def test_version_says_which_path_runs_and_the_environment_variable_forces_the_pure_one():
+    version = [sys.executable, "-m", "rollback.cli", "--version"]
+    env = {key: value for key, value in os.environ.items() if key != hotpath.PURE_ENV}
+    compiled = subprocess.run(version, env=env, capture_output=True, text=True, check=True, cwd=REPO)
+    assert compiled.stdout == f"mysql-rollback {rollback.__version__}, hot path: compiled\n"
+    pure = subprocess.run(
+        version, env={**env, hotpath.PURE_ENV: "1"}, capture_output=True, text=True, check=True, cwd=REPO
     )
-    assert compiled.stdout.strip() == "compiled"
+    assert (
+        pure.stdout
+        == f"mysql-rollback {rollback.__version__}, hot path: pure Python ({hotpath.PURE_ENV} is set)\n"
+    )
 
 
 # ---- random tables ------------------------------------------------------------------------------------
