@@ -39,7 +39,8 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> NoReturn:
-        parser.exit(0, f"mysql-rollback {rollback.__version__}, hot path: {rollback.hot_path()}\n")
+        print(f"mysql-rollback {rollback.__version__}, hot path: {rollback.hot_path()}")
+        parser.exit(0)
 
 
 EXIT_CODES = (
