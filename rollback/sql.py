@@ -173,17 +173,24 @@ class ColumnRender:
     null: str = ""  # the column is NULL
 
 
+class EnumLiteral:
+    """An ENUM's literal by member index; 0 = the '' error value: its index keeps it exact. A class,
+    not a closure, so that the compiled statements can look the members up in C."""
+
+    __slots__ = ("literals",)
+
+    def __init__(self, members: tuple[str, ...]):
+        self.literals = ["0", *(quote_text(m) for m in members)]
+
+    def __call__(self, index: int) -> str:
+        literals = self.literals
+        return literals[index] if 0 <= index < len(literals) else str(index)
+
+
 def _enum_literal(members: tuple[str, ...] | None) -> Literal:
     if not members:
         return str  # the index: inserting a number into an ENUM stores that member
-    # 0 = the '' error value: its index keeps it exact.
-    literals = ["0", *(quote_text(m) for m in members)]
-    count = len(literals)
-
-    def render(index: int) -> str:
-        return literals[index] if 0 <= index < count else str(index)
-
-    return render
+    return EnumLiteral(members)
 
 
 def _set_literal(members: tuple[str, ...] | None) -> Literal:
@@ -313,6 +320,10 @@ class TableRenderer:
         self.tmap = tmap
         self.schema = schema
         self.full_where = full_where
+        # What the partition asks of the schema for every rows event of the table, read once.
+        self.schema_names = schema.names if schema is not None else None
+        unsigned = schema.unsigned if schema is not None else None
+        self.unsigned_of: Callable[[TableMap], tuple[bool, ...] | None] = lambda _tmap: unsigned
         self.table = f"{quote_ident(tmap.database)}.{quote_ident(tmap.table)}"
         specs = tmap.specs(schema.unsigned if schema else None)
         names = (
@@ -491,7 +502,7 @@ class FullImageStatements:
 
 
 # Literal kinds of the compiled core (rollback/_speedups.pyx's L_* constants).
-_L_CALL, _L_STR, _L_DECIMAL, _L_TEMPORAL, _L_TEXT, _L_HEX, _L_ASCII = 0, 1, 2, 3, 4, 5, 6
+_L_CALL, _L_STR, _L_DECIMAL, _L_TEMPORAL, _L_TEXT, _L_HEX, _L_ASCII, _L_ENUM = 0, 1, 2, 3, 4, 5, 6, 7
 _UTF8_CODECS = {"utf-8": _L_TEXT, "ascii": _L_ASCII}
 
 
@@ -506,6 +517,8 @@ def _literal_plan(literal: Literal) -> tuple[int, Literal | None, bytes | None]:
         return _L_TEMPORAL, None, None
     if literal is bytes_hex_literal:
         return _L_HEX, None, None
+    if isinstance(literal, EnumLiteral):
+        return _L_ENUM, literal, None
     if isinstance(literal, StringLiteral):
         charset = literal.charset
         if charset is None or charset == "binary":

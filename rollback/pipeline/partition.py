@@ -278,8 +278,7 @@ class _Run:
                 renderer = self._renderer(tmap, decoded.outer_pos)
                 if renderer is None:
                     continue
-                unsigned = renderer.schema.unsigned if renderer.schema else None
-                batch = rows_batch(decoded, event, state, _fixed_unsigned(unsigned))
+                batch = rows_batch(decoded, event, state, renderer.unsigned_of)
                 full = (1 << event.column_count) - 1
                 complete = event.present == full == event.present_after and not event.partial
                 self._take(current, batch, renderer, complete, decoded.raw.pos)
@@ -348,7 +347,7 @@ class _Run:
     def _take(
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
     ) -> None:
-        self._log(current, batch, renderer.schema.names if renderer.schema else None, complete)
+        self._log(current, batch, renderer.schema_names, complete)
         table = batch.table.qualified_name
         rows = batch.rows
         kind = batch.kind
