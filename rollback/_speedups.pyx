@@ -54,10 +54,38 @@ DEF K_STRING = 14      # arg: bytes of the length prefix
 DEF K_UNSUPPORTED = 15
 
 cdef object _decimal = Decimal
+# exclusive limit of a stored fraction by its bytes: 1/100 s, 1/10000 s, microseconds
+cdef uint64_t[4] _FRAC_LIMIT
+_FRAC_LIMIT[0] = 1
+_FRAC_LIMIT[1] = 100
+_FRAC_LIMIT[2] = 10000
+_FRAC_LIMIT[3] = 1000000
 cdef uint64_t[19] _POW10
 _POW10[0] = 1
 for _i in range(1, 19):
     _POW10[_i] = _POW10[_i - 1] * 10
+
+
+cdef class _Decimal:
+    """A NEWDECIMAL column's digit groups, in C: (precision, scale, byte sizes, digit counts,
+    columns.decimal_converter for precisions beyond 18 digits)."""
+
+    cdef int precision, scale, ngroups
+    cdef int sizes[16]
+    cdef int digits[16]
+    cdef object convert
+
+    def __cinit__(self, tuple extra):
+        cdef int k
+        self.precision = extra[0]
+        self.scale = extra[1]
+        self.ngroups = len(extra[2])
+        if self.ngroups > 16:
+            raise ValueError("DECIMAL with more than 16 digit groups")
+        for k in range(self.ngroups):
+            self.sizes[k] = extra[2][k]
+            self.digits[k] = extra[3][k]
+        self.convert = extra[4]
 
 
 cdef class Layout:
@@ -92,7 +120,7 @@ cdef class Layout:
             self.size[k] = size
             self.arg[k] = arg
             self.fns.append(fn)
-            self.extras.append(extra)
+            self.extras.append(_Decimal(extra) if kind == K_DECIMAL else extra)
 
     def __dealloc__(self):
         PyMem_Free(self.col)
@@ -164,11 +192,11 @@ cdef object _datetime2(uint64_t r, int fsp, object fn):
     cdef int ym, year, month, day, hms, hour, minute, second, n
     cdef char text[32]
     if nbytes:
-        limit = (100, 10000, 1000000)[nbytes - 1]
+        limit = _FRAC_LIMIT[nbytes]
         frac = r & ((<uint64_t>1 << bits) - 1)
     if r < (<uint64_t>0x80 << (32 + bits)) or (nbytes and frac >= limit):
         return fn(r, fsp)
-    ip = (r >> bits) & 549755813887
+    ip = (r >> bits) & ((<uint64_t>1 << 39) - 1)
     ym = <int>(ip >> 22)
     year = ym // 13
     month = ym % 13
@@ -215,7 +243,7 @@ cdef object _timestamp2(uint64_t r, int fsp, object fn):
     cdef int year, month, day, rest, n
     cdef char text[32]
     if nbytes:
-        limit = (100, 10000, 1000000)[nbytes - 1]
+        limit = _FRAC_LIMIT[nbytes]
         frac = r & ((<uint64_t>1 << bits) - 1)
     if s == 0 or (nbytes and frac >= limit):
         return fn(r, fsp)
@@ -232,29 +260,23 @@ cdef object _timestamp2(uint64_t r, int fsp, object fn):
     return _ascii(text, n)
 
 
-cdef object _decimal_value(const unsigned char *p, tuple extra):
+cdef object _decimal_value(const unsigned char *p, _Decimal dec):
     """NEWDECIMAL as ``columns.decimal_converter`` makes it: Decimal('[-]<unscaled>E-<scale>')."""
-    cdef int precision = extra[0]
-    cdef int scale = extra[1]
-    cdef tuple sizes = extra[2]
-    cdef tuple digits = extra[3]
-    cdef object convert = extra[4]
-    cdef int ngroups = len(sizes)
     cdef int k, nbytes, d
     cdef uint64_t g, top, unscaled = 0
-    cdef bint negative
+    cdef bint negative = False
     cdef char text[48]
     cdef int n = 0
-    if precision > 18:
+    if dec.precision > 18:
         groups = []
-        for k in range(ngroups):
-            nbytes = sizes[k]
+        for k in range(dec.ngroups):
+            nbytes = dec.sizes[k]
             groups.append(_be(p, nbytes))
             p += nbytes
-        return convert(*groups)
-    for k in range(ngroups):
-        nbytes = sizes[k]
-        d = digits[k]
+        return dec.convert(*groups)
+    for k in range(dec.ngroups):
+        nbytes = dec.sizes[k]
+        d = dec.digits[k]
         g = _be(p, nbytes)
         p += nbytes
         if k == 0:
@@ -273,11 +295,11 @@ cdef object _decimal_value(const unsigned char *p, tuple extra):
         text[n] = b'-'
         n += 1
     n += _put_uint(text + n, unscaled)
-    if scale:
+    if dec.scale:
         text[n] = b'E'
         text[n + 1] = b'-'
         n += 2
-        n += _put_uint(text + n, scale)
+        n += _put_uint(text + n, dec.scale)
     return _decimal(_ascii(text, n))
 
 
@@ -347,7 +369,7 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
                 elif kind == K_TIMESTAMP2:
                     value = _timestamp2(_be(p, size), arg, layout.fns[k])
                 elif kind == K_DECIMAL:
-                    value = _decimal_value(p, layout.extras[k])
+                    value = _decimal_value(p, <_Decimal>layout.extras[k])
                 elif kind == K_LE_UINT:
                     value = PyLong_FromUnsignedLongLong(_le(p, size))
                 elif kind == K_BE_UINT:
@@ -638,6 +660,8 @@ cdef class FullImages:
     sql._compile_full_images' generated functions, from the plan sql.compiled_statements builds."""
 
     cdef int n
+    cdef int *vk  # literal kinds of the values and of the exact comparisons, in C
+    cdef int *wk
     cdef str insert_head, delete_head, update_head, tail
     cdef list v_kind, v_fn, v_cs, w_kind, w_fn, w_cs, eq, isnull, exact, null
     cdef tuple by_value  # columns compared by value first: the key, or the lookup columns
@@ -647,6 +671,7 @@ cdef class FullImages:
 
     def __init__(self, str insert_head, str delete_head, str update_head, str tail, tuple columns,
                  tuple by_value, bint keyed):
+        cdef int i
         self.insert_head = insert_head
         self.delete_head = delete_head
         self.update_head = update_head
@@ -667,13 +692,22 @@ cdef class FullImages:
             self.null.append(null)
         self.by_value = by_value
         self.keyed = keyed
+        self.vk = <int *>PyMem_Malloc(sizeof(int) * (self.n + 1))
+        self.wk = <int *>PyMem_Malloc(sizeof(int) * (self.n + 1))
+        for i in range(self.n):
+            self.vk[i] = self.v_kind[i]
+            self.wk[i] = self.w_kind[i]
         self.out = _Out()
         self.source = "compiled (rollback/_speedups.pyx)"
+
+    def __dealloc__(self):
+        PyMem_Free(self.vk)
+        PyMem_Free(self.wk)
 
     cdef int _value(self, int i, object v) except -1:
         if v is None:
             return self.out.raw(b"NULL", 4)
-        return _literal(self.out, self.v_kind[i], self.v_fn[i], self.v_cs[i], v)
+        return _literal(self.out, self.vk[i], self.v_fn[i], self.v_cs[i], v)
 
     cdef int _where(self, object image) except -1:
         cdef _Out out = self.out
@@ -689,7 +723,7 @@ cdef class FullImages:
                 out.text(self.isnull[i])
             else:
                 out.text(self.eq[i])
-                _literal(out, self.v_kind[i], self.v_fn[i], self.v_cs[i], v)
+                _literal(out, self.vk[i], self.v_fn[i], self.v_cs[i], v)
         if self.keyed:
             return 0
         for i in range(self.n):
@@ -701,7 +735,7 @@ cdef class FullImages:
                 out.text(self.null[i])
             else:
                 out.text(self.exact[i])
-                _literal(out, self.w_kind[i], self.w_fn[i], self.w_cs[i], v)
+                _literal(out, self.wk[i], self.w_fn[i], self.w_cs[i], v)
         return 0
 
     cdef int _insert(self, tuple image) except -1:
