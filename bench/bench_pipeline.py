@@ -230,8 +230,9 @@ def instructions(cmd: list[str], env: dict[str, str] | None = None) -> int:
     raise RuntimeError(f"callgrind printed no count for {cmd}")
 
 
-def decode_only(path: Path, compiled: bool) -> tuple[int, float]:
-    """(row images decoded, seconds) in this process, without rendering: the hot path's decode."""
+def decode_only(path: Path, compiled: bool) -> tuple[int, float, float]:
+    """(row images decoded, seconds, CPU seconds) in this process, without rendering: the hot
+    path's decode."""
     from rollback import hotpath
     from rollback.binlog.decode import StreamState, decode_stream, rows_batch
     from rollback.binlog.reader import BinlogFile
@@ -243,13 +244,14 @@ def decode_only(path: Path, compiled: bool) -> tuple[int, float]:
     hotpath.CORE = saved if compiled else None
     try:
         start = time.perf_counter()
+        cpu = time.process_time()
         rows = 0
         with BinlogFile(path) as binlog:
             state = StreamState(binlog.facts, path=binlog.path)
             for decoded in decode_stream(binlog.buf, state, 4, binlog.size):
                 if isinstance(decoded.event, RowsEvent):
                     rows += len(rows_batch(decoded, decoded.event, state).rows)
-        return rows, time.perf_counter() - start
+        return rows, time.perf_counter() - start, time.process_time() - cpu
     finally:
         hotpath.CORE = saved
 
@@ -278,7 +280,9 @@ class Runner:
             reply = json.loads(self.proc.stdout.readline())
         if "error" in reply:
             raise RuntimeError(reply["error"])
-        return reply, Timing(reply["seconds"], sampler.driver / 2**20, sampler.tree / 2**20)
+        return reply, Timing(
+            reply["seconds"], sampler.driver / 2**20, sampler.tree / 2**20, load=os.getloadavg()[0]
+        )
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -377,7 +381,7 @@ def measure(files: dict[str, Path], work: Path, scaling: bool, counting: bool = 
     warm_bytecode(work / "pycache")
     runner = Runner()
     results: list[tuple[str, str, int, int, Timing]] = []
-    decodes: list[tuple[str, int, bool, int, float, float]] = []
+    decodes: list[tuple[str, int, bool, int, float, float, float]] = []
     counts: list[tuple[str, int, int, int]] = []
     try:
         runner.job(
@@ -420,8 +424,8 @@ def measure(files: dict[str, Path], work: Path, scaling: bool, counting: bool = 
             same = (work / f"{name}.pure.sql").read_bytes() == (work / f"{name}.local.sql").read_bytes()
             assert same, f"{name}: the compiled and pure-Python scripts differ"
             for compiled in (True, False):
-                decoded, seconds = decode_only(path, compiled)
-                decodes.append((name, size, compiled, decoded, seconds, os.getloadavg()[0]))
+                decoded, seconds, cpu = decode_only(path, compiled)
+                decodes.append((name, size, compiled, decoded, seconds, cpu, os.getloadavg()[0]))
             if counting:
                 local = cli(path, work / f"{name}.count.sql", "local")
                 counts.append(
@@ -454,7 +458,7 @@ def measure(files: dict[str, Path], work: Path, scaling: bool, counting: bool = 
 def report(
     results: list[tuple[str, str, int, int, Timing]],
     scaled: list[tuple[str, int, Timing]],
-    decodes: list[tuple[str, int, bool, int, float, float]],
+    decodes: list[tuple[str, int, bool, int, float, float, float]],
     counts: list[tuple[str, int, int, int]],
 ) -> None:
     cpu = platform.processor() or platform.machine()
