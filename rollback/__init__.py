@@ -31,6 +31,7 @@ from rollback.execute import (
     connect,
     execute_plan,
 )
+from rollback.hotpath import describe as hot_path
 from rollback.job import Job, generate
 from rollback.logs import configure_logging
 from rollback.pipeline.session import spark_status
@@ -121,4 +122,5 @@ __all__ = [
     # log lines of the CLI and the service (text, or JSON with MYSQL_ROLLBACK_LOG_FORMAT=json)
     "configure_logging",
     "__version__",
+    "hot_path",
 ]

@@ -34,6 +34,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: one line, never re-wrapped to the terminal's width (argparse's own action wraps)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> NoReturn:
+        print(f"mysql-rollback {rollback.__version__}, hot path: {rollback.hot_path()}")
+        parser.exit(0)
+
+
 ENGINE_ENV = "MYSQL_ROLLBACK_ENGINE"  # the default of --engine, as the service's setting of that name
 
 EXIT_CODES = (
@@ -111,6 +122,11 @@ def _add_pick_arguments(cmd: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mysql-rollback", description="Undo mistaken changes from the binlog.")
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the version and which hot path decodes and renders (compiled or pure Python), then exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     decode = sub.add_parser("decode", help="print every row change of binlog files")

@@ -59,7 +59,7 @@ from rollback.records import batch_records, record_json
 from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
 from rollback.schema import TableSchema
-from rollback.sql import FullImageStatements, TableRenderer
+from rollback.sql import TableRenderer
 
 # (bytes done, events done) within the partition; called now and then while it runs.
 PartitionProgress = Callable[[int, int], None]
@@ -137,24 +137,6 @@ class _Block:
     @property
     def where(self) -> dict[str, Any]:
         return {"gtid": self.tx.gtid, "pos": self.first_pos}
-
-
-def _full_image_statements(full: FullImageStatements, kind: str, rows: list, forward: bool) -> list[str]:
-    """What invert_rows (flashback, newest row first) or forward_row (`sql`) render for rows with
-    FULL images, through the table's generated statement functions."""
-    if forward:
-        if kind == "insert":
-            return [full.insert(row) for row in rows]
-        if kind == "delete":
-            return [full.delete(row) for row in rows]
-        statements = [full.update(after, before) for before, after in rows]
-    else:
-        if kind == "insert":
-            return [full.delete(row) for row in reversed(rows)]
-        if kind == "delete":
-            return [full.insert(row) for row in reversed(rows)]
-        statements = [full.update(before, after) for before, after in reversed(rows)]
-    return [sql for sql in statements if sql is not None]
 
 
 def _without(batch: RowsBatch, columns: tuple[int, ...]) -> RowsBatch:
@@ -437,10 +419,9 @@ class _Run:
                 renderer = self._renderer(tmap, decoded.outer_pos)
                 if renderer is None:
                     continue
-                unsigned = renderer.schema.unsigned if renderer.schema else None
                 picked = self._pick_rows(
                     current,
-                    rows_batch(decoded, event, state, _fixed_unsigned(unsigned)),
+                    rows_batch(decoded, event, state, renderer.unsigned_of),
                     renderer.schema,
                     decoded.raw.pos,
                 )
@@ -525,7 +506,7 @@ class _Run:
     def _take(
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
     ) -> None:
-        self._log(current, batch, renderer.schema.names if renderer.schema else None, complete)
+        self._log(current, batch, renderer.schema_names, complete)
         table = batch.table.qualified_name
         rows = batch.rows
         kind = batch.kind
@@ -535,13 +516,12 @@ class _Run:
         full = renderer.full_images() if complete and not with_plan and self.hold is None else None
         if full is not None:
             # Every column in both images: nothing is irreversible, the statements need no checks.
-            script = _full_image_statements(full, kind, rows, self.job.mode == "forward")
-            if script:
-                text = "\n".join(script) + "\n"
-                self._largest(script, text, batch, table)
-                self.rendered.add(text, "")
-                current.statements += len(script)
-                self.statements += len(script)
+            data, count, longest = full.script(kind, rows, self.job.mode == "forward")
+            if count:
+                self._note_largest(longest, batch, table)
+                self.rendered.add_encoded(data, b"")
+                current.statements += count
+                self.statements += count
             return
         lines = PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid)
         if self.job.mode == "forward":
@@ -594,6 +574,10 @@ class _Run:
             return  # UTF-8 takes at most 4 bytes per character: no statement of this event is longer
         if not text.isascii():
             size = max(len(sql.encode("utf-8")) for sql in script)
+        self._note_largest(size, batch, table)
+
+    def _note_largest(self, size: int, batch: RowsBatch, table: str) -> None:
+        """`size`: the bytes of the event's longest statement."""
         if size > self.largest_bytes:
             self.largest_bytes = size
             self.summary.largest_statement = {

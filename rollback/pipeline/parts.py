@@ -107,6 +107,21 @@ def comment(text: str) -> str:
     return " ".join(text.split()).replace("*/", "* /")
 
 
+ORIGINAL_CHARS = 1000  # of an original statement, whitespace runs collapsed, on a block's comment line
+
+
+def collapsed_prefix(text: str, size: int) -> str:
+    """``" ".join(text.split())[:size]`` without splitting all of a long text (a multi-row INSERT of
+    hundreds of KB): the collapsed form of a prefix of the text is a prefix of the collapsed whole, so
+    a prefix long enough to give `size` characters (or the whole text) gives the same characters."""
+    cut = size * 4
+    while True:
+        collapsed = " ".join(text[:cut].split())
+        if len(collapsed) >= size or cut >= len(text):
+            return collapsed[:size]
+        cut *= 4
+
+
 def block_header(
     tx: dict[str, Any], file: str, first_pos: int, end_pos: int, partial: bool, queries: Iterable[str]
 ) -> str:
@@ -120,7 +135,9 @@ def block_header(
     if partial:
         lines.append(PARTIAL_NOTE)
     for query in queries:
-        lines.append(f"original: {' '.join(query.split())[:1000]}")  # readable: whitespace runs collapsed
+        lines.append(
+            f"original: {collapsed_prefix(query, ORIGINAL_CHARS)}"
+        )  # readable: whitespace runs collapsed
     return "".join(comment_line(line) + "\n" for line in lines) + "BEGIN;\n"
 
 

@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.schema",
             "rollback.side_effects",
             "rollback.predicate",
+            "rollback.hotpath",
             "rollback.logs",
         ),
     ),
