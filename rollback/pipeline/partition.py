@@ -291,7 +291,7 @@ class _Run:
                     batch = rows_batch(
                         decoded, event, state, _fixed_unsigned(known.unsigned if known else None)
                     )
-                    self._log(current, batch, known.names if known else None)
+                    self._log(current, batch, known)
                     continue
                 renderer = self._renderer(tmap, decoded.outer_pos)
                 if renderer is None:
@@ -338,7 +338,7 @@ class _Run:
             progress(part.size, part.events)
 
     def _log(
-        self, current: _Block, batch: RowsBatch, names: tuple[str, ...] | None, complete: bool = False
+        self, current: _Block, batch: RowsBatch, schema: TableSchema | None, complete: bool = False
     ) -> None:
         """Account for a selected rows event and write its change log records."""
         table = batch.table.qualified_name
@@ -359,14 +359,15 @@ class _Run:
             self.row_images.add("partial (MINIMAL or NOBLOB)" if partial else "FULL")
         if self.changes_out is not None:
             out = self.changes_out
-            for record in batch_records(batch, names):
+            names = schema.names if schema else None
+            for record in batch_records(batch, names, schema.columns if schema else None):
                 out.write(record_json(record))
                 out.write("\n")
 
     def _take(
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
     ) -> None:
-        self._log(current, batch, renderer.schema.names if renderer.schema else None, complete)
+        self._log(current, batch, renderer.schema, complete)
         table = batch.table.qualified_name
         rows = batch.rows
         kind = batch.kind
