@@ -395,8 +395,10 @@ class ExecutionCreate(BaseModel):
 
 
 class ExecutionProgressOut(BaseModel):
-    phase: Literal["check", "apply"] | None = Field(
-        None, description="check: the dry run every execution starts with; apply: the committing pass"
+    phase: Literal["check", "apply", "compare"] | None = Field(
+        None,
+        description="check: the dry run every execution starts with; apply: the committing pass; "
+        "compare: a conflict check reading its conflicting rows on the target",
     )
     statements_done: int
     statements_total: int
@@ -440,6 +442,15 @@ class ExecutionOut(BaseModel):
     progress: ExecutionProgressOut
     cancel_requested: bool = False
     reapply: bool = False
+    check: bool = Field(
+        False, description="the web form's conflict check before a commit (a dry run that skips conflicts)"
+    )
+    conflict_view: list[dict[str, Any]] | dict[str, Any] = Field(
+        default_factory=list,
+        description="a check's conflicting rows three ways: `before` and `after` the incident (the change "
+        "log's images), `now` on the target (read by key), `changed_since` (columns where now differs from "
+        "after); or `{error}` when the target could not be read",
+    )
     links: dict[str, str] = Field(default_factory=dict)
 
 

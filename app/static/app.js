@@ -75,6 +75,31 @@ function liveExecutions(table) {
   setTimeout(tick, 1000);
 }
 
+function liveCheck(el) {
+  // The conflict check runs in the background; the page shows its progress and reloads at its end.
+  async function tick() {
+    try {
+      const e = await getJSON(el.dataset.live);
+      if (EXECUTION_FINAL.includes(e.state)) { window.location.reload(); return; }
+      setState(el.querySelector('[data-field="state"]'), e.state);
+      el.querySelector('[data-field="progress"]').value = e.progress.percent;
+      el.querySelector('[data-field="phase"]').textContent = e.progress.phase || "waiting for the target";
+      el.querySelector('[data-field="done"]').textContent = e.progress.statements_done;
+      el.querySelector('[data-field="total"]').textContent = e.progress.statements_total;
+    } catch (e) { /* the next tick tries again */ }
+    setTimeout(tick, 700);
+  }
+  setTimeout(tick, 700);
+}
+
+function confirmTarget(input) {
+  // The commit button stays disabled until the target's name is typed exactly.
+  const button = document.getElementById("confirm");
+  const check = () => { button.disabled = input.value.trim() !== input.dataset.expect; };
+  input.addEventListener("input", check);
+  check();
+}
+
 function rangeTabs(form) {
   const show = () => {
     const kind = form.querySelector('input[name="range_kind"]:checked')?.value || "position";
@@ -106,6 +131,10 @@ document.addEventListener("DOMContentLoaded", () => {
   if (badge) liveJob(badge);
   const executions = document.getElementById("execution-list");
   if (executions && executions.dataset.live) liveExecutions(executions);
+  const check = document.getElementById("check-running");
+  if (check && check.dataset.live) liveCheck(check);
+  const typed = document.getElementById("confirm-target");
+  if (typed) confirmTarget(typed);
   const form = document.getElementById("job-form");
   if (form) rangeTabs(form);
   const server = document.querySelector("select[data-timezone-target]");

@@ -27,10 +27,10 @@ from app.core.security import Principal, csrf_token
 from app.models import Execution, Job
 from app.schemas import JobCreate, check_job_request
 from app.services import artifacts
-from app.services.executions import ExecutionOptions, conflict_check
+from app.services.executions import ExecutionOptions
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
-from rollback import ExecutionRefused, RollbackError, SideEffects
+from rollback import SideEffects
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
@@ -444,27 +444,59 @@ async def dry_run(request: Request, job_id: str) -> Response:
 @router.post("/jobs/{job_id}/execute/check")
 @_page
 async def execute_check(request: Request, job_id: str) -> Response:
-    """The conflict check a commit needs first: a dry run listing every conflicting row."""
+    """Queue the conflict check a commit needs first; its page follows it live."""
     form = await _execution_form(request, job_id, "admin")
-    job, target, options = form.job, form.target, _options(form.data)
-    found = None
-    try:
-        check = await run_in_threadpool(conflict_check, job, target, options)
-        error = None
-    except RollbackError as exc:
-        check, error = None, _services(request).scrub(exc.one_line())
-        if isinstance(exc, ExecutionRefused):
-            found = exc.side_effects
-    context = {
+    record = await run_in_threadpool(
+        submit_execution,
+        _services(request),
+        form.job,
+        form.target,
+        dry_run=True,
+        on_conflict="skip",
+        who=form.principal.name,
+        options=_options(form.data),
+        check=True,
+    )
+    return RedirectResponse(f"/jobs/{job_id}/execute/{record.id}", status_code=303)
+
+
+def _check_context(services: Services, job_id: str, check_id: int) -> dict[str, Any] | None:
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+        record = session.get(Execution, check_id) if 0 < check_id < 2**31 else None
+        if (
+            job is None
+            or record is None
+            or record.job_id != job_id
+            or not (record.details or {}).get("check")
+        ):
+            return None
+    check = execution_out(record)
+    return {
         "job": job_out(job),
-        "target": target.name,
+        "target": record.target,
         "check": check,
-        "error": error,
-        "side_effects_found": found,
-        "accept_triggers": options.accept_triggers,
+        "final": check.state not in ("queued", "running"),
+        "accept_triggers": check.accepted.get("triggers", False),
         "largest_statement": (job.summary or {}).get("largest_statement"),
+        "conflict_view": check.conflict_view if isinstance(check.conflict_view, list) else [],
+        "conflict_view_error": check.conflict_view.get("error")
+        if isinstance(check.conflict_view, dict)
+        else None,
     }
-    return _render(request, "execute_confirm.html", context, 200, form.principal, form.sid)
+
+
+@router.get("/jobs/{job_id}/execute/{check_id}")
+@_page
+async def execute_panel(request: Request, job_id: str, check_id: int) -> Response:
+    """What a commit will run, at which target, what it sets off, and the conflict check's rows."""
+    principal, sid = _principal(request, "admin")
+    context = await run_in_threadpool(_check_context, _services(request), job_id, check_id)
+    if context is None:
+        return _render(
+            request, "error.html", {"message": "There is no such conflict check."}, 404, principal, sid
+        )
+    return _render(request, "execute_confirm.html", context, 200, principal, sid)
 
 
 @router.post("/jobs/{job_id}/execute")
@@ -474,6 +506,15 @@ async def execute(request: Request, job_id: str) -> Response:
     job, target, principal, sid, data = form.job, form.target, form.principal, form.sid, form.data
     if data.get("confirm") != "yes":
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+    if str(data.get("confirm_target", "")).strip() != target.name:
+        return _render(
+            request,
+            "error.html",
+            {"message": f"Type the target's name ({target.name}) to confirm the commit; nothing was run."},
+            422,
+            principal,
+            sid,
+        )
     reapply = data.get("reapply") == "yes"
     if not reapply and (reason := already_applied(job)):
         return _render(
