@@ -275,6 +275,16 @@ class ProgressOut(BaseModel):
     events: int
     events_total: int
     percent: float
+    phase: str = Field(
+        "",
+        description="queued, resolving (the range: binlog index, fetch from a server), planning, decoding, "
+        "writing (the outputs), or the final state",
+    )
+    eta_seconds: float | None = Field(
+        None,
+        description="estimated seconds left for a queued or running job: from its own progress, before that "
+        "from its range's size over recent jobs' throughput; null when unknown",
+    )
 
 
 class AppliedOut(BaseModel):

@@ -34,14 +34,26 @@ function liveJobList(table) {
   setTimeout(tick, 1500);
 }
 
+function etaText(seconds) {
+  if (seconds === null || seconds === undefined) return "time left: estimated once the range is read";
+  if (seconds < 60) return "about " + Math.round(seconds) + " s left";
+  return "about " + (seconds / 60).toFixed(1) + " min left";
+}
+
 function liveJob(badge) {
   if (badge.dataset.final === "yes") return;
+  const phaseEl = document.getElementById("job-phase");
+  const phases = phaseEl ? JSON.parse(phaseEl.dataset.phases) : {};
   async function tick() {
     try {
       const job = await getJSON(badge.dataset.live);
       setState(badge, job.state);
       document.getElementById("job-progress").value = job.progress.percent;
       document.getElementById("job-percent").textContent = job.progress.percent + "%";
+      if (job.progress.total) document.getElementById("job-bytes").textContent = "of " + job.progress.total + " bytes";
+      if (phaseEl) phaseEl.textContent = phases[job.progress.phase] || job.progress.phase;
+      const eta = document.getElementById("job-eta");
+      if (eta) eta.textContent = etaText(job.progress.eta_seconds);
       if (FINAL.includes(job.state)) { window.location.reload(); return; }
     } catch (e) { /* try again */ }
     setTimeout(tick, 1000);

@@ -8,6 +8,7 @@ revokes the session.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ from app.api.routes.jobs import job_out
 from app.core.security import Principal, csrf_token
 from app.models import Execution, Job
 from app.schemas import JobCreate, check_job_request
-from app.services import artifacts
+from app.services import artifacts, change_pages, job_progress
+from app.services.change_pages import ChangeFilter
 from app.services.executions import ExecutionOptions
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
@@ -294,7 +296,17 @@ async def new_job(request: Request) -> Response:
     return _render(request, "job_new.html", {"form": data, "errors": errors}, 422, principal, sid)
 
 
-def _job_context(services: Services, job_id: str, page: int) -> dict[str, Any] | None:
+def _changes_context(job: Job, flt: ChangeFilter, page: int) -> dict[str, Any]:
+    """The filtered, paged view of the job's change log (the `_changes.html` partial)."""
+    context: dict[str, Any] = {"filter": flt, "tables": sorted({c["table"] for c in job.counts or []})}
+    if job.state == "succeeded" and job.changes_path:
+        context["changes"] = change_pages.change_page(Path(job.changes_path), flt, page)
+    return context
+
+
+def _job_context(
+    services: Services, job_id: str, page: int, flt: ChangeFilter, cpage: int
+) -> dict[str, Any] | None:
     with services.db.session() as session:
         job = session.get(Job, job_id)
         if job is None:
@@ -302,13 +314,16 @@ def _job_context(services: Services, job_id: str, page: int) -> dict[str, Any] |
         records = session.scalars(
             select(Execution).where(Execution.job_id == job_id).order_by(Execution.id)
         ).all()
+    rate = job_progress.recent_rate(services.db) if job.state in ("queued", "running") else None
     context: dict[str, Any] = {
-        "job": job_out(job),
+        "job": job_out(job, rate),
+        "phases": job_progress.PHASES,
         "summary": job.summary or {},
         "executions": [execution_out(r) for r in records],
         "preview": [],
         "page": page,
         "pages": 0,
+        **_changes_context(job, flt, cpage),
     }
     if job.state == "succeeded" and job.script_path and Path(job.script_path).exists():
         path = Path(job.script_path)
@@ -325,14 +340,67 @@ def _job_context(services: Services, job_id: str, page: int) -> dict[str, Any] |
     return context
 
 
+def _filter(table: str, type: str, gtid: str, q: str) -> ChangeFilter:
+    return ChangeFilter(
+        table.strip()[:200],
+        type if type in change_pages.TYPES else "",
+        gtid.strip()[:200],
+        q.strip()[:200],
+    )
+
+
 @router.get("/jobs/{job_id}")
 @_page
-async def job_page(request: Request, job_id: str, page: int = 1) -> Response:
+async def job_page(
+    request: Request,
+    job_id: str,
+    page: int = 1,
+    table: str = "",
+    type: str = "",
+    gtid: str = "",
+    q: str = "",
+    cpage: int = 1,
+) -> Response:
     principal, sid = _principal(request, "viewer")
-    context = await run_in_threadpool(_job_context, _services(request), job_id, page)
+    flt = _filter(table, type, gtid, q)
+    page, cpage = max(1, min(page, 2**31)), max(1, min(cpage, 2**31))
+    context = await run_in_threadpool(_job_context, _services(request), job_id, page, flt, cpage)
     if context is None:
         return _render(request, "error.html", {"message": f"There is no job {job_id}."}, 404, principal, sid)
     return _render(request, "job.html", context, 200, principal, sid)
+
+
+def _history_context(
+    services: Services, job_id: str, table: str, key: dict[str, Any]
+) -> dict[str, Any] | None:
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+    if job is None or job.state != "succeeded" or not job.changes_path:
+        return None
+    return {
+        "job": job_out(job),
+        "history": change_pages.row_history(Path(job.changes_path), table, key),
+    }
+
+
+@router.get("/jobs/{job_id}/history")
+@_page
+async def row_history_page(request: Request, job_id: str, table: str = "", key: str = "") -> Response:
+    """Every version of one row (table and key) across the job's range, oldest to newest."""
+    principal, sid = _principal(request, "viewer")
+    try:
+        wanted = json.loads(key)
+    except ValueError:
+        wanted = None
+    if not isinstance(wanted, dict) or not wanted or "." not in table:
+        message = 'Give a table (db.table) and a key as a JSON object, e.g. {"id": 5}.'
+        return _render(request, "error.html", {"message": message}, 422, principal, sid)
+    context = await run_in_threadpool(_history_context, _services(request), job_id, table, wanted)
+    if context is None:
+        return _render(
+            request, "error.html", {"message": f"Job {job_id} has no change log."}, 404, principal, sid
+        )
+    return _render(request, "row_history.html", context, 200, principal, sid)
 
 
 @router.post("/jobs/{job_id}/cancel")
