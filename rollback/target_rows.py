@@ -69,10 +69,8 @@ def rows_now(dsn: str, wanted: Iterable[tuple[str, dict[str, Any]]]) -> list[Row
     """For each (db.table, image) the row with the image's key (primary key, else a NOT NULL unique
     key, else every column of the image) as the target holds it now. At most MAX_ROWS lookups."""
     conn = connect(dsn)
-    saved = conn.decoders
     try:
         prepare_session(conn)
-        conn.decoders = {}  # values as the server prints them, like the change log's text
         tables: dict[str, _Table] = {}
         out: list[RowNow] = []
         with conn.cursor() as cur:
@@ -81,7 +79,7 @@ def rows_now(dsn: str, wanted: Iterable[tuple[str, dict[str, Any]]]) -> list[Row
                     break
                 if table not in tables:
                     tables[table] = _Table(cur, table)
-                out.append(_lookup(cur, tables[table], image))
+                out.append(_lookup(conn, cur, tables[table], image))
         conn.rollback()
         return out
     except pymysql.err.MySQLError as exc:
@@ -89,11 +87,10 @@ def rows_now(dsn: str, wanted: Iterable[tuple[str, dict[str, Any]]]) -> list[Row
             f"cannot read the rows now on the target: {exc.args[-1] if exc.args else exc}"
         ) from None
     finally:
-        conn.decoders = saved
         conn.close()
 
 
-def _lookup(cur: Any, table: _Table, image: dict[str, Any]) -> RowNow:
+def _lookup(conn: Any, cur: Any, table: _Table, image: dict[str, Any]) -> RowNow:
     if not table.columns:
         return RowNow(table.name, {}, None, "the table does not exist on the target")
     columns = table.key or [c for c in table.columns if c in image]
@@ -101,11 +98,16 @@ def _lookup(cur: Any, table: _Table, image: dict[str, Any]) -> RowNow:
         return RowNow(table.name, {}, None, "the change does not carry the columns that identify the row")
     key = {c: image[c] for c in columns}
     where = " AND ".join(f"{quote(c)} <=> %s" for c in columns)
-    cur.execute(
-        f"SELECT * FROM {table.source} WHERE {where} LIMIT 1",  # noqa: S608 - identifiers quoted
-        [_sql_value(key[c]) for c in columns],
-    )
-    found = cur.fetchone()
+    saved = conn.decoders
+    conn.decoders = {}  # the row's values as the server prints them, like the change log's text
+    try:
+        cur.execute(
+            f"SELECT * FROM {table.source} WHERE {where} LIMIT 1",  # noqa: S608 - identifiers quoted
+            [_sql_value(key[c]) for c in columns],
+        )
+        found = cur.fetchone()
+    finally:
+        conn.decoders = saved
     if found is None:
         return RowNow(table.name, key, None)
     names = [d[0] for d in cur.description]

@@ -50,11 +50,6 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
             "DELETE FROM shop.orders WHERE state = 'new'",
         ]
     )
-    before_incident = [
-        (1, "ada", "shipped", "12.50"),
-        (2, "bob", "new", "7.50"),
-        *[(i, c, s, t) for i, c, s, t in ORDERS[2:]],
-    ]
     # After it, the application re-created order 4 for another customer: restoring 4 would overwrite it.
     scratch_server.run_sql(["INSERT INTO shop.orders VALUES (4, 'gus', 'new', 44.00)"])
 
@@ -80,7 +75,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
 
     # 2. The row changes: all five, ENUMs by name; filtered to the DELETEs; searched.
     changes = page.locator("#changes .change")
-    expect(changes).to_have_count(5)
+    expect(changes).to_have_count(5, timeout=30_000)
     expect(page.locator("#changes-shown")).to_have_text("changes 1–5 of 5")
     first_update = page.locator('#changes .change[data-type="update"]').first
     expect(first_update.locator('tr.changed[data-column="state"] td.before')).to_have_text("new")
@@ -124,7 +119,10 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     expect(page.locator("#what-will-run")).to_contain_text("shop.orders")
     expect(page.locator("#plan-counts")).to_contain_text("delete")
     expect(page.locator("#transaction-mode")).to_contain_text("all or nothing")
-    expect(page.locator("#conflicts-found")).to_contain_text("1 row(s) changed since the incident")
+    # the check runs in the background: the panel fills in when it ends (slow on a loaded machine)
+    expect(page.locator("#conflicts-found")).to_contain_text(
+        "1 row(s) changed since the incident", timeout=180_000
+    )
     view = page.locator(".three-way")
     expect(view).to_have_count(1)
     expect(view).to_contain_text("id=4")
@@ -146,10 +144,11 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     expect(page).to_have_url(re.compile(re.escape(job_url) + r"(#executions)?$"))
     commit = page.locator("tr.execution").last
     expect(commit).to_contain_text("commit")
-    expect(commit.locator('[data-field="state"]')).to_have_text("succeeded")
-    expect(page.locator("#job-applied")).to_contain_text("applied by ada")
+    expect(commit.locator('[data-field="state"]')).to_have_text("succeeded", timeout=180_000)
+    expect(page.locator("#job-applied")).to_contain_text("applied by ada", timeout=180_000)
     page.screenshot(path=str(IMAGES / "web-6-applied.png"), full_page=True)
-    expected = [r for r in before_incident if r[0] != 4] + [(4, "gus", "new", "44.00")]
+    # everything in the range is undone: order 2 is back as it was before its two UPDATEs too
+    expected = [r for r in ORDERS if r[0] != 4] + [(4, "gus", "new", "44.00")]
     assert [tuple(str(v) for v in r) for r in _rows(scratch_server)] == [
         tuple(str(v) for v in r) for r in sorted(expected)
     ]

@@ -84,7 +84,9 @@ def _until_ended(client, job_id):
 def _checked(client, job_id, data):
     """The web form's conflict check: queued by the POST, followed to its end, then its panel."""
     queued = client.post(f"/jobs/{job_id}/execute/check", data=data)
-    assert queued.status_code == 200 and re.search(rf"/jobs/{job_id}/execute/\d+$", str(queued.url)), queued.url
+    assert queued.status_code == 200 and re.search(rf"/jobs/{job_id}/execute/\d+$", str(queued.url)), (
+        queued.url
+    )
     _until_ended(client, job_id)
     return client.get(str(queued.url))
 
