@@ -41,12 +41,9 @@ def _sql_value(value: Any) -> Any:
 
 
 def _text(value: Any) -> Any:
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"hex": value.hex()}
-    return value
+    """Text columns arrive as text; bytes only from binary columns, shown as the change log shows
+    them (hex)."""
+    return {"hex": value.hex()} if isinstance(value, bytes) else value
 
 
 class _Table:

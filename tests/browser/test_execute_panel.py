@@ -9,6 +9,7 @@ and the applied badge. The screenshots it takes are the tutorial's (docs/images/
 
 from __future__ import annotations
 
+import json
 import re
 
 from tests.support import REPO
@@ -38,14 +39,14 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
             "DROP DATABASE IF EXISTS shop",
             "CREATE DATABASE shop",
             "CREATE TABLE shop.orders (id INT PRIMARY KEY, customer VARCHAR(20), "
-            "state ENUM('new','paid','shipped') NOT NULL, total DECIMAL(8,2))",
+            "state ENUM('new','paid','shipped') NOT NULL, total DECIMAL(8,2), tags SET('gift','rush') NOT NULL)",
         ]
-        + [f"INSERT INTO shop.orders VALUES ({i}, '{c}', '{s}', {t})" for i, c, s, t in ORDERS]
+        + [f"INSERT INTO shop.orders VALUES ({i}, '{c}', '{s}', {t}, '')" for i, c, s, t in ORDERS]
     )
     # The day's work, then the incident: every 'new' order deleted instead of one.
     incident = scratch_server.run_sql(
         [
-            "UPDATE shop.orders SET state = 'paid', total = 7.50 WHERE id = 2",
+            "UPDATE shop.orders SET state = 'paid', total = 7.50, tags = 'gift,rush' WHERE id = 2",
             "UPDATE shop.orders SET state = 'new' WHERE id = 2",
             "DELETE FROM shop.orders WHERE state = 'new'",
         ]
@@ -72,6 +73,16 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     job_url = page.url
     expect(page.locator("#job-state")).to_have_text("succeeded", timeout=180_000)
     page.reload()
+    # the change log itself (the API's JSON lines) names ENUM and SET values, as the page does
+    job_id = job_url.rsplit("/", 1)[1]
+    log = [json.loads(x) for x in service.request("GET", f"/api/jobs/{job_id}/changes").text.splitlines()]
+    assert log[0]["before"]["state"] == "new" and log[0]["after"] == {
+        "id": 2,
+        "customer": "bob",
+        "state": "paid",
+        "total": "7.50",
+        "tags": "gift,rush",
+    }
 
     # 2. The row changes: all five, ENUMs by name; filtered to the DELETEs; searched.
     changes = page.locator("#changes .change")
@@ -81,6 +92,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     expect(first_update.locator('tr.changed[data-column="state"] td.before')).to_have_text("new")
     expect(first_update.locator('tr.changed[data-column="state"] td.after')).to_have_text("paid")
     expect(first_update.locator('tr.changed[data-column="total"]')).to_have_count(1)
+    expect(first_update.locator('tr.changed[data-column="tags"] td.after')).to_have_text("gift,rush")
     expect(first_update.locator('tr[data-column="customer"]')).not_to_have_class(re.compile("changed"))
     page.locator("#changes").screenshot(path=str(IMAGES / "web-2-row-changes.png"))
     page.select_option("#f-type", "delete")
@@ -108,7 +120,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
         "delete",
     ]
     expect(versions.nth(0)).to_contain_text("new")
-    expect(versions.nth(1).locator("td.changed")).to_have_count(2)  # state and total
+    expect(versions.nth(1).locator("td.changed")).to_have_count(3)  # state, total and tags
     expect(versions.nth(3)).to_contain_text("deleted")
     page.screenshot(path=str(IMAGES / "web-4-row-history.png"), full_page=True)
 

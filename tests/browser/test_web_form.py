@@ -100,7 +100,8 @@ def test_start_watch_preview_dry_run_and_execute_in_the_browser(browser, service
 
     # Execute: the conflict check first, then a confirmation, then the commit.
     page.click("#execute")
-    expect(page.locator("#no-conflicts")).to_be_visible()  # the check ran in the background
+    # the check runs in the background; the panel fills in when it ends (slow on a loaded machine)
+    expect(page.locator("#no-conflicts")).to_be_visible(timeout=180_000)
     expect(page.locator("#confirm")).to_be_disabled()  # until the target's name is typed
     page.fill("#confirm-target", "scratch")
     page.click("#confirm")
@@ -112,7 +113,7 @@ def test_start_watch_preview_dry_run_and_execute_in_the_browser(browser, service
     # The job is now applied: a badge on its page, and a second commit asks for an explicit "apply again".
     expect(page.locator("#job-applied")).to_contain_text("applied by")
     page.click("#execute")
-    expect(page.locator("#already-applied")).to_be_visible()
+    expect(page.locator("#already-applied")).to_be_visible(timeout=180_000)
     expect(page.locator("#reapply")).to_have_attribute("required", "")
     page.goto(job_url)
 
@@ -182,7 +183,9 @@ def test_the_execute_panel_shows_side_effects_and_asks_for_each_acceptance(brows
     # Execute: the confirmation lists the target's side effects and asks for the MyISAM table.
     page.check("#exec-accept-triggers")
     page.click("#execute")
-    expect(page.locator("#target-side-effects")).to_contain_text("websafe.hits is a MyISAM table")
+    expect(page.locator("#target-side-effects")).to_contain_text(
+        "websafe.hits is a MyISAM table", timeout=180_000
+    )
     expect(page.locator("#read-only-tables")).to_contain_text("websafe.hits")
     page.check(".accept-non-transactional")
     page.fill("#confirm-target", "scratch")
