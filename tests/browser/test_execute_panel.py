@@ -52,7 +52,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
         ]
     )
     # After it, the application re-created order 4 for another customer: restoring 4 would overwrite it.
-    scratch_server.run_sql(["INSERT INTO shop.orders VALUES (4, 'gus', 'new', 44.00)"])
+    scratch_server.run_sql(["INSERT INTO shop.orders VALUES (4, 'gus', 'new', 44.00, 'rush')"])
 
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(60_000)
