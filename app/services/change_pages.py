@@ -2,15 +2,16 @@
 transaction and searched, UPDATEs column by column, and one row's history across the range.
 
 The change log (JSON lines, rollback.records) is read only through app.services.artifacts. An
-unfiltered page seeks straight to its lines; a filtered one scans, testing each line's bytes for
-the filter before parsing it, and stops as soon as the page is full (plus one line to know that
-another page follows), so the first pages of a million-row job answer at once.
+unfiltered page seeks straight to its lines; a filtered one scans the log in chunks of whole lines,
+looks for the filter's most telling byte string with bytes.find (the change log's own spelling of a
+table, a type, a GTID, a key column's value), parses only the lines around a hit, and stops as soon
+as the page is full (plus one line to know that another page follows).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,8 +95,22 @@ class ChangePage:
     first: int  # 1-based number of the page's first change in its view
 
 
-def _lines(path: Path) -> Iterator[bytes]:
-    return artifacts.iter_lines(path, 0, artifacts.line_count(path))
+def _hits(path: Path, needles: Callable[[], list[bytes]], lower: bool = False) -> Iterator[bytes]:
+    """The lines of the log holding any of `needles()` (asked again after every line found, so that
+    a caller may look for more as it learns), in order; `lower`: look in the ASCII-lower-cased line."""
+    for chunk in artifacts.page_chunks(path, 0, artifacts.line_count(path)):
+        hay = chunk.lower() if lower else chunk
+        pos = 0
+        while True:
+            found = [at for needle in needles() if (at := hay.find(needle, pos)) >= 0]
+            if not found:
+                break
+            at = min(found)
+            start = chunk.rfind(b"\n", 0, at) + 1
+            end = chunk.find(b"\n", at)
+            end = len(chunk) if end < 0 else end + 1
+            yield chunk[start:end]
+            pos = end
 
 
 def change_page(path: Path, flt: ChangeFilter, page: int, size: int = PAGE_ROWS) -> ChangePage:
@@ -108,10 +123,16 @@ def change_page(path: Path, flt: ChangeFilter, page: int, size: int = PAGE_ROWS)
             [Change.of(json.loads(x)) for x in lines], page, start + size < total, total, start + 1
         )
     needles, query = flt.needles(), flt.q.lower()
+    # the GTID (one transaction) is the rarest string; a search in ASCII is found in the lower-cased
+    # bytes; a search with other characters is checked on each line of the table and type's hits
+    if flt.gtid or not query or not query.isascii():
+        key, lower = (needles[-1:] if flt.gtid else needles[:1]) or [b"\n"], False
+    else:
+        key, lower = [query.encode()], True
     found: list[Change] = []
     seen = 0
     has_next = False
-    for line in _lines(path):
+    for line in _hits(path, lambda: key, lower):
         if not flt.matches(line, needles, query):
             continue
         if seen >= start + size:
@@ -150,12 +171,16 @@ def row_history(path: Path, table: str, key: dict[str, Any]) -> History:
     an UPDATE that changes the key to the row's new key."""
     database, _, name = table.partition(".")
     needle = b'"database":' + _json(database) + b',"table":' + _json(name) + b","
-    values = [_json(v)[:200] for v in key.values()]
     tracked = [dict(key)]
     versions: list[Version] = []
     truncated = False
-    for line in _lines(path):
-        if needle not in line or not all(v in line for v in values) and len(tracked) == 1:
+    first = next(iter(key))
+
+    def spelled() -> list[bytes]:  # the first key column with each tracked value, as the images spell it
+        return [_json(first) + b":" + _json(k[first]) for k in tracked]
+
+    for line in _hits(path, spelled):
+        if needle not in line:
             continue
         record = json.loads(line)
         before, after = record.get("before"), record.get("after")
