@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -31,6 +32,8 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
+
+ENGINE_ENV = "MYSQL_ROLLBACK_ENGINE"  # the default of --engine, as the service's setting of that name
 
 EXIT_CODES = (
     "exit codes: 0 done; 1 internal error; 2 bad input or refusal; 3 irreversible changes left out "
@@ -143,8 +146,9 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--engine",
         choices=tuple(kind.value for kind in EngineKind),
-        default=DEFAULT_ENGINE.value,
-        help="spark (default): partitions run as Spark tasks (MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
+        default=os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE.value,
+        help="spark (default, or $MYSQL_ROLLBACK_ENGINE as for the service): partitions run as Spark tasks "
+        "(MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
         "a range that fits in one partition runs in-process. local: in this process, in order",
     )
     cmd.add_argument(
@@ -257,6 +261,8 @@ def _flashback(args: argparse.Namespace) -> int:
             raise RangeError("give binlog files, or --server DSN and a range")
     for path in missing_local_files(args.files)[:1]:
         raise RangeError(f"{path}: no such binlog file")
+    if args.engine not in {kind.value for kind in EngineKind}:  # a default from ENGINE_ENV is not checked
+        raise RangeError(f"{ENGINE_ENV} must be one of {', '.join(kind.value for kind in EngineKind)}")
     if args.execute and not args.target:
         raise RangeError("--execute needs --target")
     types = {t.strip().lower() for t in (args.type or "").split(",") if t.strip()}
@@ -439,28 +445,43 @@ def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
         entry.load()(sub)
 
 
+def _say(json_lines: bool, what: str, message: str) -> None:
+    """The one line a failed command leaves on stderr: `mysql-rollback: error: ...`, or with
+    MYSQL_ROLLBACK_LOG_FORMAT=json a JSON log line whose event is the message."""
+    if json_lines:
+        logging.getLogger("mysql_rollback.cli").error(
+            message if what in ("", "error") else f"{what}: {message}"
+        )
+    else:
+        print(f"mysql-rollback: {what}: {message}" if what else f"mysql-rollback: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from rollback import configure_logging
+
+    try:
+        json_lines = configure_logging() == "json"
+    except RollbackError as exc:
+        print(f"mysql-rollback: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except RollbackError as exc:
-        print(f"mysql-rollback: error: {exc.one_line()}", file=sys.stderr)
+        _say(json_lines, "error", exc.one_line())
         return exc.exit_code
     except KeyboardInterrupt:
-        print("mysql-rollback: interrupted", file=sys.stderr)
+        _say(json_lines, "", "interrupted")
         return EXIT_INTERRUPTED
     except OSError as exc:  # an output path that cannot be written, a file that vanished...
-        print(f"mysql-rollback: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        _say(json_lines, "error", " ".join(str(exc).split()))
         return EXIT_REFUSED
     except Exception as exc:  # a bug: still one line, never a traceback (MYSQL_ROLLBACK_DEBUG=1 shows it)
         if os.environ.get("MYSQL_ROLLBACK_DEBUG"):
             raise
         text = " ".join(str(exc).split())[:500]
-        print(
-            f"mysql-rollback: internal error: {type(exc).__name__}: {text} (please report it)",
-            file=sys.stderr,
-        )
+        _say(json_lines, "internal error", f"{type(exc).__name__}: {text} (please report it)")
         return EXIT_INTERNAL
 
 
