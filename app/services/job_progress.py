@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+import weakref
 from datetime import UTC, datetime
 
 from sqlalchemy import select
@@ -19,7 +20,7 @@ from app.models import Job
 
 RECENT_JOBS = 20
 RATE_SECONDS = 30.0  # the recent throughput is recomputed at most this often
-_memo: dict[int, tuple[float, float | None]] = {}
+_memo: weakref.WeakKeyDictionary[Database, tuple[float, float | None]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 PHASES = {
@@ -48,7 +49,7 @@ def recent_rate(db: Database) -> float | None:
     """Median bytes per second of the last RECENT_JOBS succeeded jobs (start to end), or None."""
     now = time.monotonic()
     with _lock:
-        memo = _memo.get(id(db))
+        memo = _memo.get(db)
         if memo is not None and now - memo[0] < RATE_SECONDS:
             return memo[1]
     with db.session() as session:
@@ -65,7 +66,7 @@ def recent_rate(db: Database) -> float | None:
     ]
     rate = statistics.median(rates) if rates else None
     with _lock:
-        _memo[id(db)] = (now, rate)
+        _memo[db] = (now, rate)
     return rate
 
 

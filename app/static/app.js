@@ -27,6 +27,8 @@ function liveJobList(table) {
         row.querySelector('[data-field="progress"]').value = job.progress.percent;
         row.querySelector('[data-field="percent"]').textContent = job.progress.percent + "%";
         row.querySelector('[data-field="rows"]').textContent = job.rows;
+        const phase = row.querySelector('[data-field="phase"]');
+        if (phase) phase.textContent = FINAL.includes(job.state) ? "" : job.progress.phase;
       }
     } catch (e) { /* the next tick tries again */ }
     setTimeout(tick, 1500);
