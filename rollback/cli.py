@@ -125,6 +125,13 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         help="when the binlog names no columns: accept the schema source as describing the tables at the "
         "range's time, without looking for DDL on them after the range",
     )
+    cmd.add_argument(
+        "--ddl",
+        choices=("refuse", "keep", "reverse"),
+        default="refuse",
+        help="DDL on a changed table in the range or after it: refuse (default); keep today's schema, "
+        "writing old rows into today's columns by name; reverse: also undo the DDL in the range",
+    )
     cmd.add_argument("--full-where", action="store_true", help="identify rows by every column, not the key")
     cmd.add_argument("--allow-partial", action="store_true", help="emit what is restorable, list the rest")
     cmd.add_argument(
@@ -308,6 +315,7 @@ def _flashback(args: argparse.Namespace) -> int:
         changes_format=args.changes_format,
         work_dir=args.work_dir,
         trust_schema=args.trust_schema,
+        ddl=args.ddl,
         binlog_server=binlog_server if binlog_server is not schema else None,
     )
     with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import IO
 
 from rollback.ddl import shorten
-from rollback.ddl_guard import ddl_hits, refuse_schema_change_mid_range, refuse_selected_ddl
+from rollback.ddl_guard import (
+    ddl_hits,
+    refuse_row_loss_under_keep,
+    refuse_schema_change_mid_range,
+    refuse_selected_ddl,
+)
+from rollback.ddl_modes import DdlPlan, ddl_events, dropped_columns, plan_ddl
 from rollback.errors import EmptyRange, IrreversibleChange, SchemaMismatch, SchemaUnproven
 from rollback.header import script_header
 from rollback.merge import (
@@ -36,7 +42,7 @@ from rollback.pipeline.plan import TARGET_BYTES, Partition, PartitionPlan, Schem
 from rollback.report import IRREVERSIBLE_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
-from rollback.schema_proof import NotProven, Scan, scan_files, scan_server
+from rollback.schema_proof import LaterDdl, NotProven, Scan, scan_files, scan_server
 from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
 
 # Spark partitions: at most TARGET_BYTES, at least this, two per core when the range allows.
@@ -55,6 +61,8 @@ class Job:
         self._unchecked: list[str] = []  # files without event checksums (a header note each)
         self._times: list[int] = []  # event timestamps at the ends of each file's range
         self._resolved: dict[SchemaKey, TableSchema | str | None] = {}
+        self._history: DdlPlan | None = None  # --ddl keep | reverse
+        self._history_check = ""
 
     # -- planning
     def partition_plan(self) -> PartitionPlan:
@@ -173,6 +181,10 @@ class Job:
             plan_lines=plan_lines,
             hold=self.options.allow_partial and self.options.mode == "flashback",
         )
+        if self.options.ddl != "refuse" and self.options.mode != "changes":
+            history = self._schema_history(plan)
+            spec.epochs = history.schemas
+            spec.inverse_ddl = history.inverse if self.options.mode == "flashback" else {}
         # A range that fits in one partition runs in-process: nothing to distribute.
         chosen = EngineKind(self.options.engine) if len(plan.partitions) > 1 else EngineKind.LOCAL
         engine = engine_for(chosen, self.options.spark_master)
@@ -193,6 +205,60 @@ class Job:
         self._collect(out_dir, plan, summaries)
         self._side_effects()
         return summaries
+
+    def _schema_history(self, plan: PartitionPlan) -> DdlPlan:
+        """--ddl keep | reverse: each selected table's definitions from the schema source (now) back
+        through the DDL after the range and in it (rollback.schema_history, rollback.ddl_modes)."""
+        report = self.report
+        report.ddl_mode = self.options.ddl
+        if self.options.schema is None:
+            raise SchemaUnproven(
+                f"--ddl {self.options.ddl} rebuilds each table's history from the tables as they are now: "
+                "give them with --schema-dsn, --schema-file or --server"
+            )
+        later: list[LaterDdl] = []
+        where = "the binlog after the range: not read (--trust-schema)"
+        if plan.partitions and not self.options.trust_schema:
+            last = plan.partitions[-1]
+            source = self.options.schema
+            scan: Scan | None = None
+            reasons: list[str] = []
+            for server in [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]:
+                scan, why = scan_server(
+                    server.connect, server.name, last.location, last.start, last.end, set(), later
+                )
+                if scan is not None:
+                    break
+                reasons.append(why)
+            if scan is None:
+                try:
+                    scan = scan_files(last.location, last.end, set(), later)
+                except NotProven as exc:
+                    reasons.append(str(exc))
+            if scan is None:
+                raise SchemaUnproven(
+                    f"--ddl {self.options.ddl}: cannot read the DDL after the range up to the schema source "
+                    f"({'; '.join(reasons)}); --trust-schema takes the schema source as the tables after the range"
+                )
+            where = f"{scan.where} after {scan.after} up to {scan.up_to}"
+        events = ddl_events(plan, [(d.sql, d.database, d.file, d.pos) for d in later])
+        history = plan_ddl(self.options.ddl, plan, events, self.options.schema, self.filters.table_selected)
+        report.timelines = [t.to_dict() for t in history.timelines]
+        lost = dropped_columns(history.schemas)
+        if lost:
+            report.warnings.append(
+                f"--ddl keep: column(s) dropped since the binlog wrote them are not written: {', '.join(lost)}"
+            )
+        if self.options.mode == "flashback" and history.inverse:
+            report.warnings.append(
+                "--ddl reverse: the script holds inverse DDL; the execution plan does not (apply the script "
+                "with the client, or run the DDL by hand)"
+            )
+        self._history = history
+        self._history_check = (
+            f"schema history of {len(history.timelines)} table(s) through {len(events)} DDL ({where})"
+        )
+        return history
 
     def _side_effects(self) -> None:
         """Triggers, cascading foreign keys and non-transactional tables the reverse statements meet,
@@ -236,14 +302,18 @@ class Job:
                 report.largest_statement = largest
         hits = ddl_hits(report.ddl, changed)
         stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
-        refuse_schema_change_mid_range(hits, ddl_at, changed, stop_at)
+        history = self.options.ddl != "refuse" and self.options.mode != "changes"
+        if history:
+            refuse_row_loss_under_keep(hits, ddl_at, changed, self.options.ddl)
+        else:
+            refuse_schema_change_mid_range(hits, ddl_at, changed, stop_at)
         if failed is not None:
             assert failed.error is not None
             raise decode_error(failed.error)
         report.transactions += closed_spans(summaries)
         # (The forward SQL and the change log undo nothing: for them only a schema changing under
         # the changes counts.)
-        if self.options.mode == "flashback":
+        if self.options.mode == "flashback" and not history:
             refuse_selected_ddl(hits)
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
@@ -296,7 +366,9 @@ class Job:
         if by_position:
             assert source is not None  # without names, only a source gives a schema
             sources.append(source.description)
-            if self.options.trust_schema:
+            if self._history is not None:
+                checks.append(self._history_check)
+            elif self.options.trust_schema:
                 checks.append("not checked: --trust-schema")
             else:
                 checks.append(self._prove(plan, by_position, source))
@@ -340,7 +412,8 @@ class Job:
             raise SchemaUnproven(
                 f"table {hit.table}: DDL after the range at {hit.file}:{hit.pos} may have changed its columns "
                 f"since the binlog wrote them: {shorten(hit.sql, 160)} — {described} may describe the table "
-                f"after that change, and the binlog names no columns to match by name; {advice}"
+                f"after that change, and the binlog names no columns to match by name; {advice}, "
+                "or --ddl keep to follow the DDL (the schema history)"
             )
         what = "table" if len(tables) == 1 else "tables"
         return f"no DDL on the changed {what} in {scan.where} after {scan.after} up to {scan.up_to}"

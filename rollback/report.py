@@ -51,6 +51,10 @@ class Report:
     largest_statement: dict[str, Any] | None = None
     schema_source: str = ""  # where column names came from: binlog metadata, a server, a DDL file
     schema_check: str = ""  # how the source was proven to describe the tables at the range's time
+    # --ddl keep | reverse: each changed table's definitions and the positions they applied to
+    # (schema_history.Timeline.to_dict()), and the columns of old images that were not written
+    timelines: list[dict[str, Any]] = field(default_factory=list)
+    ddl_mode: str = "refuse"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,4 +74,6 @@ class Report:
             "side_effects": self.side_effects,
             "largest_statement": self.largest_statement,
             "schema_check": {"source": self.schema_source, "checked": self.schema_check},
+            "ddl_mode": self.ddl_mode,
+            "schema_timelines": self.timelines,
         }

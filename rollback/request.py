@@ -210,6 +210,9 @@ class Filters:
         return not (self.tables and f"{tmap.database}.{tmap.table}".lower() not in self.tables)
 
 
+DDL_MODES = ("refuse", "keep", "reverse")
+
+
 @dataclass
 class Options:
     mode: str = "flashback"  # flashback | forward | changes (the change log only; the script is its header)
@@ -234,6 +237,9 @@ class Options:
     binlog_server: ServerSchema | None = None
     # The Spark master for EngineKind.SPARK; None: the process's setting (MYSQL_ROLLBACK_SPARK_MASTER).
     spark_master: str | None = None
+    # What DDL on a changed table in the range (or after it, up to the schema source) does: refuse,
+    # keep today's schema (old images mapped to today's columns by name), or reverse it too.
+    ddl: str = "refuse"
 
 
 def check_request(rng: RangeSpec, filters: Filters, options: Options) -> None:
@@ -241,6 +247,8 @@ def check_request(rng: RangeSpec, filters: Filters, options: Options) -> None:
     options.engine = parse_engine(str(options.engine))
     if options.mode not in MODES:
         raise RangeError(f"mode {options.mode!r} is not one of {', '.join(MODES)}")
+    if options.ddl not in DDL_MODES:
+        raise RangeError(f"--ddl {options.ddl!r} is not one of {', '.join(DDL_MODES)}")
     if options.changes_format not in CHANGES_FORMATS:
         raise RangeError(f"change log format {options.changes_format!r} is not one of jsonl, parquet")
     for what, values in (

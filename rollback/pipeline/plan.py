@@ -195,6 +195,10 @@ class PartitionPlan:
     # The TABLE_MAPs in force within the range, one per schema key, with where each was first seen.
     table_maps: dict[SchemaKey, tuple[TableMap, int]] = field(default_factory=dict)
     signatures: set[bytes] = field(default_factory=set)  # TABLE_MAP bodies after the table id, seen
+    # DDL in the range: (file index, position, file label, statement, default database); after each,
+    # the signatures are seen anew, so that `map_epochs` holds every (signature, schema epoch) once.
+    ddl: list[tuple[int, int, str, str, str]] = field(default_factory=list)
+    map_epochs: list[tuple[int, int, TableMap]] = field(default_factory=list)  # (file index, position, map)
     notes: list[str] = field(default_factory=list)  # what the planner found and the job reports (warnings)
     unchecked: list[str] = field(default_factory=list)  # files whose events carry no checksum
     times: list[int] = field(default_factory=list)  # first and last event timestamps of each file's range
@@ -278,6 +282,11 @@ class _FilePlanner:
                 was_open = state.tx.open
                 if not self.in_range:
                     continue
+                if isinstance(event, ev.Query) and event.kind == "DDL":
+                    self.plan.ddl.append(
+                        (self.file_index, decoded.outer_pos, self.label, event.sql, event.database)
+                    )
+                    self.plan.signatures.clear()
                 if isinstance(event, RowsEvent):
                     self._rows(decoded.outer_pos)
                 elif _ends_transaction(event):
@@ -305,6 +314,7 @@ class _FilePlanner:
         tmap = _decode_map(pos, data, facts, self.binlog.path)
         self.plan.signatures.add(signature)
         self.plan.table_maps.setdefault(schema_key(tmap), (tmap, pos))
+        self.plan.map_epochs.append((self.file_index, pos, tmap))
 
     def _apply_query(self) -> None:
         pending, self.pending_query = self.pending_query, None

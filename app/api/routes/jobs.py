@@ -328,4 +328,6 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         side_effects=extra.get("side_effects"),
         largest_statement=extra.get("largest_statement"),
         schema_check=extra.get("schema_check"),
+        ddl_mode=extra.get("ddl_mode") or "refuse",
+        schema_timelines=extra.get("schema_timelines") or [],
     )

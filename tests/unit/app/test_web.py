@@ -148,3 +148,14 @@ def test_a_running_job_shows_its_phase_and_an_eta_before_its_first_progress(make
     assert "planning" in planning and re.search(r"about (1\.0 min|[56]\d s) left", planning)
     api = client.get(f"/api/jobs/{'c' * 32}", headers={"Authorization": f"Bearer {VIEWER}"}).json()
     assert api["progress"]["phase"] == "planning" and 50 <= api["progress"]["eta_seconds"] <= 60
+
+
+def test_the_form_offers_the_ddl_modes_and_sends_the_choice(make_client):
+    client = _sign_in(make_client(), OPERATOR)
+    page = client.get("/jobs/new").text
+    assert '<select name="ddl" id="ddl">' in page
+    assert all(f'<option value="{mode}"' in page for mode in ("refuse", "keep", "reverse"))
+    body, _errors = job_request_from_form({"range_kind": "gtid", "gtid_set": "0-1-1"})
+    assert body["options"]["ddl"] == "refuse"
+    body, _errors = job_request_from_form({"range_kind": "gtid", "gtid_set": "0-1-1", "ddl": "keep"})
+    assert body["options"]["ddl"] == "keep"
