@@ -350,6 +350,16 @@ class ProgressOut(BaseModel):
     events: int
     events_total: int
     percent: float
+    phase: str = Field(
+        "",
+        description="queued, resolving (the range: binlog index, fetch from a server), planning, decoding, "
+        "writing (the outputs), or the final state",
+    )
+    eta_seconds: float | None = Field(
+        None,
+        description="estimated seconds left for a queued or running job: from its own progress, before that "
+        "from its range's size over recent jobs' throughput; null when unknown",
+    )
 
 
 class AppliedOut(BaseModel):
@@ -499,8 +509,10 @@ class ExecutionCreate(BaseModel):
 
 
 class ExecutionProgressOut(BaseModel):
-    phase: Literal["check", "apply"] | None = Field(
-        None, description="check: the dry run every execution starts with; apply: the committing pass"
+    phase: Literal["check", "apply", "compare"] | None = Field(
+        None,
+        description="check: the dry run every execution starts with; apply: the committing pass; "
+        "compare: a conflict check reading its conflicting rows on the target",
     )
     statements_done: int
     statements_total: int
@@ -544,6 +556,15 @@ class ExecutionOut(BaseModel):
     progress: ExecutionProgressOut
     cancel_requested: bool = False
     reapply: bool = False
+    check: bool = Field(
+        False, description="the web form's conflict check before a commit (a dry run that skips conflicts)"
+    )
+    conflict_view: list[dict[str, Any]] | dict[str, Any] = Field(
+        default_factory=list,
+        description="a check's conflicting rows three ways: `before` and `after` the incident (the change "
+        "log's images), `now` on the target (read by key), `changed_since` (columns where now differs from "
+        "after); or `{error}` when the target could not be read",
+    )
     links: dict[str, str] = Field(default_factory=dict)
 
 

@@ -56,6 +56,7 @@ from rollback.schema import SchemaSource, ServerSchema, schema_from_file
 from rollback.side_effects import SideEffects
 from rollback.sources.resolve import ServerSource, default_spool_dir, resolve_server_range
 from rollback.sources.spool import MANIFEST_SUFFIX
+from rollback.target_rows import RowNow, rows_now
 from rollback.version import __version__
 
 __all__ = [
@@ -109,6 +110,8 @@ __all__ = [
     "ExecutionProgress",
     "ExecutionCancelled",
     "SideEffects",
+    "rows_now",
+    "RowNow",
     # errors and exit codes
     "RollbackError",
     "RangeError",

@@ -414,7 +414,7 @@ class _Run:
                         decoded.raw.pos,
                     )
                     if picked is not None:
-                        self._log(current, picked, known.names if known else None)
+                        self._log(current, picked, known)
                     continue
                 renderer = self._renderer(tmap, decoded.outer_pos)
                 if renderer is None:
@@ -478,7 +478,7 @@ class _Run:
             progress(part.size, part.events)
 
     def _log(
-        self, current: _Block, batch: RowsBatch, names: tuple[str, ...] | None, complete: bool = False
+        self, current: _Block, batch: RowsBatch, schema: TableSchema | None, complete: bool = False
     ) -> None:
         """Account for a selected rows event and write its change log records."""
         table = batch.table.qualified_name
@@ -499,14 +499,15 @@ class _Run:
             self.row_images.add("partial (MINIMAL or NOBLOB)" if partial else "FULL")
         if self.changes_out is not None:
             out = self.changes_out
-            for record in batch_records(batch, names):
+            names = schema.names if schema else None
+            for record in batch_records(batch, names, schema.columns if schema else None):
                 out.write(record_json(record))
                 out.write("\n")
 
     def _take(
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
     ) -> None:
-        self._log(current, batch, renderer.schema_names, complete)
+        self._log(current, batch, renderer.schema, complete)
         table = batch.table.qualified_name
         rows = batch.rows
         kind = batch.kind

@@ -58,7 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.schema_proof",
         ),
     ),
-    ("execute", ("rollback.execute", "rollback.checksum", "rollback.verify")),
+    ("execute", ("rollback.execute", "rollback.checksum", "rollback.verify", "rollback.target_rows")),
     ("job", ("rollback.job",)),
     ("door", ("rollback",)),
     ("cli", ("rollback.cli", "rollback.cli_fetch", "rollback.cli_verify")),
