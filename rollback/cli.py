@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import rollback
 from rollback import (
+    AUTO_SPARK_BYTES,
     DEFAULT_ENGINE,
     EXIT_INCOMPLETE,
     EXIT_INTERNAL,
@@ -33,6 +34,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: one line, never re-wrapped to the terminal's width (argparse's own action wraps)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> NoReturn:
+        print(f"mysql-rollback {rollback.__version__}, hot path: {rollback.hot_path()}")
+        parser.exit(0)
+
+
 ENGINE_ENV = "MYSQL_ROLLBACK_ENGINE"  # the default of --engine, as the service's setting of that name
 
 EXIT_CODES = (
@@ -41,8 +53,80 @@ EXIT_CODES = (
 )
 
 
+def _add_pick_arguments(cmd: argparse.ArgumentParser) -> None:
+    """Precise selection: transactions and rows picked inside the range (docs/safety.md)."""
+    picks = cmd.add_argument_group(
+        "precise selection",
+        "pick transactions inside the range (includes add up, excludes win) and rows by a predicate; "
+        "rows that a selected transaction and a later excluded one both changed are reported",
+    )
+    picks.add_argument(
+        "--include-gtid",
+        action="append",
+        default=[],
+        metavar="GTIDS",
+        help="only transactions with these GTIDs (a set, as --gtid; repeatable)",
+    )
+    picks.add_argument(
+        "--exclude-gtid",
+        action="append",
+        default=[],
+        metavar="GTIDS",
+        help="not the transactions with these GTIDs (repeatable)",
+    )
+    picks.add_argument(
+        "--include-position",
+        action="append",
+        default=[],
+        metavar="FILE:POS",
+        help="only the transaction starting at FILE:POS (or POS), as the script's block comment "
+        "gives it (repeatable)",
+    )
+    picks.add_argument(
+        "--exclude-position",
+        action="append",
+        default=[],
+        metavar="FILE:POS",
+        help="not the transaction starting at FILE:POS (repeatable)",
+    )
+    picks.add_argument(
+        "--exclude-thread-id",
+        action="append",
+        type=int,
+        default=[],
+        metavar="N",
+        help="not the transactions of this thread (repeatable; MySQL binlogs only)",
+    )
+    picks.add_argument(
+        "--include-query",
+        metavar="REGEX",
+        help="only the row changes of statements whose original text matches (a regular expression, "
+        "searched, case-insensitive)",
+    )
+    picks.add_argument(
+        "--exclude-query",
+        metavar="REGEX",
+        help="not the row changes of statements whose original text matches",
+    )
+    picks.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="only rows whose image satisfies this MySQL expression (an UPDATE: either image)",
+    )
+    picks.add_argument(
+        "--allow-partial-transactions",
+        action="store_true",
+        help="accept picks that undo only part of a transaction (refused without it)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mysql-rollback", description="Undo mistaken changes from the binlog.")
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the version and which hot path decodes and renders (compiled or pure Python), then exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     decode = sub.add_parser("decode", help="print every row change of binlog files")
@@ -114,6 +198,7 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("-t", "--table", action="append", default=[], help="only DB.TABLE (repeatable)")
     cmd.add_argument("--type", help="comma-separated: insert,update,delete")
     cmd.add_argument("--thread-id", type=int)
+    _add_pick_arguments(cmd)
     schema = cmd.add_mutually_exclusive_group()
     schema.add_argument(
         "--schema-dsn", help="read table schemas from this server (mysql://user:pw@host:port/)"
@@ -124,6 +209,13 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         action="store_true",
         help="when the binlog names no columns: accept the schema source as describing the tables at the "
         "range's time, without looking for DDL on them after the range",
+    )
+    cmd.add_argument(
+        "--ddl",
+        choices=("refuse", "keep", "reverse"),
+        default="refuse",
+        help="DDL on a changed table in the range or after it: refuse (default); keep today's schema, "
+        "writing old rows into today's columns by name; reverse: also undo the DDL in the range",
     )
     cmd.add_argument("--full-where", action="store_true", help="identify rows by every column, not the key")
     cmd.add_argument("--allow-partial", action="store_true", help="emit what is restorable, list the rest")
@@ -147,18 +239,25 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         "--engine",
         choices=tuple(kind.value for kind in EngineKind),
         default=os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE.value,
-        help="spark (default, or $MYSQL_ROLLBACK_ENGINE as for the service): partitions run as Spark tasks "
-        "(MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
-        "a range that fits in one partition runs in-process. local: in this process, in order",
+        help="auto (default, or $MYSQL_ROLLBACK_ENGINE as for the service): in this process below "
+        "MYSQL_ROLLBACK_AUTO_SPARK_BYTES of range (default 256 MiB), Spark from there on; spark: partitions "
+        "run as Spark tasks (a range that fits in one partition runs in-process); local: in this process, "
+        "in order. The choice and why is said on stderr",
+    )
+    cmd.add_argument(
+        "--spark-master",
+        help="Spark master for the spark engine (default: MYSQL_ROLLBACK_SPARK_MASTER, else local[*])",
     )
     cmd.add_argument(
         "--partition-size",
         type=_size,
         metavar="BYTES",
-        help="target partition size, e.g. 64M (default: 64M; on Spark two partitions per core, at least 4M)",
+        help="target partition size, e.g. 64M (default: 64M in-process; on Spark about four per core, 1M to 64M)",
     )
     cmd.add_argument(
-        "--work-dir", help="where partitions write their parts (shared storage for a Spark cluster)"
+        "--work-dir",
+        help="a directory (or s3a://, hdfs:// URL) every Spark node reads: with a cluster master the binlogs "
+        "are staged there; with a local engine or master the parts are written there (default: beside -o)",
     )
     cmd.add_argument(
         "--execute", action="store_true", help="apply the script to --target (dry run unless --commit)"
@@ -294,20 +393,34 @@ def _flashback(args: argparse.Namespace) -> int:
             args.stop_datetime,
         )
     filters = Filters(
-        {d.lower() for d in args.database}, {t.lower() for t in args.table}, types, args.thread_id
+        {d.lower() for d in args.database},
+        {t.lower() for t in args.table},
+        types,
+        args.thread_id,
+        include_gtid=",".join(args.include_gtid) or None,
+        exclude_gtid=",".join(args.exclude_gtid) or None,
+        include_positions=args.include_position,
+        exclude_positions=args.exclude_position,
+        exclude_thread_ids=set(args.exclude_thread_id),
+        include_query=args.include_query,
+        exclude_query=args.exclude_query,
+        where=args.where,
     )
     options = Options(
         mode=args.mode,
         full_where=args.full_where,
         allow_partial=args.allow_partial,
+        allow_partial_transactions=args.allow_partial_transactions,
         allow_empty=args.allow_empty,
         schema=schema,
         engine=args.engine,
-        spark_master=os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER") or None,
+        spark_master=args.spark_master or os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER") or None,
+        auto_spark_bytes=_auto_spark_bytes(),
         partition_bytes=args.partition_size,
         changes_format=args.changes_format,
         work_dir=args.work_dir,
         trust_schema=args.trust_schema,
+        ddl=args.ddl,
         binlog_server=binlog_server if binlog_server is not schema else None,
     )
     with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
@@ -340,6 +453,10 @@ def _flashback(args: argparse.Namespace) -> int:
                 lock_wait_timeout=args.lock_wait_timeout,
             )
             print(json.dumps({"execution": result.to_dict()}), file=sys.stderr)
+    print(
+        f"mysql-rollback: engine {report.engine} ({report.engine_reason}), {report.partitions} partition(s)",
+        file=sys.stderr,
+    )
     if report.irreversible_count:
         print(
             f"mysql-rollback: {report.irreversible_count} row change(s) could not be restored (listed in the script header)",
@@ -347,6 +464,17 @@ def _flashback(args: argparse.Namespace) -> int:
         )
         return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+def _auto_spark_bytes() -> int:
+    """MYSQL_ROLLBACK_AUTO_SPARK_BYTES (a size such as 256M), else the engine's default."""
+    value = os.environ.get("MYSQL_ROLLBACK_AUTO_SPARK_BYTES")
+    if not value:
+        return AUTO_SPARK_BYTES
+    try:
+        return _size(value)
+    except argparse.ArgumentTypeError as exc:
+        raise RangeError(f"MYSQL_ROLLBACK_AUTO_SPARK_BYTES: {exc}") from None
 
 
 def _server_range(args: argparse.Namespace) -> tuple[Any, Any]:

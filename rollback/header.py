@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from rollback.pipeline.dependencies import describe as describe_dependency
 from rollback.render_text import comment_line
 from rollback.report import Report
 from rollback.request import Filters, RangeSpec
@@ -22,6 +23,15 @@ _MODES = {
     "flashback": "flashback (reverse SQL, newest change first)",
     "forward": "forward SQL",
 }
+
+
+def timeline_lines(timeline: dict[str, Any]) -> list[str]:
+    """A table's schema timeline (schema_history.Timeline.to_dict()) as header lines."""
+    out = [f"schema timeline of {timeline['table']}:"]
+    for item in timeline["epochs"]:
+        via = f" (after {item['ddl']})" if item["ddl"] else ""
+        out.append(f"  {item['from']} .. {item['until']}: {item['definition']}{via}")
+    return out
 
 
 def script_header(
@@ -50,6 +60,10 @@ def script_header(
         )
     lines.append(f"row images seen: {', '.join(sorted(report.row_images)) or '-'}")
     lines.append(f"schema: {report.schema_source}; checked: {report.schema_check}")
+    if report.ddl_mode != "refuse":
+        lines.append(f"ddl: {report.ddl_mode}")
+    for timeline in report.timelines:
+        lines.extend(timeline_lines(timeline))
     lines.append(f"transactions: {report.transactions}, statements: {report.statements}")
     largest = report.largest_statement
     if largest is not None:
@@ -65,6 +79,18 @@ def script_header(
         else:
             state = "see the warnings below" if any(found.values()) else "none found"
         lines.append(f"{SIDE_EFFECTS}: {state}; execution checks them at the target")
+    for item in report.partial_transactions:
+        lines.append(
+            f"partial transaction (--allow-partial-transactions): gtid={item['gtid'] or '-'} at "
+            f"{item['file']}:{item['pos']}: {item['picked']} row(s) undone, {item['dropped']} left as they are"
+        )
+    if report.dependencies is not None:
+        lines.append(
+            f"dependent rows: {report.dependency_count} (changed again by an excluded transaction after a "
+            "selected one: the reverse statement overwrites that change; execution's check refuses it)"
+        )
+        for item in report.dependencies:
+            lines.append(f"dependent: {describe_dependency(item)}")
     for warning in report.warnings:
         lines.append(f"warning: {warning}")
     for item in irreversible:

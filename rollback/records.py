@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -29,37 +29,46 @@ def column_names(tmap: TableMap, names: tuple[str, ...] | None = None) -> tuple[
     return tuple(f"@{i + 1}" for i in range(tmap.column_count))
 
 
-def _bytes_kinds(tmap: TableMap) -> tuple[str, ...]:
-    """How each column's bytes values read as JSON: "json", "hex" (geometry, vector, binary
-    collations) or "text" (UTF-8 when it decodes). Worked out once per table map, not per value."""
-    kinds = []
-    charsets = tmap.charsets
-    for index, real in enumerate(spec.real_type for spec in tmap.specs(None)):
-        if real == ColumnType.JSON:
-            kinds.append("json")
-        elif real in (ColumnType.GEOMETRY, ColumnType.VECTOR):
-            kinds.append("hex")
-        elif (charsets[index] if charsets else None) == BINARY_COLLATION:
-            kinds.append("hex")
-        else:
-            kinds.append("text")
-    return tuple(kinds)
+Members = dict[int, tuple[str, tuple[str, ...]]]  # column index -> ("enum" | "set", its members)
 
 
-def _bytes_value(data: bytes, kind: str) -> Any:
-    if kind == "json":
-        return {"json": decode_json(data)}
-    if kind == "text":
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-    return {"hex": data.hex()}
+def column_members(tmap: TableMap, columns: Sequence[Any] | None = None) -> Members:
+    """The members of each ENUM and SET column: from the table map's FULL metadata, else from the
+    schema's columns (objects with enum_values / set_values, rollback.schema.Column)."""
+    found: Members = {}
+    real = [spec.real_type for spec in tmap.specs(None)]
+    for index, kind in enumerate(real):
+        if kind not in (ColumnType.ENUM, ColumnType.SET):
+            continue
+        name = "enum" if kind == ColumnType.ENUM else "set"
+        logged = (tmap.enum_values if name == "enum" else tmap.set_values).get(index)
+        if logged is not None:
+            found[index] = (name, tuple(v.decode("utf-8", "replace") for v in logged))
+        elif columns is not None and index < len(columns):
+            members = getattr(columns[index], f"{name}_values", None)
+            if members:
+                found[index] = (name, tuple(members))
+    return found
 
 
-def json_value(value: Any, tmap: TableMap, index: int, kinds: tuple[str, ...] | None = None) -> Any:
-    """A column value as JSON: exact (DECIMAL as a string), strings as text when they are text.
-    `kinds`: the table's _bytes_kinds, when the caller has them."""
+def member_text(kind: str, members: tuple[str, ...], value: int) -> str | int:
+    """An ENUM index (1-based; 0 is the '' error value) or a SET bit mask as the server prints it;
+    a number outside the members stays a number (the definition does not describe it)."""
+    if kind == "enum":
+        if value == 0:
+            return ""
+        return members[value - 1] if 0 < value <= len(members) else value
+    if value < 0 or value >> len(members):
+        return value
+    return ",".join(m for i, m in enumerate(members) if value >> i & 1)
+
+
+def json_value(value: Any, tmap: TableMap, index: int, members: Members | None = None) -> Any:
+    """A column value as JSON: exact (DECIMAL as a string), strings as text when they are text,
+    ENUM and SET as their members' text when `members` knows them."""
+    if members and index in members and isinstance(value, int) and not isinstance(value, bool):
+        kind, names = members[index]
+        return member_text(kind, names, value)
     if isinstance(value, JsonText):
         return {"json": str(value)}
     if isinstance(value, JsonPartial):
@@ -69,34 +78,36 @@ def json_value(value: Any, tmap: TableMap, index: int, kinds: tuple[str, ...] | 
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, bytes | bytearray | memoryview):
-        return _bytes_value(bytes(value), (kinds or _bytes_kinds(tmap))[index])
+        data = bytes(value)
+        real = tmap.specs(None)[index].real_type
+        if real == ColumnType.JSON:
+            return {"json": decode_json(data)}
+        if real in (ColumnType.GEOMETRY, ColumnType.VECTOR):
+            return {"hex": data.hex()}
+        collation = tmap.charsets[index] if tmap.charsets else None
+        if collation != BINARY_COLLATION:
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+        return {"hex": data.hex()}
     return repr(value)
 
 
 def image(
-    row: tuple, tmap: TableMap, names: tuple[str, ...], kinds: tuple[str, ...] | None = None
+    row: tuple, tmap: TableMap, names: tuple[str, ...], members: Members | None = None
 ) -> dict[str, Any]:
-    kinds = kinds or _bytes_kinds(tmap)
-    out: dict[str, Any] = {}
-    for i, v in enumerate(row):
-        kind = type(v)
-        if v is None or kind in _PLAIN:  # exact types: a JsonText (a str) goes the long way
-            out[names[i]] = v
-        elif kind is bytes:
-            out[names[i]] = _bytes_value(v, kinds[i])
-        elif kind is Decimal:
-            out[names[i]] = str(v)
-        elif v is not MISSING:
-            out[names[i]] = json_value(v, tmap, i, kinds)
-    return out
+    return {names[i]: json_value(v, tmap, i, members) for i, v in enumerate(row) if v is not MISSING}
 
 
-_PLAIN = (int, float, str, bool)
-
-
-def batch_records(batch: RowsBatch, names: tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
+def batch_records(
+    batch: RowsBatch, names: tuple[str, ...] | None = None, columns: Sequence[Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The records of one rows event; `columns` (the schema's) name ENUM and SET members the table
+    map does not carry."""
     tmap = batch.table
     cols = column_names(tmap, names)
+    members = column_members(tmap, columns)
     base: dict[str, Any] = {
         "file": batch.file,
         "pos": batch.pos,
@@ -109,16 +120,15 @@ def batch_records(batch: RowsBatch, names: tuple[str, ...] | None = None) -> Ite
         "table": tmap.table,
         "type": batch.kind,
     }
-    kinds = _bytes_kinds(tmap)
     for index, row in enumerate(batch.rows):
         record = dict(base, row=index)
         if batch.kind == "update":
-            record["before"] = image(row[0], tmap, cols, kinds)
-            record["after"] = image(row[1], tmap, cols, kinds)
+            record["before"] = image(row[0], tmap, cols, members)
+            record["after"] = image(row[1], tmap, cols, members)
         elif batch.kind == "insert":
-            record["after"] = image(row, tmap, cols, kinds)
+            record["after"] = image(row, tmap, cols, members)
         else:
-            record["before"] = image(row, tmap, cols, kinds)
+            record["before"] = image(row, tmap, cols, members)
         yield record
 
 

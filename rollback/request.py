@@ -24,12 +24,16 @@ from rollback.schema import SchemaSource, ServerSchema
 class EngineKind(StrEnum):
     """Where the partitions of a job run."""
 
+    AUTO = "auto"  # local below AUTO_SPARK_BYTES of range, Spark from there on
     SPARK = "spark"  # as Spark tasks (a range that fits in one partition runs in-process)
     LOCAL = "local"  # in this process, in order
 
 
 # The one default of the CLI, the service's configuration and Options.
-DEFAULT_ENGINE = EngineKind.SPARK
+DEFAULT_ENGINE = EngineKind.AUTO
+# `auto` runs a range of fewer bytes than this in-process: a small incident range never pays the JVM's
+# start-up (seconds) for a job the local engine finishes sooner. MYSQL_ROLLBACK_AUTO_SPARK_BYTES changes it.
+AUTO_SPARK_BYTES = 256 << 20
 MODES = ("flashback", "forward", "changes")
 CHANGES_FORMATS = ("jsonl", "parquet")
 FIRST_EVENT = 4  # events start after the 4-byte magic
@@ -185,12 +189,74 @@ class RangeSpec:
         return parse_datetime(self.stop_datetime) if self.stop_datetime else None
 
 
+def parse_position(text: str) -> tuple[str | None, int]:
+    """A transaction's start position, `file:pos` or `pos` (in any file of the range)."""
+    name, _, pos = text.strip().rpartition(":")
+    if not pos.isdigit():
+        raise RangeError(f"transaction position {text!r} is not FILE:POS or POS")
+    return (name or None), int(pos)
+
+
+def parse_pattern(what: str, text: str) -> re.Pattern[str]:
+    """A statement-text pattern: a Python regular expression, searched anywhere, ignoring case."""
+    try:
+        return re.compile(text, re.IGNORECASE | re.DOTALL)
+    except re.error as exc:
+        raise RangeError(f"{what} {text!r} is not a regular expression: {exc}") from None
+
+
 @dataclass
 class Filters:
     databases: set[str] = field(default_factory=set)
     tables: set[str] = field(default_factory=set)  # "db.table"
     types: set[str] = field(default_factory=set)  # insert/update/delete
     thread_id: int | None = None
+    # Precise selection (rollback/pipeline/selection.py). Transactions: by GTID (a MySQL GTID set or
+    # MariaDB GTIDs/ranges, as --gtid takes), by start position (FILE:POS or POS, the position the
+    # script's block comment gives), by thread id, by their statements' original text (a regular
+    # expression searched in the ROWS_QUERY / ANNOTATE_ROWS text). A transaction is in when no
+    # include is given or it matches one, and no exclude matches it.
+    include_gtid: str | None = None
+    exclude_gtid: str | None = None
+    include_positions: list[str] = field(default_factory=list)
+    exclude_positions: list[str] = field(default_factory=list)
+    exclude_thread_ids: set[int] = field(default_factory=set)
+    include_query: str | None = None
+    exclude_query: str | None = None
+    # Rows: a MySQL boolean expression over the row images (rollback/predicate.py).
+    where: str | None = None
+
+    @property
+    def picks(self) -> bool:
+        """Whether transactions or rows are picked inside the range (dependencies are then looked for)."""
+        return bool(
+            self.thread_id is not None
+            or self.include_gtid
+            or self.exclude_gtid
+            or self.include_positions
+            or self.exclude_positions
+            or self.exclude_thread_ids
+            or self.include_query
+            or self.exclude_query
+            or self.where
+        )
+
+    def check_picks(self) -> None:
+        """Parse every pick once, so that a bad one fails before any work."""
+        for what, text in (("--include-gtid", self.include_gtid), ("--exclude-gtid", self.exclude_gtid)):
+            if text:
+                check_plain(what, text)
+                GtidFilter(text)
+        for position in [*self.include_positions, *self.exclude_positions]:
+            check_plain("transaction position", position)
+            parse_position(position)
+        for what, text in (("--include-query", self.include_query), ("--exclude-query", self.exclude_query)):
+            if text:
+                parse_pattern(what, text)
+        if self.where:
+            from rollback.predicate import Predicate
+
+            Predicate(self.where)
 
     def describe(self) -> str:
         parts = []
@@ -202,6 +268,18 @@ class Filters:
             parts.append("types " + ",".join(sorted(self.types)))
         if self.thread_id is not None:
             parts.append(f"thread {self.thread_id}")
+        for label, value in (
+            ("include gtid", self.include_gtid),
+            ("exclude gtid", self.exclude_gtid),
+            ("include positions", ",".join(self.include_positions)),
+            ("exclude positions", ",".join(self.exclude_positions)),
+            ("exclude threads", ",".join(map(str, sorted(self.exclude_thread_ids)))),
+            ("include query", self.include_query),
+            ("exclude query", self.exclude_query),
+            ("where", self.where),
+        ):
+            if value:
+                parts.append(f"{label} {value}")
         return "; ".join(parts) or "none"
 
     def table_selected(self, tmap: Any) -> bool:
@@ -210,21 +288,28 @@ class Filters:
         return not (self.tables and f"{tmap.database}.{tmap.table}".lower() not in self.tables)
 
 
+DDL_MODES = ("refuse", "keep", "reverse")
+
+
 @dataclass
 class Options:
     mode: str = "flashback"  # flashback | forward | changes (the change log only; the script is its header)
     full_where: bool = False
     allow_partial: bool = False
+    # A pick (--where, --include-query/--exclude-query) may keep only some rows of a transaction:
+    # refused unless accepted here, since undoing part of a transaction may break its invariants.
+    allow_partial_transactions: bool = False
     allow_empty: bool = False  # a range that selects no row change is not an error (exit 4)
     schema: SchemaSource | None = None
     verify_checksums: bool = True
     engine: EngineKind | str = DEFAULT_ENGINE
-    # Target partition size; None: TARGET_BYTES (64 MB), and on Spark smaller partitions (two per
-    # core, not under 4 MB) so that a range of a few hundred MB keeps every core busy.
+    # Target partition size; None: TARGET_BYTES (64 MB) in-process, and on Spark about four per core
+    # of the range's bytes, between 1 MB and 64 MB (plan.partition_target).
     partition_bytes: int | None = None
     changes_format: str = "jsonl"  # jsonl | parquet (a directory written through Spark)
-    # Where partitions write their parts: shared storage when Spark runs on a cluster. Default:
-    # a temporary directory beside the script.
+    # A directory (or Hadoop-compatible URL) every Spark node can read: with a cluster master, local
+    # binlogs are staged there for the executors. With a local engine or master, the parts are written
+    # there. Default: a temporary directory beside the script. Resolved against the driver's directory.
     work_dir: str | None = None
     # Accept the schema source as describing the tables at the range's time without looking for
     # DDL after the range (matters only when the binlog names no columns).
@@ -234,13 +319,22 @@ class Options:
     binlog_server: ServerSchema | None = None
     # The Spark master for EngineKind.SPARK; None: the process's setting (MYSQL_ROLLBACK_SPARK_MASTER).
     spark_master: str | None = None
+    # EngineKind.AUTO: ranges of at least this many bytes run on Spark, smaller ones in-process.
+    auto_spark_bytes: int = AUTO_SPARK_BYTES
+    # What DDL on a changed table in the range (or after it, up to the schema source) does: refuse,
+    # keep today's schema (old images mapped to today's columns by name), or reverse it too.
+    ddl: str = "refuse"
 
 
 def check_request(rng: RangeSpec, filters: Filters, options: Options) -> None:
     """Every rule a request must meet before a job starts; parses the range's GTID and time texts."""
     options.engine = parse_engine(str(options.engine))
+    if options.work_dir and "://" not in options.work_dir:
+        options.work_dir = os.path.abspath(options.work_dir)  # the driver's, before any executor sees it
     if options.mode not in MODES:
         raise RangeError(f"mode {options.mode!r} is not one of {', '.join(MODES)}")
+    if options.ddl not in DDL_MODES:
+        raise RangeError(f"--ddl {options.ddl!r} is not one of {', '.join(DDL_MODES)}")
     if options.changes_format not in CHANGES_FORMATS:
         raise RangeError(f"change log format {options.changes_format!r} is not one of jsonl, parquet")
     for what, values in (
@@ -253,5 +347,6 @@ def check_request(rng: RangeSpec, filters: Filters, options: Options) -> None:
     ):
         for value in values:
             check_plain(what, value)
+    filters.check_picks()
     rng.gtid_filter  # noqa: B018 - parsed here: a bad GTID text fails before any work
     check_window(rng.since, rng.until)

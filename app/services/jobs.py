@@ -23,8 +23,8 @@ from app.core.config import ServerConfig, Settings
 from app.db import Database
 from app.metrics import Metrics
 from app.models import FINAL_STATES, Job, Upload, utcnow
-from app.schemas import JobCreate
-from app.services import artifacts, engine, retention, sources
+from app.schemas import JobCreate, filters_from
+from app.services import artifacts, engine, picks, retention, sources
 from app.services.pool import WorkerPool
 from app.services.storage import storage_problem
 from rollback import (
@@ -249,23 +249,22 @@ class JobRunner(WorkerPool[str]):
     def inputs(self, job: Job) -> tuple[sources.Resolved, Filters, Options]:
         """What the engine runs for this job: its source resolved, its filters and options."""
         resolved = self._source(job)
-        f = job.filters or {}
-        filters = Filters(
-            {d.lower() for d in f.get("databases", [])},
-            {t.lower() for t in f.get("tables", [])},
-            set(f.get("types", [])),
-            f.get("thread_id"),
-        )
+        filters = filters_from(job.filters or {})
         o = job.options or {}
         options = Options(
             mode=job.mode,
             full_where=bool(o.get("full_where")),
             allow_partial=bool(o.get("allow_partial")),
+            allow_partial_transactions=bool(o.get("allow_partial_transactions")),
             allow_empty=bool(o.get("allow_empty")),
             trust_schema=bool(o.get("trust_schema")),
+            ddl=str(o.get("ddl") or "refuse"),
             schema=resolved.schema,
             engine=self.settings.engine,
             spark_master=self.settings.spark_master,
+            auto_spark_bytes=self.settings.auto_spark_bytes,
+            partition_bytes=self.settings.partition_bytes,
+            work_dir=self.settings.work_dir,
         )
         return resolved, filters, options
 
@@ -306,6 +305,7 @@ class JobRunner(WorkerPool[str]):
             artifacts.build_line_index(out.changes)
         summary = report.to_dict()
         rows = sum(item["rows"] for item in summary["counts"])
+        summary["transactions_list"] = picks.script_transactions(out.script)
         summary["bytes"] = done.bytes_total
         self.metrics.bytes_decoded.inc(done.bytes_total)
         self.metrics.rows_emitted.inc(rows)
@@ -333,13 +333,20 @@ class JobRunner(WorkerPool[str]):
                     "server_version",
                     "row_images",
                     "schema_check",
+                    "ddl_mode",
+                    "schema_timelines",
                     "bytes",
                     "irreversible_count",
                     "engine",
+                    "engine_reason",
                     "partitions",
                     "events_total",
                     "side_effects",
                     "largest_statement",
+                    "transactions_list",
+                    "dependencies",
+                    "dependency_count",
+                    "partial_transactions",
                 )
             },
             "script_path": str(out.script),

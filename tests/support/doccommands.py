@@ -35,6 +35,16 @@ _FENCE = re.compile(r"^\s*```\s*([A-Za-z0-9_+-]*)")
 # (document or "*" for any, text the command starts with, why it is not run)
 NOT_RUNNABLE: list[tuple[str, str, str]] = [
     ("*", "docker ", "no Docker daemon on the test machine (tests/unit lints the Dockerfile with hadolint)"),
+    (
+        "README.md",
+        'mysql-rollback flashback "$BINLOG" --engine spark --spark-master "$SPARK_MASTER"',
+        "needs a Spark cluster: tests/cluster/test_readme_cluster.py runs it on the suite's standalone cluster",
+    ),
+    (
+        "README.md",
+        'MYSQL_ROLLBACK_SPARK_MASTER="$SPARK_MASTER"',
+        "a service on a Spark cluster (tests/cluster/test_cluster_service.py runs one with these settings)",
+    ),
 ]
 
 # example value in a document -> the fixture value it stands for (a key of DocRun.values)

@@ -26,4 +26,5 @@ def health(request: Request) -> dict:
         "version": rollback.__version__,
         "python": platform.python_version(),
         "spark": spark,
+        "hot_path": rollback.hot_path(),
     }

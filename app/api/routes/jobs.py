@@ -24,7 +24,7 @@ from app.schemas import (
     SummaryOut,
     check_job_request,
 )
-from app.services import artifacts, retention
+from app.services import artifacts, job_progress, retention
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
 from app.services.upload_range import check_upload_range
@@ -38,7 +38,9 @@ NOT_READY: dict[int | str, dict[str, Any]] = {
 MAX_PAGE = 100_000
 
 
-def job_out(job: Job) -> JobOut:
+def job_out(job: Job, rate: float | None = None) -> JobOut:
+    """The job as the API shows it; `rate` (job_progress.recent_rate) lets a job estimate its time
+    left before its own first progress report."""
     total = job.progress_total or 0
     done = job.progress_bytes or 0
     percent = 100.0 if job.state == "succeeded" else (round(100.0 * done / total, 1) if total else 0.0)
@@ -71,6 +73,8 @@ def job_out(job: Job) -> JobOut:
             events=job.progress_events or 0,
             events_total=job.progress_events_total or 0,
             percent=min(percent, 100.0),
+            phase=job_progress.phase(job),
+            eta_seconds=job_progress.eta_seconds(job, rate),
         ),
         rows=job.rows_emitted or 0,
         transactions=job.transactions or 0,
@@ -180,7 +184,11 @@ async def job_answer(services: Services, job_id: str) -> bytes | None:
 
     def one(session: Session) -> JobOut | None:
         job = session.get(Job, job_id)
-        return job_out(job) if job is not None else None
+        if job is None:
+            return None
+        if job.state in ("queued", "running"):  # the rate is read from the job database too
+            return job_out(job, job_progress.recent_rate(services.db))
+        return job_out(job)
 
     return await services.answers.get(("job", job_id), one)
 
@@ -342,4 +350,19 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         side_effects=extra.get("side_effects"),
         largest_statement=extra.get("largest_statement"),
         schema_check=extra.get("schema_check"),
+        engine=(
+            {
+                "name": extra["engine"],
+                "reason": extra.get("engine_reason"),
+                "partitions": extra.get("partitions"),
+            }
+            if extra.get("engine")
+            else None
+        ),
+        transactions_list=extra.get("transactions_list") or [],
+        dependencies=extra.get("dependencies"),
+        dependency_count=extra.get("dependency_count") or 0,
+        partial_transactions=extra.get("partial_transactions") or [],
+        ddl_mode=extra.get("ddl_mode") or "refuse",
+        schema_timelines=extra.get("schema_timelines") or [],
     )
