@@ -63,9 +63,44 @@ def member_text(kind: str, members: tuple[str, ...], value: int) -> str | int:
     return ",".join(m for i, m in enumerate(members) if value >> i & 1)
 
 
-def json_value(value: Any, tmap: TableMap, index: int, members: Members | None = None) -> Any:
+def bytes_kinds(tmap: TableMap) -> tuple[str, ...]:
+    """How each column's bytes values read as JSON: "json", "hex" (geometry, vector, binary
+    collations) or "text" (UTF-8 when it decodes). Worked out once per table map, not per value."""
+    kinds = []
+    charsets = tmap.charsets
+    for index, spec in enumerate(tmap.specs(None)):
+        if spec.real_type == ColumnType.JSON:
+            kinds.append("json")
+        elif spec.real_type in (ColumnType.GEOMETRY, ColumnType.VECTOR):
+            kinds.append("hex")
+        elif (charsets[index] if charsets else None) == BINARY_COLLATION:
+            kinds.append("hex")
+        else:
+            kinds.append("text")
+    return tuple(kinds)
+
+
+def _bytes_value(data: bytes, kind: str) -> Any:
+    if kind == "json":
+        return {"json": decode_json(data)}
+    if kind == "text":
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    return {"hex": data.hex()}
+
+
+def json_value(
+    value: Any,
+    tmap: TableMap,
+    index: int,
+    members: Members | None = None,
+    kinds: tuple[str, ...] | None = None,
+) -> Any:
     """A column value as JSON: exact (DECIMAL as a string), strings as text when they are text,
-    ENUM and SET as their members' text when `members` knows them."""
+    ENUM and SET as their members' text when `members` knows them. `kinds`: the table's
+    bytes_kinds, when the caller has them."""
     if members and index in members and isinstance(value, int) and not isinstance(value, bool):
         kind, names = members[index]
         return member_text(kind, names, value)
@@ -78,26 +113,36 @@ def json_value(value: Any, tmap: TableMap, index: int, members: Members | None =
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, bytes | bytearray | memoryview):
-        data = bytes(value)
-        real = tmap.specs(None)[index].real_type
-        if real == ColumnType.JSON:
-            return {"json": decode_json(data)}
-        if real in (ColumnType.GEOMETRY, ColumnType.VECTOR):
-            return {"hex": data.hex()}
-        collation = tmap.charsets[index] if tmap.charsets else None
-        if collation != BINARY_COLLATION:
-            try:
-                return data.decode("utf-8")
-            except UnicodeDecodeError:
-                pass
-        return {"hex": data.hex()}
+        return _bytes_value(bytes(value), (kinds or bytes_kinds(tmap))[index])
     return repr(value)
 
 
+_PLAIN = (int, float, str, bool)
+
+
 def image(
-    row: tuple, tmap: TableMap, names: tuple[str, ...], members: Members | None = None
+    row: tuple,
+    tmap: TableMap,
+    names: tuple[str, ...],
+    members: Members | None = None,
+    kinds: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
-    return {names[i]: json_value(v, tmap, i, members) for i, v in enumerate(row) if v is not MISSING}
+    kinds = kinds or bytes_kinds(tmap)
+    out: dict[str, Any] = {}
+    for i, v in enumerate(row):
+        kind = type(v)
+        if members and i in members:
+            if v is not MISSING:
+                out[names[i]] = json_value(v, tmap, i, members, kinds)
+        elif v is None or kind in _PLAIN:  # exact types: a JsonText (a str) goes the long way
+            out[names[i]] = v
+        elif kind is bytes:
+            out[names[i]] = _bytes_value(v, kinds[i])
+        elif kind is Decimal:
+            out[names[i]] = str(v)
+        elif v is not MISSING:
+            out[names[i]] = json_value(v, tmap, i, members, kinds)
+    return out
 
 
 def batch_records(
@@ -108,6 +153,7 @@ def batch_records(
     tmap = batch.table
     cols = column_names(tmap, names)
     members = column_members(tmap, columns)
+    kinds = bytes_kinds(tmap)
     base: dict[str, Any] = {
         "file": batch.file,
         "pos": batch.pos,
@@ -123,12 +169,12 @@ def batch_records(
     for index, row in enumerate(batch.rows):
         record = dict(base, row=index)
         if batch.kind == "update":
-            record["before"] = image(row[0], tmap, cols, members)
-            record["after"] = image(row[1], tmap, cols, members)
+            record["before"] = image(row[0], tmap, cols, members, kinds)
+            record["after"] = image(row[1], tmap, cols, members, kinds)
         elif batch.kind == "insert":
-            record["after"] = image(row, tmap, cols, members)
+            record["after"] = image(row, tmap, cols, members, kinds)
         else:
-            record["before"] = image(row, tmap, cols, members)
+            record["before"] = image(row, tmap, cols, members, kinds)
         yield record
 
 
