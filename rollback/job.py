@@ -139,6 +139,7 @@ class Job:
             outputs.append((Path(str(plan_path) + ".part"), Path(plan_path)))
         try:
             summaries = self._run(out_dir, bool(changes_path), bool(plan_path), progress)
+            _tell(progress, "merging", self.report)
             with open(outputs[0][0], "wb") as script_out:
                 plan_out = open(outputs[1][0], "wb") if plan_path else None
                 try:
@@ -289,8 +290,8 @@ class Job:
             )
         if self.options.mode == "flashback" and history.inverse:
             report.warnings.append(
-                "--ddl reverse: the script holds inverse DDL; the execution plan does not (apply the script "
-                "with the client, or run the DDL by hand)"
+                "--ddl reverse: the script holds inverse DDL, which commits implicitly: executions refuse its "
+                "plan; apply the reviewed script with the mysql client"
             )
         self._history = history
         self._history_check = (
@@ -566,6 +567,24 @@ def _hold_back(
         for summary in execute(stale):
             done[summary.index] = summary
     return [done[index] for index in sorted(done)]
+
+
+def _tell(progress: ProgressCallback | None, phase: str, report: Report) -> None:
+    """A phase after the partitions starts (merging): the caller hears it once, with the range's totals
+    and the rows found. (Before the first partition's progress the caller knows it is planning.)"""
+    if progress is not None:
+        progress(
+            Progress(
+                report.bytes_total,
+                report.bytes_total,
+                report.events_total,
+                report.events_total,
+                report.partitions,
+                report.engine,
+                phase=phase,
+                rows=sum(report.counts.values()),
+            )
+        )
 
 
 def generate(
