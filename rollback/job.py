@@ -289,8 +289,8 @@ class Job:
             )
         if self.options.mode == "flashback" and history.inverse:
             report.warnings.append(
-                "--ddl reverse: the script holds inverse DDL; the execution plan does not (apply the script "
-                "with the client, or run the DDL by hand)"
+                "--ddl reverse: the script holds inverse DDL, which commits implicitly: executions refuse its "
+                "plan; apply the reviewed script with the mysql client"
             )
         self._history = history
         self._history_check = (

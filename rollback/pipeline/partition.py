@@ -448,7 +448,12 @@ class _Run:
                 if inverse is not None:
                     first = len(self.rendered)
                     note = f"inverse of the DDL at {label}:{decoded.outer_pos}: {event.sql}"
-                    self.rendered.add(comment_line(note) + "\n" + inverse + "\n\n", "")
+                    # The plan carries the DDL too, so that an execution sees it and refuses: DDL
+                    # commits implicitly and cannot run inside the checked transaction.
+                    step = PlanLines(label, decoded.outer_pos, event.database or "", 0, None)
+                    self.rendered.add(
+                        comment_line(note) + "\n" + inverse + "\n\n", step.forward("ddl", inverse) + "\n"
+                    )
                     self.entries.append(("ddl", first, len(self.rendered), ""))
                 summary.ddl.append(
                     {
