@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import entry_points
@@ -26,6 +25,8 @@ from rollback import (
 from rollback.cli_connection import add_connection_options, bare_password, complete_dsn
 from rollback.cli_fetch import add_fetch_command
 from rollback.cli_habits import add_habit_options, normalise
+from rollback.cli_progress import for_stream as progress_display
+from rollback.cli_progress import jvm_output_to
 from rollback.cli_report import CommandReport, add_report_options, range_asked, report_path_in, write_outputs
 
 
@@ -70,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
         )
         add_habit_options(cmd)
         add_report_options(cmd, junit="one case for the script, one for the execution")
+        cmd.add_argument(
+            "--quiet", action="store_true", help="no progress display (there is none off a terminal)"
+        )
+        cmd.add_argument(
+            "--debug",
+            action="store_true",
+            help="show Spark's own log lines (hidden otherwise) and a traceback on an internal error",
+        )
         cmd.set_defaults(func=_flashback, mode="flashback" if name == "flashback" else "forward")
 
     add_fetch_command(sub)
@@ -287,6 +296,9 @@ def _flashback(args: argparse.Namespace) -> int:
         for value in values:
             check_plain(option, value)
     normalise(args)
+    if args.debug:  # Spark's own log lines on stderr, and tracebacks of internal errors
+        os.environ.setdefault("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", "INFO")
+        os.environ["MYSQL_ROLLBACK_DEBUG"] = "1"
     if args.server:
         if args.files:
             raise RangeError("give binlog files or --server, not both")
@@ -366,19 +378,21 @@ def _flashback(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
         script = args.output or os.path.join(tmp, "rollback.sql")
         plan = args.plan or (os.path.join(tmp, "plan.jsonl") if args.execute else None)
-        bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+        bar = None if args.quiet else progress_display(sys.stderr)
         outcome.range_read = {
             "files": [os.path.basename(f) for f in rng.files],
             "start_position": rng.start_position,
             "stop_position": rng.stop_position,
         }
+        jvm_log = None if args.debug or args.engine == "local" else os.path.join(tmp, "spark.log")
         try:
-            report = generate(rng, filters, options, script, plan, args.changes, progress=bar)
+            with jvm_output_to(jvm_log):
+                report = generate(rng, filters, options, script, plan, args.changes, progress=bar)
         except RollbackError as exc:
             outcome.cases.append(("generate the script", exc.one_line()))
             raise
         finally:
-            if bar is not None:
+            if bar is not None and not args.execute:
                 bar.close()
         _record_generation(outcome, report)
         if not args.output:
@@ -400,7 +414,10 @@ def _flashback(args: argparse.Namespace) -> int:
                     t.strip() for item in args.accept_non_transactional for t in item.split(",") if t.strip()
                 ],
                 lock_wait_timeout=args.lock_wait_timeout,
+                observer=bar,
             )
+            if bar is not None:
+                bar.close()
             print(json.dumps({"execution": result.to_dict()}), file=sys.stderr)
             outcome.extra["execution"] = result.to_dict()
             outcome.conflicts = list(result.conflicts)
@@ -482,35 +499,6 @@ def _size(text: str) -> int:
     if size <= 0:
         raise argparse.ArgumentTypeError("a partition size must be positive")
     return size
-
-
-class _ProgressBar:
-    """A one-line progress bar on a terminal: bytes and events of the range done."""
-
-    def __init__(self, out: Any, width: int = 30):
-        self.out = out
-        self.width = width
-        self.shown = False
-        self.last = 0.0
-
-    def __call__(self, p: Any) -> None:
-        now = time.monotonic()
-        if now - self.last < 0.2 and p.bytes_done < p.bytes_total:
-            return
-        self.last = now
-        filled = int(self.width * p.fraction)
-        self.out.write(
-            f"\r[{'#' * filled}{'.' * (self.width - filled)}] {100 * p.fraction:5.1f}% "
-            f"{p.bytes_done / 1e6:,.1f}/{p.bytes_total / 1e6:,.1f} MB "
-            f"{p.events_done:,}/{p.events_total:,} events ({p.engine}, {p.partitions} partitions)"
-        )
-        self.out.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.out.write("\n")
-            self.out.flush()
 
 
 def _decode(args: argparse.Namespace) -> int:

@@ -56,7 +56,9 @@ def normalise(args: argparse.Namespace) -> None:
     args.table = qualified_tables(args.table, args.database, args.files)
     types = {t.strip().lower() for item in args.type for t in item.split(",") if t.strip()}
     if types - set(TYPES):
-        raise RangeError(f"--type / --sql-type take insert, update, delete (got {' '.join(args.type)})")
+        raise RangeError(
+            f"--type takes insert, update, delete (got {' '.join(args.type)}; --sql-type is the same)"
+        )
     args.type = types
 
 
@@ -94,8 +96,8 @@ def _server(args: argparse.Namespace) -> None:
 
 
 def qualified_tables(tables: list[str], databases: list[str], files: list[str]) -> list[str]:
-    """-t names as DB.TABLE: a bare name belongs to each -d database; without -d it is refused (it
-    would silently match nothing)."""
+    """-t names as DB.TABLE: a bare name belongs to each -d database. Without -d a bare name is kept:
+    it selects nothing, and the job's empty-range error (exit 4) says which DB.TABLE the files hold."""
     out: list[str] = []
     for name in tables:
         if os.path.isfile(name):
@@ -107,5 +109,5 @@ def qualified_tables(tables: list[str], databases: list[str], files: list[str]) 
         elif databases:
             out.extend(f"{database}.{name}" for database in databases)
         else:
-            raise RangeError(f"--table {name}: name its database (-d DB -t {name}, or -t DB.{name})")
+            out.append(name)
     return out

@@ -16,11 +16,12 @@ from rollback.errors import SourceError
 SCHEMES = ("mysql", "mariadb")
 DEFAULT_PORT = 3306
 SHAPE = "mysql://user:password@host:3306/"
-ENCODE_ADVICE = (
-    "server DSN holds more than one '@': write a password's special characters percent-encoded "
-    "(@ as %40, : as %3A, / as %2F, % as %25, # as %23, ? as %3F), or give the password apart "
-    "(-p, $MYSQL_PWD, an option file)"
+ENCODING = (
+    "write a user's or password's special characters percent-encoded "
+    "(@ as %40, : as %3A, / as %2F, % as %25, # as %23, ? as %3F, space as %20), or give the password "
+    "apart (-p, $MYSQL_PWD, an option file)"
 )
+ENCODE_ADVICE = f"server DSN holds more than one '@': {ENCODING}"
 
 
 class DsnError(SourceError):
@@ -46,7 +47,9 @@ def parse_dsn(text: str) -> Dsn:
         url = make_url(text)
         port = url.port
     except (ArgumentError, ValueError):
-        raise DsnError(f"malformed server DSN (expected {SHAPE})") from None
+        if text.count("@") > 1:
+            raise DsnError(ENCODE_ADVICE) from None
+        raise DsnError(f"malformed server DSN (expected {SHAPE}; {ENCODING})") from None
     if url.drivername not in SCHEMES:
         raise DsnError(f"server DSN must look like {SHAPE} (got scheme {url.drivername!r})")
     if "@" in (url.host or "") or "@" in (url.database or "").split("#", 1)[0]:

@@ -99,12 +99,14 @@ class Job:
         """Write the script (and plan, change log); the files appear only when the job succeeds."""
         script_path = Path(script_path)
         work_dir = self.options.work_dir or str(script_path.resolve().parent)
+        _tell(progress, "planning")
         out_dir = tempfile.mkdtemp(prefix=".mysql-rollback-", dir=work_dir)
         outputs: list[tuple[Path, Path]] = [(script_path.with_name(script_path.name + ".part"), script_path)]
         if plan_path:
             outputs.append((Path(str(plan_path) + ".part"), Path(plan_path)))
         try:
             summaries = self._run(out_dir, bool(changes_path), bool(plan_path), progress)
+            _tell(progress, "merging", self.report)
             with open(outputs[0][0], "wb") as script_out:
                 plan_out = open(outputs[1][0], "wb") if plan_path else None
                 try:
@@ -403,6 +405,28 @@ def _hold_back(
         for summary in execute(stale):
             done[summary.index] = summary
     return [done[index] for index in sorted(done)]
+
+
+def _tell(progress: ProgressCallback | None, phase: str, report: Report | None = None) -> None:
+    """A phase without byte counts (planning, merging) starts: the caller hears it once."""
+    if progress is None:
+        return
+    if report is None:
+        progress(Progress(0, 0, 0, 0, 0, "", phase=phase))
+    else:
+        rows = sum(report.counts.values())
+        progress(
+            Progress(
+                report.bytes_total,
+                report.bytes_total,
+                report.events_total,
+                report.events_total,
+                report.partitions,
+                report.engine,
+                phase=phase,
+                rows=rows,
+            )
+        )
 
 
 def generate(

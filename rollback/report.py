@@ -20,6 +20,10 @@ class Progress:
     events_total: int
     partitions: int
     engine: str
+    # planning (the totals are not known yet), decoding (each partition decodes, inverts and renders),
+    # merging (the parts into one script; rows is then the number of row changes)
+    phase: str = "decoding"
+    rows: int | None = None
 
     @property
     def fraction(self) -> float:
