@@ -86,15 +86,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_verify_commands(sub)
     _add_plugin_commands(sub)
+    completion = sub.add_parser(
+        "completion",
+        help='print a shell completion script: eval "$(mysql-rollback completion bash)"',
+        description="Print the completion script of a shell (generated from this parser by shtab).",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+    completion.set_defaults(func=_completion)
     return parser
+
+
+def _completion(args: argparse.Namespace) -> int:
+    import shtab
+
+    sys.stdout.write(shtab.complete(build_parser(), shell=args.shell))
+    return EXIT_OK
 
 
 def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     from rollback import DEFAULT_LOCK_WAIT_TIMEOUT
 
-    cmd.add_argument(
+    files = cmd.add_argument(
         "files", nargs="*", metavar="BINLOG_FILE", help="binlog files, in log order (or --server)"
     )
+    files.complete = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}  # type: ignore[attr-defined]
     cmd.add_argument(
         "--server",
         metavar="DSN",

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from pathlib import Path
 
 from rollback.checksum import (
     ChecksumError,
@@ -26,6 +28,7 @@ from rollback.cli_connection import (
     server_from_options,
 )
 from rollback.cli_report import CommandReport, add_report_options
+from rollback.cli_service import add_service_options, fetch_plan
 from rollback.errors import EXIT_DIFFERS, RollbackError
 from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT, connect, redact
 from rollback.verify import VerifyResult, junit_xml, plan_tables, verify_plan
@@ -59,7 +62,10 @@ def add_verify_commands(sub: argparse._SubParsersAction) -> None:
         epilog=f"exit codes: 0 every table restored; 2 bad input or refusal; 3 a conflict or a failed "
         f"statement; {EXIT_DIFFERS} a table differs from its expected state",
     )
-    verify.add_argument("--plan", required=True, help="the plan of `flashback --plan FILE`")
+    plan = verify.add_mutually_exclusive_group(required=True)
+    plan.add_argument("--plan", help="the plan of `flashback --plan FILE`")
+    plan.add_argument("--job", metavar="ID", help="the plan of this service job (with --service and a token)")
+    add_service_options(verify)
     verify.add_argument("--target", required=True, metavar="DSN", help="the scratch server holding the copy")
     expected = verify.add_mutually_exclusive_group(required=True)
     expected.add_argument("--expected", metavar="FILE", help="checksums taken before the change")
@@ -121,7 +127,18 @@ def _verify(args: argparse.Namespace) -> int:
     args.target = complete_dsn(args.target, args)
     if args.expected_server:
         args.expected_server = complete_dsn(args.expected_server, args)
-    result = VerifyResult(args.plan, redact(args.target), args.keep)
+    if args.job is None:
+        return _verify_plan(args)
+    args.outcome.extra.update(job=args.job)
+    args.plan_label = f"job {args.job}"
+    with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
+        args.plan = str(Path(tmp) / f"job-{args.job}.plan.jsonl")
+        fetch_plan(args, Path(args.plan))
+        return _verify_plan(args)
+
+
+def _verify_plan(args: argparse.Namespace) -> int:
+    result = VerifyResult(getattr(args, "plan_label", None) or args.plan, redact(args.target), args.keep)
     try:
         tables = sorted(set(plan_tables(args.plan)) | set(args.table))
         verify_plan(

@@ -65,6 +65,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.cli_option_files",
             "rollback.cli_habits",
             "rollback.cli_report",
+            "rollback.cli_progress",
+            "rollback.cli_service",
         ),
     ),
 ]
