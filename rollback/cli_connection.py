@@ -29,9 +29,9 @@ DEFAULT_HOST = "127.0.0.1"
 def add_connection_options(parser: argparse.ArgumentParser, what: str) -> None:
     """-h/-P/-u/-p and the option-file options; `what` says which server they name."""
     group = parser.add_argument_group(
-        f"connection to {what} (as the mysql client takes it; or a DSN)",
-        "The password comes from -pPASSWORD / --password=PASSWORD (visible in ps: avoid), a login path, "
-        "an option file ([client] password=...), $MYSQL_PWD, or -p alone, which asks for it.",
+        "connection (as the mysql client takes it)",
+        f"Name {what}. The password comes from -pPASSWORD / --password=PASSWORD (visible in ps: avoid), "
+        "a login path, an option file ([client] password=...), $MYSQL_PWD, or -p alone, which asks for it.",
     )
     group.add_argument("-h", "--host", help=f"host name or address (default {DEFAULT_HOST})")
     group.add_argument("-P", "--port", type=int, help="TCP port (default 3306)")

@@ -340,3 +340,28 @@ def test_cli_main_needs_no_terminal_for_p_when_the_input_is_not_one(
     )
     assert code == 2 and out == ""
     assert "-p without a value asks for the password, but standard input is not a terminal" in err
+
+
+def test_fetch_takes_the_mysql_options_and_reports_its_files(
+    scratch_server, incident, capsys, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("MYSQL_PWD", SPECIAL_PASSWORD)
+    report = tmp_path / "fetch.json"
+    rng = incident["rng"]
+    code, out, err = run_cli_in_process(
+        capsys,
+        "fetch",
+        *_connection(scratch_server),
+        "--start-file",
+        rng.start_file,
+        "--stop-position",
+        str(rng.stop_position),
+        "--spool",
+        str(tmp_path / "spool"),
+        "--report",
+        str(report),
+    )
+    assert code == 0, err
+    facts = json.loads(report.read_text())
+    assert facts["result"] == "ok" and facts["range_asked"]["start_file"] == rng.start_file
+    assert facts["range_read"]["files"] == out.split() and out.split()[0].endswith(rng.start_file)
