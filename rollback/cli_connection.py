@@ -112,10 +112,20 @@ def _settings(args: argparse.Namespace) -> _Credentials:
     return creds
 
 
+def terminal_available() -> bool:
+    """Whether a prompt can be shown and answered: the controlling terminal (as mysql asks, even when
+    standard input is a pipe), else standard input when it is a terminal."""
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
+        return True
+    except OSError:
+        return sys.stdin.isatty()
+
+
 def _password(creds: _Credentials, args: argparse.Namespace) -> str | None:
     if creds.password == PROMPT:
-        if not sys.stdin.isatty():
-            raise DsnError("-p without a value asks for the password, but standard input is not a terminal")
+        if not terminal_available():
+            raise DsnError("-p without a value asks for the password, but there is no terminal to ask on")
         args.password = getpass.getpass("Enter password: ")  # asked once, for every server of the command
         return str(args.password)
     if creds.password is None:

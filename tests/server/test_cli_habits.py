@@ -331,15 +331,13 @@ def test_p_alone_asks_on_the_terminal_without_echo(scratch_server, incident, tmp
     _reverses_the_incident(out.decode())
 
 
-def test_cli_main_needs_no_terminal_for_p_when_the_input_is_not_one(
-    scratch_server, incident, capsys, monkeypatch
-):
-    monkeypatch.setattr(sys.stdin, "isatty", lambda: False)
+def test_p_alone_without_a_terminal_is_one_line(scratch_server, incident, capsys, monkeypatch):
+    monkeypatch.setattr("rollback.cli_connection.terminal_available", lambda: False)
     code, out, err = run_cli_in_process(
         capsys, "flashback", *_connection(scratch_server), "-p", *_window(incident)
     )
     assert code == 2 and out == ""
-    assert "-p without a value asks for the password, but standard input is not a terminal" in err
+    assert "-p without a value asks for the password, but there is no terminal to ask on" in err
 
 
 def test_fetch_takes_the_mysql_options_and_reports_its_files(
