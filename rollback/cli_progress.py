@@ -82,6 +82,7 @@ class TerminalProgress(ExecutionObserver):
         self._stream = stream
         self._current: str | None = None
         self._bars.start()
+        self._phase("planning", None)  # until the first partition reports: resolving and planning the range
 
     def _own_copy(self, stream: IO[str]) -> IO[str]:
         """The terminal itself (its own descriptor), whatever descriptor 2 becomes later."""

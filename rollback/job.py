@@ -99,7 +99,6 @@ class Job:
         """Write the script (and plan, change log); the files appear only when the job succeeds."""
         script_path = Path(script_path)
         work_dir = self.options.work_dir or str(script_path.resolve().parent)
-        _tell(progress, "planning")
         out_dir = tempfile.mkdtemp(prefix=".mysql-rollback-", dir=work_dir)
         outputs: list[tuple[Path, Path]] = [(script_path.with_name(script_path.name + ".part"), script_path)]
         if plan_path:
@@ -407,14 +406,10 @@ def _hold_back(
     return [done[index] for index in sorted(done)]
 
 
-def _tell(progress: ProgressCallback | None, phase: str, report: Report | None = None) -> None:
-    """A phase without byte counts (planning, merging) starts: the caller hears it once."""
-    if progress is None:
-        return
-    if report is None:
-        progress(Progress(0, 0, 0, 0, 0, "", phase=phase))
-    else:
-        rows = sum(report.counts.values())
+def _tell(progress: ProgressCallback | None, phase: str, report: Report) -> None:
+    """A phase after the partitions starts (merging): the caller hears it once, with the range's totals
+    and the rows found. (Before the first partition's progress the caller knows it is planning.)"""
+    if progress is not None:
         progress(
             Progress(
                 report.bytes_total,
@@ -424,7 +419,7 @@ def _tell(progress: ProgressCallback | None, phase: str, report: Report | None =
                 report.partitions,
                 report.engine,
                 phase=phase,
-                rows=rows,
+                rows=sum(report.counts.values()),
             )
         )
 

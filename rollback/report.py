@@ -20,8 +20,8 @@ class Progress:
     events_total: int
     partitions: int
     engine: str
-    # planning (the totals are not known yet), decoding (each partition decodes, inverts and renders),
-    # merging (the parts into one script; rows is then the number of row changes)
+    # decoding (each partition decodes, inverts and renders), then merging (the parts into one script;
+    # rows is then the number of row changes); a caller that has heard nothing yet is planning
     phase: str = "decoding"
     rows: int | None = None
 

@@ -33,8 +33,7 @@ def test_the_cli_progress_display_shows_each_phase_with_its_figures():
 
     assert for_stream(io.StringIO()) is None  # not a terminal: nothing drawn
     out = io.StringIO()
-    bar = TerminalProgress(out)
-    bar(Progress(0, 0, 0, 0, 0, "", phase="planning"))
+    bar = TerminalProgress(out)  # planning until the first partition reports
     bar(Progress(5 << 20, 10 << 20, 50, 100, 4, "spark"))
     bar(Progress(10 << 20, 10 << 20, 100, 100, 4, "spark"))
     bar(Progress(10 << 20, 10 << 20, 100, 100, 4, "spark", phase="merging", rows=1234))
