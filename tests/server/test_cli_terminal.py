@@ -1,6 +1,7 @@
 """What a DBA's terminal shows: on a terminal, a progress display with its phases (planning,
 decoding+rendering, merging, applying), bytes, events, rows and an ETA, and never a line of the JVM's
-logging (log4j, WARN) unless --debug; off a terminal, nothing but the one-line messages."""
+logging (log4j, WARN) unless --debug, which lets them through; off a terminal, nothing but the
+one-line messages."""
 
 from __future__ import annotations
 
@@ -100,3 +101,22 @@ def test_off_a_terminal_nothing_but_the_result(scratch_server, workload, tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert proc.stdout.count("INSERT INTO `term`.`t`") == 1200
+
+
+def test_debug_lets_the_jvm_log_lines_through(scratch_server, workload, tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rollback.cli",
+            *_args(scratch_server, workload, "--engine", "spark", "--partition-size", "64k", "--debug"),
+        ],
+        cwd=REPO,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("INSERT INTO `term`.`t`") == 1200
+    assert [line for line in proc.stderr.splitlines() if JVM_LINE.search(line)], proc.stderr
