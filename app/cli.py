@@ -41,11 +41,25 @@ def _settings():  # type: ignore[no-untyped-def]
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import logging
+
     import uvicorn
 
+    import rollback
+
     _settings()
-    print(f"mysql-rollback: serving on http://{args.host}:{args.port}/ (health: /health)", flush=True)
-    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port, log_level="info")
+    rollback.configure_logging()  # uvicorn's lines too: log_config=None leaves its loggers to ours
+    logging.getLogger("mysql_rollback").info(
+        "serving on http://%s:%d/ (health: /health)", args.host, args.port
+    )
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        log_config=None,
+        log_level=logging.getLevelName(logging.getLogger().level).lower(),
+    )
     return 0
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -28,6 +27,7 @@ from app.api.deps import Services
 from app.api.routes import docs, executions, health, jobs, metrics, servers, uploads
 from app.core.config import Settings, get_settings
 from app.core.headers import SecurityHeaders
+from app.core.request_id import RequestId
 from app.core.security import TokenStore
 from app.core.sessions import SessionStore, load_or_create_secret
 from app.core.throttle import AuthThrottle
@@ -40,15 +40,6 @@ from app.web import routes as web
 
 log = logging.getLogger("mysql_rollback")
 STATIC = Path(__file__).resolve().parent / "static"
-
-
-def _configure_logging() -> None:
-    if not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
 
 
 def start_services(
@@ -97,7 +88,7 @@ class _App(FastAPI):
 def create_app(settings: Settings | None = None, token_out: TextIO | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        _configure_logging()
+        rollback.configure_logging()
         services = start_services(settings or get_settings(), token_out)
         app.state.services = services
         log.info(
@@ -124,6 +115,7 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
         swagger_ui_oauth2_redirect_url=None,
     )
     openapi.install(app)
+    app.add_middleware(RequestId)
     app.add_exception_handler(StarletteHTTPException, allow.http_error_handler)
     app.include_router(health.router)
     app.include_router(jobs.router)

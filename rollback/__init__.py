@@ -32,6 +32,7 @@ from rollback.execute import (
     execute_plan,
 )
 from rollback.job import Job, generate
+from rollback.logs import configure_logging
 from rollback.pipeline.session import spark_status
 from rollback.pipeline.storage import missing_local_files
 from rollback.records import record_json, record_text
@@ -115,5 +116,7 @@ __all__ = [
     "EXIT_REFUSED",
     "EXIT_INCOMPLETE",
     "EXIT_INTERRUPTED",
+    # log lines of the CLI and the service (text, or JSON with MYSQL_ROLLBACK_LOG_FORMAT=json)
+    "configure_logging",
     "__version__",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections import Counter
@@ -39,6 +40,8 @@ class _Parser(argparse.ArgumentParser):
         _Parser.last_error = " ".join(message.split())
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
+
+ENGINE_ENV = "MYSQL_ROLLBACK_ENGINE"  # the default of --engine, as the service's setting of that name
 
 EXIT_CODES = (
     "exit codes: 0 done; 1 internal error; 2 bad input or refusal; 3 irreversible changes left out "
@@ -219,8 +222,9 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--engine",
         choices=tuple(kind.value for kind in EngineKind),
-        default=DEFAULT_ENGINE.value,
-        help="spark (default): partitions run as Spark tasks (MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
+        default=os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE.value,
+        help="spark (default, or $MYSQL_ROLLBACK_ENGINE as for the service): partitions run as Spark tasks "
+        "(MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
         "a range that fits in one partition runs in-process. local: in this process, in order",
     )
     cmd.add_argument(
@@ -341,6 +345,8 @@ def _flashback(args: argparse.Namespace) -> int:
         raise RangeError(
             f"{path}: no such binlog file (with -R/--read-from-remote-server, names are the server's)"
         )
+    if args.engine not in {kind.value for kind in EngineKind}:  # a default from ENGINE_ENV is not checked
+        raise RangeError(f"{ENGINE_ENV} must be one of {', '.join(kind.value for kind in EngineKind)}")
     if args.execute and not args.target:
         raise RangeError("--execute needs --target")
     if args.target:
@@ -548,8 +554,26 @@ def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
         entry.load()(sub)
 
 
+def _say(json_lines: bool, what: str, message: str) -> None:
+    """The one line a failed command leaves on stderr: `mysql-rollback: error: ...`, or with
+    MYSQL_ROLLBACK_LOG_FORMAT=json a JSON log line whose event is the message."""
+    if json_lines:
+        logging.getLogger("mysql_rollback.cli").error(
+            message if what in ("", "error") else f"{what}: {message}"
+        )
+    else:
+        print(f"mysql-rollback: {what}: {message}" if what else f"mysql-rollback: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from rollback import configure_logging
+
     raw = list(sys.argv[1:] if argv is None else argv)
+    try:
+        json_lines = configure_logging() == "json"
+    except RollbackError as exc:
+        print(f"mysql-rollback: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
     parser = build_parser()
     try:
         args = parser.parse_args(bare_password(raw))
@@ -558,24 +582,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             _report_bad_arguments(raw, _Parser.last_error)
         raise
     args.outcome = outcome = CommandReport(args.command)
-    code = _run(args)
+    code = _run(args, json_lines)
     outcome.exit_code = code
     try:
         write_outputs(args, outcome)
     except OSError as exc:
-        print(
-            f"mysql-rollback: error: cannot write the report: {' '.join(str(exc).split())}", file=sys.stderr
-        )
+        _say(json_lines, "error", f"cannot write the report: {' '.join(str(exc).split())}")
         return code or EXIT_REFUSED
     return code
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, json_lines: bool) -> int:
     outcome: CommandReport = args.outcome
     try:
         return int(args.func(args) or 0)
     except RollbackError as exc:
-        print(f"mysql-rollback: error: {exc.one_line()}", file=sys.stderr)
+        _say(json_lines, "error", exc.one_line())
         outcome.error = exc.one_line()
         if exc.exit_code == EXIT_REFUSED:
             outcome.refusals.append(exc.one_line())
@@ -587,21 +609,18 @@ def _run(args: argparse.Namespace) -> int:
             outcome.cases.append(("execute on the target", exc.one_line()))
         return exc.exit_code
     except KeyboardInterrupt:
-        print("mysql-rollback: interrupted", file=sys.stderr)
+        _say(json_lines, "", "interrupted")
         outcome.error = "interrupted"
         return EXIT_INTERRUPTED
     except OSError as exc:  # an output path that cannot be written, a file that vanished...
-        print(f"mysql-rollback: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        _say(json_lines, "error", " ".join(str(exc).split()))
         outcome.error = " ".join(str(exc).split())
         return EXIT_REFUSED
     except Exception as exc:  # a bug: still one line, never a traceback (MYSQL_ROLLBACK_DEBUG=1 shows it)
         if os.environ.get("MYSQL_ROLLBACK_DEBUG"):
             raise
         text = " ".join(str(exc).split())[:500]
-        print(
-            f"mysql-rollback: internal error: {type(exc).__name__}: {text} (please report it)",
-            file=sys.stderr,
-        )
+        _say(json_lines, "internal error", f"{type(exc).__name__}: {text} (please report it)")
         outcome.error = f"internal error: {type(exc).__name__}: {text}"
         return EXIT_INTERNAL
 

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
 from sqlalchemy import select, update
 
 from app.core.config import ServerConfig
@@ -266,6 +267,7 @@ class ExecutionRunner(WorkerPool[int]):
                 record.started_at = utcnow()
                 session.commit()
                 job = session.get(Job, record.job_id)
+                structlog.contextvars.bind_contextvars(job_id=record.job_id)
             if job is not None:
                 self._execute(record, job, cancel)
         finally:

@@ -8,7 +8,9 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+import structlog
 
 log = logging.getLogger("mysql_rollback")
 
@@ -25,7 +27,8 @@ class WorkerPool(Generic[Id]):
         self.workers = workers
         self.scrub = scrub
         self.stopping = threading.Event()
-        self._queue: queue.Queue[Id | None] = queue.Queue()
+        # each id with the log context of whoever submitted it (the request that created it)
+        self._queue: queue.Queue[tuple[Id, dict[str, Any]] | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
 
     def recover(self) -> None:
@@ -54,13 +57,17 @@ class WorkerPool(Generic[Id]):
         self._threads.clear()
 
     def submit(self, item: Id) -> None:
-        self._queue.put(item)
+        self._queue.put((item, structlog.contextvars.get_contextvars()))
 
     def _loop(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None or self.stopping.is_set():
+            queued = self._queue.get()
+            if queued is None or self.stopping.is_set():
                 return  # a queued item stays queued for the next start
+            item, context = queued
+            structlog.contextvars.clear_contextvars()
+            # every line logged while this item runs names it: job_id=..., execution_id=...
+            structlog.contextvars.bind_contextvars(**context, **{f"{self.kind}_id": item})
             try:
                 self.run(item)
             except Exception:  # noqa: BLE001 - a worker thread must survive anything one item does
@@ -72,3 +79,4 @@ class WorkerPool(Generic[Id]):
                 )
             finally:
                 self.done(item)
+                structlog.contextvars.clear_contextvars()

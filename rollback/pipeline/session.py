@@ -11,6 +11,7 @@ _lock = threading.Lock()
 _session: Any = None
 
 DEFAULT_MASTER = "local[*]"
+DEFAULT_SPARK_LOG_LEVEL = "ERROR"  # the JVM's own lines: MYSQL_ROLLBACK_SPARK_LOG_LEVEL
 
 
 def spark_master() -> str:
@@ -45,7 +46,9 @@ def get_spark(master: str | None = None) -> Any:
             for key, value in _spark_conf_from_env(master).items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()
-            _session.sparkContext.setLogLevel(os.environ.get("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", "ERROR"))
+            _session.sparkContext.setLogLevel(
+                os.environ.get("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", DEFAULT_SPARK_LOG_LEVEL)
+            )
         return _session
 
 

@@ -30,6 +30,13 @@ ensure_test_packages() {
     if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
         _apt_install mariadb-server mariadb-client
     fi
+    # The doc-tests run the documents' commands, which use curl and jq (tests/server/test_docs_commands.py).
+    local tools=()
+    command -v curl >/dev/null 2>&1 || tools+=(curl)
+    command -v jq >/dev/null 2>&1 || tools+=(jq)
+    if [ "${#tools[@]}" -gt 0 ]; then
+        _apt_install "${tools[@]}"
+    fi
     if [ -d "$ROOT/tests/browser" ]; then
         # Debian's Chromium for Playwright (never a downloaded browser), and a font: without
         # recommends, nothing else brings one, and pages would render without text.

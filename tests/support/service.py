@@ -72,7 +72,8 @@ class Service:
         return f"http://127.0.0.1:{self.port}"
 
     def request(self, method: str, path: str, token: str = VIEWER, **kwargs: Any) -> httpx.Response:
-        response = httpx.request(method, self.url + path, headers=auth(token), timeout=120, **kwargs)
+        headers = {**auth(token), **kwargs.pop("headers", {})}
+        response = httpx.request(method, self.url + path, headers=headers, timeout=120, **kwargs)
         self.bodies.append(response.content)
         return response
 

@@ -15,17 +15,17 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_ruff_finds_nothing():
-    result = _run("ruff", "check", "rollback", "app", "tests", "bench")
+    result = _run("ruff", "check", "rollback", "app", "tests", "bench", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format_is_clean():
-    result = _run("ruff", "format", "--check", "rollback", "app", "tests", "bench")
+    result = _run("ruff", "format", "--check", "rollback", "app", "tests", "bench", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_passes_on_the_engine_and_the_service():
-    result = _run("mypy", "rollback", "app")
+    result = _run("mypy", "rollback", "app", "tools")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.dsn",
             "rollback.schema",
             "rollback.side_effects",
+            "rollback.logs",
         ),
     ),
     ("request", ("rollback.request",)),

@@ -1,0 +1,38 @@
+"""Every HTTP request gets an id, bound to structlog's contextvars while it is handled: each log line
+written meanwhile (the access line, a job queued by it) carries `request_id`, and the response
+carries it as `X-Request-ID`. A client's own id is taken when it is a short token, else one is made."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import structlog
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+HEADER = "x-request-id"
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+class RequestId:
+    """A pure ASGI middleware (not BaseHTTPMiddleware): the app runs in this task, so the bound id
+    reaches everything the request logs, uvicorn's access line included."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(HEADER.encode(), b"").decode("latin-1")
+        request_id = given if _CLIENT_ID.match(given) else uuid.uuid4().hex
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)[HEADER] = request_id
+            await send(message)
+
+        with structlog.contextvars.bound_contextvars(request_id=request_id):
+            await self.app(scope, receive, send_with_id)
