@@ -65,6 +65,8 @@ def start_services(
         executions_.recover()
     if settings.spark_secret is not None:
         os.environ.setdefault("MYSQL_ROLLBACK_SPARK_SECRET", settings.spark_secret.get_secret_value())
+    if settings.spark_cores_max is not None:
+        os.environ.setdefault("MYSQL_ROLLBACK_SPARK_CORES_MAX", str(settings.spark_cores_max))
     secret = (
         settings.session_secret.get_secret_value()
         if settings.session_secret

@@ -119,6 +119,11 @@ class OptionsIn(BaseModel):
         description="when the binlog names no columns: accept the schema source as describing the tables at "
         "the range's time, without looking for DDL on them after the range",
     )
+    ddl: Literal["refuse", "keep", "reverse"] = Field(
+        "refuse",
+        description="DDL on a changed table in the range or after it: refuse; keep today's schema (old rows "
+        "written into today's columns by name); reverse (also undo the DDL in the range)",
+    )
     schema_server: str | None = Field(
         None, max_length=64, description="a configured server to read table schemas from (upload jobs)"
     )
@@ -357,6 +362,18 @@ class SummaryOut(BaseModel):
     )
     schema_check: dict[str, str] | None = Field(
         None, description="where column names came from (source) and how it was checked (checked)"
+    )
+    engine: dict[str, Any] | None = Field(
+        None,
+        description="where the partitions ran: {name (local or spark), reason (asked for, or the auto "
+        "engine's reason: the range's size), partitions}",
+    )
+    ddl_mode: str = Field("refuse", description="what DDL on a changed table did: refuse, keep or reverse")
+    schema_timelines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="--ddl keep | reverse: per changed table whose definition changed, its definitions in log "
+        "order: {table, epochs: [{from, until, table, definition, ddl}]} (which definition applied to which "
+        "positions, and the DDL that began it)",
     )
 
 

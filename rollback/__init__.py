@@ -39,6 +39,7 @@ from rollback.records import record_json, record_text
 from rollback.render_text import check_plain
 from rollback.report import Progress, ProgressCallback, Report
 from rollback.request import (
+    AUTO_SPARK_BYTES,
     DEFAULT_ENGINE,
     EngineKind,
     Filters,
@@ -62,6 +63,7 @@ __all__ = [
     "Filters",
     "Options",
     "EngineKind",
+    "AUTO_SPARK_BYTES",
     "DEFAULT_ENGINE",
     "GtidFilter",
     "parse_datetime",

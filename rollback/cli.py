@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import rollback
 from rollback import (
+    AUTO_SPARK_BYTES,
     DEFAULT_ENGINE,
     EXIT_INCOMPLETE,
     EXIT_INTERNAL,
@@ -201,6 +202,13 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         help="when the binlog names no columns: accept the schema source as describing the tables at the "
         "range's time, without looking for DDL on them after the range",
     )
+    cmd.add_argument(
+        "--ddl",
+        choices=("refuse", "keep", "reverse"),
+        default="refuse",
+        help="DDL on a changed table in the range or after it: refuse (default); keep today's schema, "
+        "writing old rows into today's columns by name; reverse: also undo the DDL in the range",
+    )
     cmd.add_argument("--full-where", action="store_true", help="identify rows by every column, not the key")
     cmd.add_argument("--allow-partial", action="store_true", help="emit what is restorable, list the rest")
     cmd.add_argument(
@@ -223,18 +231,25 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         "--engine",
         choices=tuple(kind.value for kind in EngineKind),
         default=os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE.value,
-        help="spark (default, or $MYSQL_ROLLBACK_ENGINE as for the service): partitions run as Spark tasks "
-        "(MYSQL_ROLLBACK_SPARK_MASTER, default local[*]); "
-        "a range that fits in one partition runs in-process. local: in this process, in order",
+        help="auto (default, or $MYSQL_ROLLBACK_ENGINE as for the service): in this process below "
+        "MYSQL_ROLLBACK_AUTO_SPARK_BYTES of range (default 256 MiB), Spark from there on; spark: partitions "
+        "run as Spark tasks (a range that fits in one partition runs in-process); local: in this process, "
+        "in order. The choice and why is said on stderr",
+    )
+    cmd.add_argument(
+        "--spark-master",
+        help="Spark master for the spark engine (default: MYSQL_ROLLBACK_SPARK_MASTER, else local[*])",
     )
     cmd.add_argument(
         "--partition-size",
         type=_size,
         metavar="BYTES",
-        help="target partition size, e.g. 64M (default: 64M; on Spark two partitions per core, at least 4M)",
+        help="target partition size, e.g. 64M (default: 64M in-process; on Spark about four per core, 1M to 64M)",
     )
     cmd.add_argument(
-        "--work-dir", help="where partitions write their parts (shared storage for a Spark cluster)"
+        "--work-dir",
+        help="a directory (or s3a://, hdfs:// URL) every Spark node reads: with a cluster master the binlogs "
+        "are staged there; with a local engine or master the parts are written there (default: beside -o)",
     )
     cmd.add_argument(
         "--execute", action="store_true", help="apply the script to --target (dry run unless --commit)"
@@ -389,11 +404,13 @@ def _flashback(args: argparse.Namespace) -> int:
         allow_empty=args.allow_empty,
         schema=schema,
         engine=args.engine,
-        spark_master=os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER") or None,
+        spark_master=args.spark_master or os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER") or None,
+        auto_spark_bytes=_auto_spark_bytes(),
         partition_bytes=args.partition_size,
         changes_format=args.changes_format,
         work_dir=args.work_dir,
         trust_schema=args.trust_schema,
+        ddl=args.ddl,
         binlog_server=binlog_server if binlog_server is not schema else None,
     )
     with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
@@ -443,6 +460,10 @@ def _flashback(args: argparse.Namespace) -> int:
             outcome.extra["execution"] = result.to_dict()
             outcome.conflicts = list(result.conflicts)
             outcome.cases.append(("execute on the target", None))
+    print(
+        f"mysql-rollback: engine {report.engine} ({report.engine_reason}), {report.partitions} partition(s)",
+        file=sys.stderr,
+    )
     if report.irreversible_count:
         print(
             f"mysql-rollback: {report.irreversible_count} row change(s) could not be restored (listed in the script header)",
@@ -475,6 +496,17 @@ def _record_generation(outcome: CommandReport, report: Any) -> None:
             else None,
         )
     )
+
+
+def _auto_spark_bytes() -> int:
+    """MYSQL_ROLLBACK_AUTO_SPARK_BYTES (a size such as 256M), else the engine's default."""
+    value = os.environ.get("MYSQL_ROLLBACK_AUTO_SPARK_BYTES")
+    if not value:
+        return AUTO_SPARK_BYTES
+    try:
+        return _size(value)
+    except argparse.ArgumentTypeError as exc:
+        raise RangeError(f"MYSQL_ROLLBACK_AUTO_SPARK_BYTES: {exc}") from None
 
 
 def _server_range(args: argparse.Namespace) -> tuple[Any, Any]:

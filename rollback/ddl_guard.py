@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rollback.ddl import DdlTargets
@@ -35,7 +36,8 @@ def refuse_schema_change_mid_range(
         if under:
             raise DDLInRange(
                 f"DDL on {under[0]} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} — "
-                "the table's schema changes mid-range; split the range at this position"
+                "the table's schema changes mid-range; split the range at this position, or --ddl keep (today's "
+                "schema) or --ddl reverse (undo the DDL too)"
             )
 
 
@@ -46,5 +48,29 @@ def refuse_selected_ddl(hits: list[tuple[dict[str, Any], set[str]]]) -> None:
         if tables and item["selected"]:
             raise DDLInRange(
                 f"DDL on {min(tables)} inside the range at {item['file']}:{item['pos']}: {item['sql'][:200]} "
-                "— a rollback of row changes cannot undo it; start the range after this position"
+                "— a rollback of row changes cannot undo it; start the range after this position, or --ddl reverse "
+                "(undo the DDL too) or --ddl keep (leave it)"
+            )
+
+
+_ROWS_GONE = re.compile(
+    r"^\s*(?:/\*.*?\*/\s*)*(TRUNCATE|DROP\s+(?:TEMPORARY\s+)?(?:TABLES?|DATABASE|SCHEMA))\b", re.I | re.S
+)
+
+
+def refuse_row_loss_under_keep(
+    hits: list[tuple[dict[str, Any], set[str]]],
+    ddl_at: list[Position],
+    changed: dict[str, Position],
+    mode: str,
+) -> None:
+    """--ddl keep | reverse: the table's definitions follow the DDL (the schema history), but a TRUNCATE
+    or DROP after changes to the table removed rows no row change can bring back."""
+    for (item, tables), at in zip(hits, ddl_at, strict=True):
+        under = sorted(t for t in tables if changed[t] < at)
+        found = _ROWS_GONE.match(item["sql"])
+        if under and found:
+            raise DDLInRange(
+                f"--ddl {mode}: {found.group(1).upper()} of {under[0]} inside the range at {item['file']}:{item['pos']}: "
+                f"{item['sql'][:200]} — the rows it removed are not in the binlog; end the range before it"
             )

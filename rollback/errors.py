@@ -80,3 +80,10 @@ class EmptyRange(RollbackError):
 class SchemaUnproven(SchemaMismatch):
     """A schema source matched by position that may not describe the table as the binlog wrote it
     (DDL on the table after the range, or no way to look): --trust-schema accepts it."""
+
+
+class SparkFailure(RollbackError):
+    """Spark could not run a partition's task after its retries (a node that cannot read a file, an
+    executor Python without the package, a lost executor): the executor's own error, on one line."""
+
+    exit_code = EXIT_INTERNAL

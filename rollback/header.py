@@ -24,6 +24,15 @@ _MODES = {
 }
 
 
+def timeline_lines(timeline: dict[str, Any]) -> list[str]:
+    """A table's schema timeline (schema_history.Timeline.to_dict()) as header lines."""
+    out = [f"schema timeline of {timeline['table']}:"]
+    for item in timeline["epochs"]:
+        via = f" (after {item['ddl']})" if item["ddl"] else ""
+        out.append(f"  {item['from']} .. {item['until']}: {item['definition']}{via}")
+    return out
+
+
 def script_header(
     mode: str,
     rng: RangeSpec,
@@ -50,6 +59,10 @@ def script_header(
         )
     lines.append(f"row images seen: {', '.join(sorted(report.row_images)) or '-'}")
     lines.append(f"schema: {report.schema_source}; checked: {report.schema_check}")
+    if report.ddl_mode != "refuse":
+        lines.append(f"ddl: {report.ddl_mode}")
+    for timeline in report.timelines:
+        lines.extend(timeline_lines(timeline))
     lines.append(f"transactions: {report.transactions}, statements: {report.statements}")
     largest = report.largest_statement
     if largest is not None:

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import IO
 
 from rollback.ddl import shorten
-from rollback.ddl_guard import ddl_hits, refuse_schema_change_mid_range, refuse_selected_ddl
+from rollback.ddl_guard import (
+    ddl_hits,
+    refuse_row_loss_under_keep,
+    refuse_schema_change_mid_range,
+    refuse_selected_ddl,
+)
+from rollback.ddl_modes import DdlPlan, ddl_events, dropped_columns, plan_ddl
 from rollback.errors import EmptyRange, IrreversibleChange, SchemaMismatch, SchemaUnproven
 from rollback.header import script_header
 from rollback.merge import (
@@ -28,19 +34,26 @@ from rollback.merge import (
     replace,
 )
 from rollback.pipeline.contents import held, table_hints
-from rollback.pipeline.engines import engine_for
+from rollback.pipeline.engines import choose_engine, engine_for
 from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.partition import JobSpec
 from rollback.pipeline.parts import Summary, decode_error, part_path
-from rollback.pipeline.plan import TARGET_BYTES, Partition, PartitionPlan, SchemaKey, plan_range
+from rollback.pipeline.plan import (
+    PARALLEL_PLAN_BYTES,
+    TARGET_BYTES,
+    Partition,
+    PartitionPlan,
+    SchemaKey,
+    partition_target,
+    plan_range,
+    range_bytes,
+)
+from rollback.pipeline.session import spark_slots
 from rollback.report import IRREVERSIBLE_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
-from rollback.schema_proof import NotProven, Scan, scan_files, scan_server
+from rollback.schema_proof import LaterDdl, NotProven, Scan, scan_files, scan_server
 from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
-
-# Spark partitions: at most TARGET_BYTES, at least this, two per core when the range allows.
-MIN_SPARK_PARTITION = 4 << 20
 
 RunPartitions = Callable[[list[Partition]], list[Summary]]
 
@@ -55,24 +68,41 @@ class Job:
         self._unchecked: list[str] = []  # files without event checksums (a header note each)
         self._times: list[int] = []  # event timestamps at the ends of each file's range
         self._resolved: dict[SchemaKey, TableSchema | str | None] = {}
+        self._engine = EngineKind.LOCAL
+        self._target: int | None = None
+        self._plan_processes = 1
+        self._history: DdlPlan | None = None  # --ddl keep | reverse
+        self._history_check = ""
 
     # -- planning
     def partition_plan(self) -> PartitionPlan:
-        return plan_range(self.rng, self._partition_bytes())
+        target = self._partition_bytes()
+        return plan_range(self.rng, target, self._plan_processes)
+
+    def _choose_engine(self) -> None:
+        """The engine (auto: by the range's size) and the partition size (by the slots it has)."""
+        asked = EngineKind(self.options.engine)
+        size = 0
+        if asked == EngineKind.AUTO or (asked == EngineKind.SPARK and not self.options.partition_bytes):
+            try:
+                size = range_bytes(self.rng)
+            except OSError:
+                pass  # a file that is not there: planning says so
+        self._engine, self.report.engine_reason = choose_engine(asked, size, self.options.auto_spark_bytes)
+        if len(self.rng.files) > 1 and size >= PARALLEL_PLAN_BYTES:
+            self._plan_processes = min(len(self.rng.files), os.cpu_count() or 1)
+        if self.options.partition_bytes:
+            self._target = self.options.partition_bytes
+        elif self._engine == EngineKind.SPARK:
+            self._target = partition_target(size, spark_slots(self.options.spark_master))
+        else:
+            self._target = TARGET_BYTES
 
     def _partition_bytes(self) -> int:
-        if self.options.partition_bytes:
-            return self.options.partition_bytes
-        if self.options.engine != EngineKind.SPARK:
-            return TARGET_BYTES
-        total = 0
-        for path in self.rng.files:
-            try:
-                total += os.path.getsize(path)
-            except OSError:
-                return TARGET_BYTES  # a URL: the planner sizes it
-        slots = 2 * (os.cpu_count() or 1)
-        return max(MIN_SPARK_PARTITION, min(TARGET_BYTES, -(-total // slots)))
+        if self._target is None:
+            self._choose_engine()
+        assert self._target is not None
+        return self._target
 
     def _schemas(self, plan: PartitionPlan) -> dict[SchemaKey, TableSchema | str | None]:
         """Every selected table's schema, resolved once here (workers never talk to a server)."""
@@ -98,8 +128,9 @@ class Job:
     ) -> Report:
         """Write the script (and plan, change log); the files appear only when the job succeeds."""
         script_path = Path(script_path)
-        work_dir = self.options.work_dir or str(script_path.resolve().parent)
-        out_dir = tempfile.mkdtemp(prefix=".mysql-rollback-", dir=work_dir)
+        out_dir = tempfile.mkdtemp(
+            prefix=".mysql-rollback-", dir=self._parts_dir(script_path.resolve().parent)
+        )
         outputs: list[tuple[Path, Path]] = [(script_path.with_name(script_path.name + ".part"), script_path)]
         if plan_path:
             outputs.append((Path(str(plan_path) + ".part"), Path(plan_path)))
@@ -136,7 +167,7 @@ class Job:
         progress: ProgressCallback | None = None,
     ) -> Report:
         """The job written to open text streams (the change log as JSON lines)."""
-        out_dir = tempfile.mkdtemp(prefix="mysql-rollback-", dir=self.options.work_dir)
+        out_dir = tempfile.mkdtemp(prefix="mysql-rollback-", dir=self._parts_dir(None))
         try:
             summaries = self._run(out_dir, changes_out is not None, plan_out is not None, progress)
             self._merge(out_dir, summaries, BinaryTo(script_out), BinaryTo(plan_out) if plan_out else None)
@@ -147,6 +178,15 @@ class Job:
         finally:
             shutil.rmtree(out_dir, ignore_errors=True)
         return self.report
+
+    def _parts_dir(self, beside: Path | None) -> str | None:
+        """Where the parts go on the driver: the work dir when it is a local directory (a URL work dir
+        only stages binlogs for a cluster's executors), else `beside` (None: the system's temp dir)."""
+        work_dir = self.options.work_dir
+        if work_dir and "://" not in work_dir:
+            os.makedirs(work_dir, exist_ok=True)
+            return work_dir
+        return str(beside) if beside is not None else None
 
     def _run(
         self, out_dir: str, changes: bool, plan_lines: bool, progress: ProgressCallback | None
@@ -174,9 +214,15 @@ class Job:
             plan_lines=plan_lines,
             hold=self.options.allow_partial and self.options.mode == "flashback",
         )
-        # A range that fits in one partition runs in-process: nothing to distribute.
-        chosen = EngineKind(self.options.engine) if len(plan.partitions) > 1 else EngineKind.LOCAL
-        engine = engine_for(chosen, self.options.spark_master)
+        if self.options.ddl != "refuse" and self.options.mode != "changes":
+            history = self._schema_history(plan)
+            spec.epochs = history.schemas
+            spec.inverse_ddl = history.inverse if self.options.mode == "flashback" else {}
+        chosen = self._engine
+        if chosen == EngineKind.SPARK and len(plan.partitions) == 1:
+            chosen = EngineKind.LOCAL  # nothing to distribute
+            report.engine_reason = "the range fits in one partition"
+        engine = engine_for(chosen, self.options.spark_master, self.options.work_dir)
         report.engine = chosen.value
         note = None
         if progress is not None:
@@ -194,6 +240,60 @@ class Job:
         self._collect(out_dir, plan, summaries)
         self._side_effects()
         return summaries
+
+    def _schema_history(self, plan: PartitionPlan) -> DdlPlan:
+        """--ddl keep | reverse: each selected table's definitions from the schema source (now) back
+        through the DDL after the range and in it (rollback.schema_history, rollback.ddl_modes)."""
+        report = self.report
+        report.ddl_mode = self.options.ddl
+        if self.options.schema is None:
+            raise SchemaUnproven(
+                f"--ddl {self.options.ddl} rebuilds each table's history from the tables as they are now: "
+                "give them with --schema-dsn, --schema-file or --server"
+            )
+        later: list[LaterDdl] = []
+        where = "the binlog after the range: not read (--trust-schema)"
+        if plan.partitions and not self.options.trust_schema:
+            last = plan.partitions[-1]
+            source = self.options.schema
+            scan: Scan | None = None
+            reasons: list[str] = []
+            for server in [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]:
+                scan, why = scan_server(
+                    server.connect, server.name, last.location, last.start, last.end, set(), later
+                )
+                if scan is not None:
+                    break
+                reasons.append(why)
+            if scan is None:
+                try:
+                    scan = scan_files(last.location, last.end, set(), later)
+                except NotProven as exc:
+                    reasons.append(str(exc))
+            if scan is None:
+                raise SchemaUnproven(
+                    f"--ddl {self.options.ddl}: cannot read the DDL after the range up to the schema source "
+                    f"({'; '.join(reasons)}); --trust-schema takes the schema source as the tables after the range"
+                )
+            where = f"{scan.where} after {scan.after} up to {scan.up_to}"
+        events = ddl_events(plan, [(d.sql, d.database, d.file, d.pos) for d in later])
+        history = plan_ddl(self.options.ddl, plan, events, self.options.schema, self.filters.table_selected)
+        report.timelines = [t.to_dict() for t in history.timelines]
+        lost = dropped_columns(history.schemas)
+        if lost:
+            report.warnings.append(
+                f"--ddl keep: column(s) dropped since the binlog wrote them are not written: {', '.join(lost)}"
+            )
+        if self.options.mode == "flashback" and history.inverse:
+            report.warnings.append(
+                "--ddl reverse: the script holds inverse DDL; the execution plan does not (apply the script "
+                "with the client, or run the DDL by hand)"
+            )
+        self._history = history
+        self._history_check = (
+            f"schema history of {len(history.timelines)} table(s) through {len(events)} DDL ({where})"
+        )
+        return history
 
     def _side_effects(self) -> None:
         """Triggers, cascading foreign keys and non-transactional tables the reverse statements meet,
@@ -237,14 +337,18 @@ class Job:
                 report.largest_statement = largest
         hits = ddl_hits(report.ddl, changed)
         stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
-        refuse_schema_change_mid_range(hits, ddl_at, changed, stop_at)
+        history = self.options.ddl != "refuse" and self.options.mode != "changes"
+        if history:
+            refuse_row_loss_under_keep(hits, ddl_at, changed, self.options.ddl)
+        else:
+            refuse_schema_change_mid_range(hits, ddl_at, changed, stop_at)
         if failed is not None:
             assert failed.error is not None
             raise decode_error(failed.error)
         report.transactions += closed_spans(summaries)
         # (The forward SQL and the change log undo nothing: for them only a schema changing under
         # the changes counts.)
-        if self.options.mode == "flashback":
+        if self.options.mode == "flashback" and not history:
             refuse_selected_ddl(hits)
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
@@ -297,7 +401,9 @@ class Job:
         if by_position:
             assert source is not None  # without names, only a source gives a schema
             sources.append(source.description)
-            if self.options.trust_schema:
+            if self._history is not None:
+                checks.append(self._history_check)
+            elif self.options.trust_schema:
                 checks.append("not checked: --trust-schema")
             else:
                 checks.append(self._prove(plan, by_position, source))
@@ -341,7 +447,8 @@ class Job:
             raise SchemaUnproven(
                 f"table {hit.table}: DDL after the range at {hit.file}:{hit.pos} may have changed its columns "
                 f"since the binlog wrote them: {shorten(hit.sql, 160)} — {described} may describe the table "
-                f"after that change, and the binlog names no columns to match by name; {advice}"
+                f"after that change, and the binlog names no columns to match by name; {advice}, "
+                "or --ddl keep to follow the DDL (the schema history)"
             )
         what = "table" if len(tables) == 1 else "tables"
         return f"no DDL on the changed {what} in {scan.where} after {scan.after} up to {scan.up_to}"

@@ -48,6 +48,7 @@ class Report:
     events_total: int = 0
     partitions: int = 0
     engine: str = ""
+    engine_reason: str = ""  # why that engine: asked for, or auto's reason (the range's size)
     # what the statements set off at the schema server (side_effects.SideEffects.to_dict());
     # None: not checked (no schema server, or not a flashback)
     side_effects: dict[str, Any] | None = None
@@ -55,6 +56,10 @@ class Report:
     largest_statement: dict[str, Any] | None = None
     schema_source: str = ""  # where column names came from: binlog metadata, a server, a DDL file
     schema_check: str = ""  # how the source was proven to describe the tables at the range's time
+    # --ddl keep | reverse: each changed table's definitions and the positions they applied to
+    # (schema_history.Timeline.to_dict()), and the columns of old images that were not written
+    timelines: list[dict[str, Any]] = field(default_factory=list)
+    ddl_mode: str = "refuse"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,7 +76,10 @@ class Report:
             "events_total": self.events_total,
             "partitions": self.partitions,
             "engine": self.engine,
+            "engine_reason": self.engine_reason,
             "side_effects": self.side_effects,
             "largest_statement": self.largest_statement,
             "schema_check": {"source": self.schema_source, "checked": self.schema_check},
+            "ddl_mode": self.ddl_mode,
+            "schema_timelines": self.timelines,
         }

@@ -24,12 +24,16 @@ from rollback.schema import SchemaSource, ServerSchema
 class EngineKind(StrEnum):
     """Where the partitions of a job run."""
 
+    AUTO = "auto"  # local below AUTO_SPARK_BYTES of range, Spark from there on
     SPARK = "spark"  # as Spark tasks (a range that fits in one partition runs in-process)
     LOCAL = "local"  # in this process, in order
 
 
 # The one default of the CLI, the service's configuration and Options.
-DEFAULT_ENGINE = EngineKind.SPARK
+DEFAULT_ENGINE = EngineKind.AUTO
+# `auto` runs a range of fewer bytes than this in-process: a small incident range never pays the JVM's
+# start-up (seconds) for a job the local engine finishes sooner. MYSQL_ROLLBACK_AUTO_SPARK_BYTES changes it.
+AUTO_SPARK_BYTES = 256 << 20
 MODES = ("flashback", "forward", "changes")
 CHANGES_FORMATS = ("jsonl", "parquet")
 FIRST_EVENT = 4  # events start after the 4-byte magic
@@ -213,6 +217,9 @@ class Filters:
         return not (self.tables and f"{tmap.database}.{tmap.table}".lower() not in self.tables)
 
 
+DDL_MODES = ("refuse", "keep", "reverse")
+
+
 @dataclass
 class Options:
     mode: str = "flashback"  # flashback | forward | changes (the change log only; the script is its header)
@@ -222,12 +229,13 @@ class Options:
     schema: SchemaSource | None = None
     verify_checksums: bool = True
     engine: EngineKind | str = DEFAULT_ENGINE
-    # Target partition size; None: TARGET_BYTES (64 MB), and on Spark smaller partitions (two per
-    # core, not under 4 MB) so that a range of a few hundred MB keeps every core busy.
+    # Target partition size; None: TARGET_BYTES (64 MB) in-process, and on Spark about four per core
+    # of the range's bytes, between 1 MB and 64 MB (plan.partition_target).
     partition_bytes: int | None = None
     changes_format: str = "jsonl"  # jsonl | parquet (a directory written through Spark)
-    # Where partitions write their parts: shared storage when Spark runs on a cluster. Default:
-    # a temporary directory beside the script.
+    # A directory (or Hadoop-compatible URL) every Spark node can read: with a cluster master, local
+    # binlogs are staged there for the executors. With a local engine or master, the parts are written
+    # there. Default: a temporary directory beside the script. Resolved against the driver's directory.
     work_dir: str | None = None
     # Accept the schema source as describing the tables at the range's time without looking for
     # DDL after the range (matters only when the binlog names no columns).
@@ -237,13 +245,22 @@ class Options:
     binlog_server: ServerSchema | None = None
     # The Spark master for EngineKind.SPARK; None: the process's setting (MYSQL_ROLLBACK_SPARK_MASTER).
     spark_master: str | None = None
+    # EngineKind.AUTO: ranges of at least this many bytes run on Spark, smaller ones in-process.
+    auto_spark_bytes: int = AUTO_SPARK_BYTES
+    # What DDL on a changed table in the range (or after it, up to the schema source) does: refuse,
+    # keep today's schema (old images mapped to today's columns by name), or reverse it too.
+    ddl: str = "refuse"
 
 
 def check_request(rng: RangeSpec, filters: Filters, options: Options) -> None:
     """Every rule a request must meet before a job starts; parses the range's GTID and time texts."""
     options.engine = parse_engine(str(options.engine))
+    if options.work_dir and "://" not in options.work_dir:
+        options.work_dir = os.path.abspath(options.work_dir)  # the driver's, before any executor sees it
     if options.mode not in MODES:
         raise RangeError(f"mode {options.mode!r} is not one of {', '.join(MODES)}")
+    if options.ddl not in DDL_MODES:
+        raise RangeError(f"--ddl {options.ddl!r} is not one of {', '.join(DDL_MODES)}")
     if options.changes_format not in CHANGES_FORMATS:
         raise RangeError(f"change log format {options.changes_format!r} is not one of jsonl, parquet")
     for what, values in (

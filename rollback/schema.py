@@ -29,6 +29,11 @@ class Column:
     invisible: bool = False
     enum_values: tuple[str, ...] | None = None
     set_values: tuple[str, ...] | None = None
+    column_type: str = ""  # the full type as the source prints it (varchar(10), int(11) unsigned); "" unknown
+    dropped: bool = False  # --ddl keep: dropped since the binlog wrote it; never written nor compared
+    # The schema history undid a MODIFY/CHANGE of it: its signedness before is known only to a table
+    # map that carries signedness (binlog_row_metadata MINIMAL or FULL)
+    unsure_sign: str = ""  # the DDL that left it unsure ("" when sure)
 
 
 @dataclass(slots=True)
@@ -117,8 +122,10 @@ for _geo in (
 def _as_of_incident(source: str) -> str:
     """What to do when the schema source describes the table as it is now, not as it was."""
     if source == "ddl":
-        return "the schema file must describe the table as of the incident"
-    return "give its definition as of the incident with --schema-file"
+        return (
+            "the schema file must describe the table as of the incident, or --ddl keep follows the DDL since"
+        )
+    return "give its definition as of the incident with --schema-file, or --ddl keep to follow the DDL since"
 
 
 def check_schema(schema: TableSchema, tmap: TableMap, position: int | None) -> None:
@@ -202,6 +209,7 @@ def schema_from_rows(
                 invisible="INVISIBLE" in extra,
                 enum_values=_enum_members(members) if data_type == "enum" else None,
                 set_values=_enum_members(members) if data_type == "set" else None,
+                column_type=column_type,
             )
         )
     index_of = {c.name.lower(): i for i, c in enumerate(cols)}
@@ -412,8 +420,8 @@ def _strip_comments(text: str) -> str:
             end = _quoted_end(text, i)
             out.append(text[i:end])
             i = end
-        elif text.startswith("/*!", i):
-            i += 3
+        elif text.startswith("/*!", i) or text.startswith("/*M!", i):  # MariaDB's own: /*M!100301 ... */
+            i += 3 if text[i + 2] == "!" else 4
             while i < n and text[i].isdigit():
                 i += 1
             out.append(" ")
@@ -600,6 +608,9 @@ def _column(item: str, table_charset: str | None) -> tuple[Column, bool, bool] |
         invisible=bool(re.search(r"\bINVISIBLE\b", upper)),
         enum_values=members if data_type == "enum" else None,
         set_values=members if data_type == "set" else None,
+        column_type=(
+            data_type + type_args + (" unsigned" if re.search(r"\bUNSIGNED\b", upper) else "")
+        ).lower(),
     )
     return column, primary, unique
 

@@ -51,6 +51,7 @@ class LaterDdl:
     sql: str
     file: str
     pos: int
+    database: str = ""  # the statement's default database (kept when collecting every DDL)
 
     @property
     def where(self) -> str:
@@ -82,6 +83,12 @@ def _first_hit(sql: str, database: str | None, tables: set[str], file: str, pos:
     return None
 
 
+def _collect(out: list[LaterDdl], sql: str, database: str | None, file: str, pos: int) -> None:
+    """Every DDL after the range, on any table (the schema history follows renames)."""
+    if classify_sql(sql) == "DDL":
+        out.append(LaterDdl("", sql, file, pos, database or ""))
+
+
 # ---- a live server ----------------------------------------------------------------------------------
 
 
@@ -96,7 +103,13 @@ def _last_event_before(path: str, boundary: int, stop: int) -> tuple[int, int, i
 
 
 def scan_server(
-    connect: Any, name: str, last_path: str, boundary: int, stop: int, tables: set[str]
+    connect: Any,
+    name: str,
+    last_path: str,
+    boundary: int,
+    stop: int,
+    tables: set[str],
+    collect: list[LaterDdl] | None = None,
 ) -> tuple[Scan | None, str]:
     """The server's binary log after `stop` in the range's last file: (scan, "") or (None, why the
     server cannot tell: it does not hold that file, it is another server's file, no privilege).
@@ -128,10 +141,13 @@ def scan_server(
                 if theirs != [mine]:
                     return None, f"{last} of server {name} is not the file the range was read from"
             where = f"the binlog of server {name}"
+            mark = len(collect) if collect is not None else 0
             try:
-                local = _read_files(Path(storage.local_path(last_path)), stop, tables)
+                local = _read_files(Path(storage.local_path(last_path)), stop, tables, collect)
             except NotProven:
                 local = None
+                if collect is not None:
+                    del collect[mark:]
             if local is not None and local.hit is not None:
                 return Scan(where, f"{last}:{stop}", local.hit.where, local.hit), ""
             file, pos = last, stop
@@ -156,6 +172,8 @@ def scan_server(
                     cur.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (name_i, start, BATCH))
                     rows = cur.fetchall()
                     if first and name_i == file and rows and int(rows[0][1]) != pos:
+                        if collect is not None:
+                            del collect[mark:]
                         return None, f"{file} of server {name} has no event at {pos}"
                     first = False
                     for _log, at_pos, kind, _sid, end, info in rows:
@@ -164,7 +182,13 @@ def scan_server(
                             use = _USE_PREFIX.match(sql)
                             if use:
                                 database, sql = use.group(1).replace("``", "`"), sql[use.end() :]
-                            hit = _first_hit(sql, database, tables, name_i, int(at_pos))
+                            if collect is not None:
+                                _collect(collect, sql, database, name_i, int(at_pos))
+                            hit = (
+                                None
+                                if collect is not None
+                                else _first_hit(sql, database, tables, name_i, int(at_pos))
+                            )
                             if hit is not None:
                                 return Scan(where, f"{last}:{stop}", up_to, hit), ""
                         up_to = f"{name_i}:{int(end)}"
@@ -209,7 +233,7 @@ class _Files:
     gap: str | None = None  # why they stop short of their end (a spooled file's bytes not fetched)
 
 
-def _read_files(path: Path, stop: int, tables: set[str]) -> _Files:
+def _read_files(path: Path, stop: int, tables: set[str], collect: list[LaterDdl] | None = None) -> _Files:
     chain = _following(path)
     end_file, end_pos = path.name, stop
     for index, file in enumerate(chain):
@@ -228,6 +252,10 @@ def _read_files(path: Path, stop: int, tables: set[str]) -> _Files:
                     if raw.type_code in _QUERY_TYPES:
                         query = DECODERS[raw.type_code](raw, facts)
                         assert isinstance(query, Query)
+                        if collect is not None:
+                            _collect(collect, query.sql, query.database, file.name, raw.pos)
+                            end_file, end_pos = file.name, raw.end
+                            continue
                         hit = _first_hit(query.sql, query.database, tables, file.name, raw.pos)
                         if hit is not None:
                             return _Files(chain[: index + 1], file.name, raw.pos, False, hit)
@@ -240,13 +268,13 @@ def _read_files(path: Path, stop: int, tables: set[str]) -> _Files:
     return _Files(chain, end_file, end_pos, closed, None)
 
 
-def scan_files(last_path: str, stop: int, tables: set[str]) -> Scan:
+def scan_files(last_path: str, stop: int, tables: set[str], collect: list[LaterDdl] | None = None) -> Scan:
     """The rest of the range's last file and the files after it; NotProven when they do not reach
     the end of the binary log (the last of them was closed: the log went on elsewhere)."""
     if not storage.is_local(last_path):
         raise NotProven(f"{last_path} is not a local file, so the files after it cannot be listed")
     path = Path(storage.local_path(last_path))
-    found = _read_files(path, stop, tables)
+    found = _read_files(path, stop, tables, collect)
     after = f"{path.name}:{stop}"
     if found.hit is not None:
         return Scan(_files_where(found.chain), after, found.hit.where, found.hit)

@@ -1,7 +1,8 @@
 """Shared fixtures: one scratch MariaDB per option set, and the binlog corpora; the lanes of the suite.
 
 The tree has one folder per lane: tests/unit (no server, no JVM, no browser: `./scripts/test --fast`),
-tests/server (the scratch MariaDB), tests/spark (a Spark session), tests/browser (Chromium). A test's
+tests/server (the scratch MariaDB), tests/spark (a Spark session), tests/cluster (a Spark standalone
+cluster), tests/browser (Chromium). A test's
 markers come from the fixtures it uses, directly or through other fixtures (_MARK_BY_FIXTURE), never
 from memory; collection fails when a test sits in a lane folder its fixtures contradict.
 
@@ -28,6 +29,7 @@ from tests.support.mariadb import ScratchServer, ServerOptions  # noqa: E402
 pytest_plugins = [
     "tests.support.app",
     "tests.support.browser",
+    "tests.support.cluster",
     "tests.support.jobs",
     "tests.support.service",
     "tests.support.sources",
@@ -44,19 +46,27 @@ _LEFT_OUT = pytest.StashKey[dict[str, int]]()
 
 
 # fixture -> the marker of every test that uses it, directly or through another fixture (pytest's closure
-# of a test's fixtures covers both): `-m "not server and not spark and not browser"` is the fast lane.
+# of a test's fixtures covers both): `-m "not server and not spark and not cluster and not browser"` is the fast lane.
 # `scratch_server_factory` starts every scratch MariaDB (`scratch_server`, `table`, `service`, ... use it);
 # `service_process` is asked for by tests that start their own `mysql-rollback serve` (a server too);
-# `spark` starts the JVM; `browser` starts Chromium.
+# `spark` starts the JVM; `spark_cluster` a Spark standalone cluster (tests/support/cluster.py);
+# `browser` starts Chromium.
 _MARK_BY_FIXTURE = {
     "scratch_server_factory": "server",
     "service_process": "server",
     "spark": "spark",
+    "spark_cluster": "cluster",
     "browser": "browser",
 }
-LANE_MARKERS = ("server", "spark", "browser")
+LANE_MARKERS = ("server", "spark", "cluster", "browser")
 # lane folder -> the marker its tests must carry (None: tests/unit, which must carry none of them)
-_LANE_OF_FOLDER = {"unit": None, "server": "server", "spark": "spark", "browser": "browser"}
+_LANE_OF_FOLDER = {
+    "unit": None,
+    "server": "server",
+    "spark": "spark",
+    "cluster": "cluster",
+    "browser": "browser",
+}
 
 
 def _lane_error(item: pytest.Item) -> str | None:

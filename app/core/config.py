@@ -24,7 +24,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from rollback import DEFAULT_ENGINE, DsnError, EngineKind, parse_dsn
+from rollback import AUTO_SPARK_BYTES, DEFAULT_ENGINE, DsnError, EngineKind, parse_dsn
 
 ROLES = ("viewer", "operator", "admin")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -129,7 +129,12 @@ class Settings(BaseSettings):
     servers: Any = "{}"  # JSON object: name -> DSN, or name -> {dsn, binlog_dir}
     api_tokens: str = ""  # name:role:token,...
     spark_master: str = "local[*]"
-    engine: str = DEFAULT_ENGINE.value  # spark | local (a range that fits in one partition runs in-process)
+    engine: str = DEFAULT_ENGINE.value  # auto | spark | local (see rollback.request.EngineKind)
+    auto_spark_bytes: int = AUTO_SPARK_BYTES  # auto: ranges of at least this many bytes run on Spark
+    partition_bytes: int | None = None  # target partition size; None: sized from the range and Spark's cores
+    # Every Spark node reads it: with a cluster master, binlogs (uploads, spooled copies) are staged here
+    work_dir: str | None = None
+    spark_cores_max: int | None = None  # spark.cores.max on a cluster: cores left for other applications
     workers: int = 2  # jobs running at once
     execution_workers: int = 4  # executions running at once (one per target)
     retention_days: int = 30  # jobs (and their files) kept this long after they end; applied jobs are kept
@@ -186,7 +191,7 @@ class Settings(BaseSettings):
     @classmethod
     def _engine(cls, value: str) -> str:
         if value not in {kind.value for kind in EngineKind}:
-            raise ValueError("MYSQL_ROLLBACK_ENGINE must be local or spark")
+            raise ValueError("MYSQL_ROLLBACK_ENGINE must be auto, local or spark")
         return value
 
     @classmethod

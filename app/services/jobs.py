@@ -257,9 +257,13 @@ class JobRunner(WorkerPool[str]):
             allow_partial=bool(o.get("allow_partial")),
             allow_empty=bool(o.get("allow_empty")),
             trust_schema=bool(o.get("trust_schema")),
+            ddl=str(o.get("ddl") or "refuse"),
             schema=resolved.schema,
             engine=self.settings.engine,
             spark_master=self.settings.spark_master,
+            auto_spark_bytes=self.settings.auto_spark_bytes,
+            partition_bytes=self.settings.partition_bytes,
+            work_dir=self.settings.work_dir,
         )
         out = engine.Artifacts(out_dir / "rollback.sql", out_dir / "plan.jsonl", out_dir / "changes.jsonl")
 
@@ -312,9 +316,12 @@ class JobRunner(WorkerPool[str]):
                     "server_version",
                     "row_images",
                     "schema_check",
+                    "ddl_mode",
+                    "schema_timelines",
                     "bytes",
                     "irreversible_count",
                     "engine",
+                    "engine_reason",
                     "partitions",
                     "events_total",
                     "side_effects",

@@ -251,6 +251,7 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             "allow_partial": data.get("allow_partial") == "on",
             "allow_empty": data.get("allow_empty") == "on",
             "trust_schema": data.get("trust_schema") == "on",
+            "ddl": data.get("ddl") or "refuse",
         },
     }
     return body, errors

@@ -27,7 +27,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from rollback.binlog import events as ev
@@ -55,6 +55,7 @@ from rollback.pipeline.selection import Selection
 from rollback.pipeline.spill import SpillBuffer
 from rollback.pipeline.storage import ByteRange
 from rollback.records import batch_records, record_json
+from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
 from rollback.schema import TableSchema
 from rollback.sql import FullImageStatements, TableRenderer
@@ -86,6 +87,13 @@ class JobSpec:
     # (holdback.py), knowing what the partitions before found (`taints`).
     hold: bool = False
     taints: Taints = field(default_factory=dict)
+    # --ddl keep | reverse (rollback.ddl_modes): per signature, the schema of each schema epoch
+    # (from the epoch's first (file index, position)), and the inverse DDL a reverse writes in place
+    # of each DDL of the range.
+    epochs: dict[SchemaKey, list[tuple[tuple[int, int], TableSchema | str | None]]] = field(
+        default_factory=dict
+    )
+    inverse_ddl: dict[tuple[int, int], str] = field(default_factory=dict)
 
 
 class _Block:
@@ -137,6 +145,22 @@ def _full_image_statements(full: FullImageStatements, kind: str, rows: list, for
     return [sql for sql in statements if sql is not None]
 
 
+def _without(batch: RowsBatch, columns: tuple[int, ...]) -> RowsBatch:
+    """The batch with `columns` MISSING in every image (--ddl keep: dropped since; never written)."""
+
+    def blank(image: Any) -> tuple:
+        values = list(image)
+        for i in columns:
+            values[i] = MISSING
+        return tuple(values)
+
+    if batch.kind == "update":
+        rows = [(blank(before), blank(after)) for before, after in batch.rows]
+    else:
+        rows = [blank(image) for image in batch.rows]
+    return replace(batch, rows=rows)
+
+
 def _fixed_unsigned(unsigned: tuple[bool, ...] | None) -> Callable[[TableMap], tuple[bool, ...] | None]:
     return lambda _tmap: unsigned
 
@@ -151,6 +175,7 @@ class _Run:
         self.changed_tables: set[str] = set()
         self.row_images: set[str] = set()
         self.renderers: dict[tuple[Any, ...], TableRenderer] = {}
+        self.dropped: dict[int, tuple[int, ...]] = {}  # renderer id -> columns dropped since (--ddl keep)
         self.next_block = part.next_block
         self.selection = Selection(job.filters, job.gtid, job.since, job.until)
         self.rendered = SpillBuffer(job.out_dir)
@@ -168,12 +193,26 @@ class _Run:
         self.largest_bytes = 0
         self.contents: Counter[tuple[str, str]] = Counter()
 
+    def _schema_of(self, tmap: TableMap, pos: int) -> tuple[int, TableSchema | str | None]:
+        """The schema a rows event at `pos` is decoded with: the job's for its table map, or under
+        --ddl keep | reverse the one of its schema epoch (with the epoch's index)."""
+        key = schema_key(tmap)
+        epochs = self.job.epochs.get(key)
+        if not epochs:
+            return -1, self.job.schemas[key]
+        at = (self.part.file_index, pos)
+        chosen = 0
+        for index, (start, _schema) in enumerate(epochs):
+            if start <= at:
+                chosen = index
+        return chosen, epochs[chosen][1]
+
     def _renderer(self, tmap: TableMap, pos: int) -> TableRenderer | None:
         """The table's renderer; None (after noting the first SchemaMismatch) when its schema disagrees."""
-        key = (tmap.database, tmap.table, tmap.column_types, tmap.column_meta, tmap.column_names)
+        epoch, schema = self._schema_of(tmap, pos)
+        key = (tmap.database, tmap.table, tmap.column_types, tmap.column_meta, tmap.column_names, epoch)
         renderer = self.renderers.get(key)
         if renderer is None:
-            schema = self.job.schemas[schema_key(tmap)]
             if isinstance(schema, str):
                 self._changed(tmap.qualified_name.lower())
                 if self.summary.mismatch is None:
@@ -184,8 +223,14 @@ class _Run:
                     f"table {tmap.qualified_name} at position {pos}: the binlog carries no column names "
                     "(binlog_row_metadata is not FULL); give the schema with --schema-dsn or --schema-file"
                 )
+            if (schema.database, schema.table) != (tmap.database, tmap.table) and self.job.epochs:
+                # --ddl keep: today's table, renamed since the binlog wrote it
+                tmap = replace(tmap, database=schema.database, table=schema.table)
             renderer = TableRenderer(tmap, schema, self.part.flavour, self.job.full_where)
             self.renderers[key] = renderer
+            dropped = tuple(i for i, c in enumerate(schema.columns) if c.dropped)
+            if dropped:
+                self.dropped[id(renderer)] = dropped
         return renderer
 
     # -- the run
@@ -300,6 +345,10 @@ class _Run:
                 batch = rows_batch(decoded, event, state, _fixed_unsigned(unsigned))
                 full = (1 << event.column_count) - 1
                 complete = event.present == full == event.present_after and not event.partial
+                dropped = self.dropped.get(id(renderer))
+                if dropped:
+                    batch = _without(batch, dropped)
+                    complete = False
                 self._take(current, batch, renderer, complete, decoded.raw.pos)
             elif isinstance(event, ev.Xid) or (
                 isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK")
@@ -310,6 +359,12 @@ class _Run:
                 self._finish(current)
                 current = None
             elif isinstance(event, ev.Query) and event.kind == "DDL":
+                inverse = self.job.inverse_ddl.get((part.file_index, decoded.outer_pos))
+                if inverse is not None:
+                    first = len(self.rendered)
+                    note = f"inverse of the DDL at {label}:{decoded.outer_pos}: {event.sql}"
+                    self.rendered.add(comment_line(note) + "\n" + inverse + "\n\n", "")
+                    self.entries.append(("ddl", first, len(self.rendered), ""))
                 summary.ddl.append(
                     {
                         "file": label,

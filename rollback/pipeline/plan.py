@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from rollback import errors
 from rollback.binlog import events as ev
 from rollback.binlog.constants import EventType
 from rollback.binlog.decode import (
@@ -44,13 +45,21 @@ from rollback.binlog.reader import (
 )
 from rollback.binlog.rows import ROWS_EVENT_TYPES, RowsEvent
 from rollback.binlog.table_map import TableMap, decode_table_map
-from rollback.errors import BinlogFormatError, RangeError, SavepointError
+from rollback.errors import BinlogFormatError, RangeError, RollbackError, SavepointError
 from rollback.pipeline import storage
 from rollback.pipeline.order import FileTrail, check_order, identity
 from rollback.pipeline.savepoints import SavepointTracker, Undo, Void, merged, overlapping, quoted
 from rollback.request import FIRST_EVENT, RangeSpec, check_positions
 
-TARGET_BYTES = 64 << 20  # default partition size
+TARGET_BYTES = 64 << 20  # default partition size, and the largest a job picks by itself
+MIN_PARTITION_BYTES = 1 << 20  # the smallest a job picks by itself: below it, fixed costs dominate
+# Partitions per Spark slot (core): the scheduler hands them out as slots free up, so a partition
+# that costs more than its bytes say (an update-heavy one) delays the job by a fraction of its
+# share, not by all of it.
+PARTITIONS_PER_SLOT = 4
+# A range of several files and at least this many bytes is planned one process per file (per core):
+# below it, starting the processes costs more than the header walk they share.
+PARALLEL_PLAN_BYTES = 512 << 20
 
 SchemaKey = tuple[str, str, bytes, tuple[int, ...]]
 
@@ -195,6 +204,10 @@ class PartitionPlan:
     # The TABLE_MAPs in force within the range, one per schema key, with where each was first seen.
     table_maps: dict[SchemaKey, tuple[TableMap, int]] = field(default_factory=dict)
     signatures: set[bytes] = field(default_factory=set)  # TABLE_MAP bodies after the table id, seen
+    # DDL in the range: (file index, position, file label, statement, default database); after each,
+    # the signatures are seen anew, so that `map_epochs` holds every (signature, schema epoch) once.
+    ddl: list[tuple[int, int, str, str, str]] = field(default_factory=list)
+    map_epochs: list[tuple[int, int, TableMap]] = field(default_factory=list)  # (file index, position, map)
     notes: list[str] = field(default_factory=list)  # what the planner found and the job reports (warnings)
     unchecked: list[str] = field(default_factory=list)  # files whose events carry no checksum
     times: list[int] = field(default_factory=list)  # first and last event timestamps of each file's range
@@ -278,6 +291,11 @@ class _FilePlanner:
                 was_open = state.tx.open
                 if not self.in_range:
                     continue
+                if isinstance(event, ev.Query) and event.kind == "DDL":
+                    self.plan.ddl.append(
+                        (self.file_index, decoded.outer_pos, self.label, event.sql, event.database)
+                    )
+                    self.plan.signatures.clear()
                 if isinstance(event, RowsEvent):
                     self._rows(decoded.outer_pos)
                 elif _ends_transaction(event):
@@ -305,6 +323,7 @@ class _FilePlanner:
         tmap = _decode_map(pos, data, facts, self.binlog.path)
         self.plan.signatures.add(signature)
         self.plan.table_maps.setdefault(schema_key(tmap), (tmap, pos))
+        self.plan.map_epochs.append((self.file_index, pos, tmap))
 
     def _apply_query(self) -> None:
         pending, self.pending_query = self.pending_query, None
@@ -464,8 +483,96 @@ def _look_ahead(planner: _FilePlanner, binlog: BinlogFile, path: str, stop: int)
         whole.close()
 
 
-def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> PartitionPlan:
-    """Resolve the files and positions of a range into ordered partitions of about `target_bytes`."""
+def range_bytes(rng: RangeSpec) -> int:
+    """The bytes the range covers, from its bounds (start and stop positions, not whole files)."""
+    total = 0
+    last = len(rng.files) - 1
+    for index, path in enumerate(rng.files):
+        size = storage.size(path)
+        start = rng.start_position if index == 0 and rng.start_position is not None else FIRST_EVENT
+        stop = rng.stop_position if index == last and rng.stop_position is not None else size
+        total += max(0, min(stop, size) - start)
+    return total
+
+
+def partition_target(range_bytes: int, slots: int) -> int:
+    """The partition size for a range over `slots` parallel slots (1: in-process): about
+    PARTITIONS_PER_SLOT partitions per slot, between MIN_PARTITION_BYTES and TARGET_BYTES."""
+    if slots <= 1:
+        return TARGET_BYTES
+    wanted = -(-range_bytes // (PARTITIONS_PER_SLOT * slots))
+    return max(MIN_PARTITION_BYTES, min(TARGET_BYTES, wanted))
+
+
+def _plan_file(rng: RangeSpec, index: int, target_bytes: int) -> tuple[PartitionPlan, int, FileTrail]:
+    """One file's part of the range on its own: (its plan, the blocks it opened, its trail). Its
+    partition indexes and block ordinals count from 0; `_append` moves them into place."""
+    plan = PartitionPlan([])
+    path = rng.files[index]
+    last = len(rng.files) - 1
+    stop_hint = rng.stop_position if index == last else None
+    binlog = storage.open_for_planning(path, stop_hint)
+    try:
+        plan.server_version = binlog.facts.server_version
+        if binlog.facts.checksum_len == 0:
+            plan.unchecked.append(os.path.basename(path))
+        start = rng.start_position if index == 0 and rng.start_position is not None else FIRST_EVENT
+        stop = rng.stop_position if index == last and rng.stop_position is not None else binlog.size
+        if start > binlog.size:
+            raise RangeError(f"{path}: start position {start} is past the end of the file ({binlog.size})")
+        check_positions(path, start, stop, binlog.size)
+        plan.bytes_total += stop - start
+        planner = _FilePlanner(plan, binlog, path, index, target_bytes, 0)
+        planner.run(start, stop)
+        if planner.open_at_stop(stop):
+            _look_ahead(planner, binlog, path, stop)
+        planner.attach_voids(0)
+        return plan, planner.ordinal, planner.trail
+    finally:
+        binlog.close()
+
+
+def _plan_file_reporting(job: tuple[RangeSpec, int, int]) -> tuple[Any, ...]:
+    """_plan_file, with a RollbackError as data (its class name and arguments): the errors of this
+    package take arguments that pickling an exception across processes does not keep."""
+    try:
+        return ("ok", *_plan_file(*job))
+    except BinlogFormatError as exc:
+        return ("error", type(exc).__name__, (exc.path, exc.offset, exc.reason))
+    except RollbackError as exc:
+        return ("error", type(exc).__name__, (str(exc),))
+
+
+def _rebuilt(name: str, args: tuple[Any, ...]) -> Exception:
+    cls = getattr(errors, name)
+    return cls(*args)  # type: ignore[no-any-return]
+
+
+def _append(plan: PartitionPlan, sub: PartitionPlan, ordinal: int) -> None:
+    """A file's plan after the files before it: partitions renumbered, block ordinals moved on by
+    the blocks those files opened (a transaction never crosses files)."""
+    for part in sub.partitions:
+        part.index = len(plan.partitions)
+        part.next_block += ordinal
+        part.end_block += ordinal
+        if part.block is not None:
+            part.block.ordinal += ordinal
+        plan.partitions.append(part)
+    plan.bytes_total += sub.bytes_total
+    plan.events_total += sub.events_total
+    plan.server_version = plan.server_version or sub.server_version
+    for key, found in sub.table_maps.items():
+        plan.table_maps.setdefault(key, found)
+    plan.signatures |= sub.signatures
+    plan.notes.extend(sub.notes)
+    plan.unchecked.extend(sub.unchecked)
+    plan.times.extend(sub.times)
+
+
+def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES, processes: int = 1) -> PartitionPlan:
+    """Resolve the files and positions of a range into ordered partitions of about `target_bytes`;
+    with `processes` > 1 the files are planned at once in that many processes (each file's header
+    walk is its own)."""
     if not rng.files:
         raise RangeError("no binlog files in the range")
     for what, given in (("start", rng.start_position), ("stop", rng.stop_position)):
@@ -474,34 +581,26 @@ def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES) -> PartitionPla
             raise RangeError(
                 f"{where}: {what} position {given} is before the first event (events start at 4)"
             )
+    jobs = [(rng, index, target_bytes) for index in range(len(rng.files))]
+    if processes > 1 and len(rng.files) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: a fresh interpreter per worker (this process may hold threads and a JVM gateway)
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(processes, len(jobs)), mp_context=context) as pool:
+            planned = list(pool.map(_plan_file_reporting, jobs))
+    else:
+        planned = [_plan_file_reporting(job) for job in jobs]
     plan = PartitionPlan([])
     ordinal = 0
-    last = len(rng.files) - 1
     trails: list[FileTrail] = []
-    for index, path in enumerate(rng.files):
-        stop_hint = rng.stop_position if index == last else None
-        binlog = storage.open_for_planning(path, stop_hint)
-        try:
-            plan.server_version = plan.server_version or binlog.facts.server_version
-            if binlog.facts.checksum_len == 0:
-                plan.unchecked.append(os.path.basename(path))
-            start = rng.start_position if index == 0 and rng.start_position is not None else FIRST_EVENT
-            stop = rng.stop_position if index == last and rng.stop_position is not None else binlog.size
-            if start > binlog.size:
-                raise RangeError(
-                    f"{path}: start position {start} is past the end of the file ({binlog.size})"
-                )
-            check_positions(path, start, stop, binlog.size)
-            plan.bytes_total += stop - start
-            planner = _FilePlanner(plan, binlog, path, index, target_bytes, ordinal)
-            first_partition = len(plan.partitions)
-            planner.run(start, stop)
-            if planner.open_at_stop(stop):
-                _look_ahead(planner, binlog, path, stop)
-            planner.attach_voids(first_partition)
-            ordinal = planner.ordinal
-            trails.append(planner.trail)
-        finally:
-            binlog.close()
+    for outcome in planned:
+        if outcome[0] == "error":
+            raise _rebuilt(outcome[1], outcome[2])
+        _, sub, blocks, trail = outcome
+        _append(plan, sub, ordinal)
+        ordinal += blocks
+        trails.append(trail)
     plan.notes[:0] = check_order(trails)
     return plan

@@ -1,4 +1,13 @@
-"""The one SparkSession of this process: created lazily on first use, then kept warm."""
+"""The one SparkSession of this process: created lazily on first use, then kept warm.
+
+Executors run the Python that `spark.pyspark.python` names (or PYSPARK_PYTHON): by default this
+process's own interpreter, for every master, so local workers and cluster nodes that install the
+package at the same path as the driver (a shared virtualenv, the same image) import it. A cluster
+whose nodes keep it elsewhere names that interpreter with
+MYSQL_ROLLBACK_SPARK_CONF_spark__pyspark__python. MYSQL_ROLLBACK_SPARK_CORES_MAX caps the cores the
+session takes from a cluster (spark.cores.max): a long-running service then leaves cores for other
+applications.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +25,11 @@ DEFAULT_SPARK_LOG_LEVEL = "ERROR"  # the JVM's own lines: MYSQL_ROLLBACK_SPARK_L
 
 def spark_master() -> str:
     return os.environ.get("MYSQL_ROLLBACK_SPARK_MASTER", DEFAULT_MASTER)
+
+
+def is_local_master(master: str) -> bool:
+    """Whether Spark runs in this process's JVM (local, local[N], local[*]): its workers share this disk."""
+    return master == "local" or master.startswith("local[")
 
 
 def spark_status(master: str | None = None) -> dict:
@@ -39,17 +53,25 @@ def get_spark(master: str | None = None) -> Any:
             from pyspark.sql import SparkSession
 
             master = master or spark_master()
-            if not os.environ.get("PYSPARK_PYTHON") and master.startswith("local"):
-                # Local workers run this interpreter (its packages), not whatever `python3` is on PATH.
-                os.environ["PYSPARK_PYTHON"] = sys.executable
+            conf = _spark_conf_from_env(master)
+            # PySpark sends its executors the interpreter PYSPARK_PYTHON names (spark.pyspark.python is
+            # read only by spark-submit): this one's, unless configured, not `python3` on their PATH.
+            python = conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable
+            os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"] = python
             builder = SparkSession.builder.appName("mysql-rollback").master(master)
-            for key, value in _spark_conf_from_env(master).items():
+            for key, value in conf.items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel(
                 os.environ.get("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", DEFAULT_SPARK_LOG_LEVEL)
             )
         return _session
+
+
+def spark_slots(master: str | None = None) -> int:
+    """Tasks the session runs at once: the cores of its executors (sc.defaultParallelism), which
+    starts the session."""
+    return int(get_spark(master).sparkContext.defaultParallelism)
 
 
 def network_conf(master: str, secret: str | None) -> dict[str, str]:
@@ -75,6 +97,9 @@ def _spark_conf_from_env(master: str) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "8",
     }
+    cores = os.environ.get("MYSQL_ROLLBACK_SPARK_CORES_MAX")
+    if cores and not is_local_master(master):
+        conf["spark.cores.max"] = cores
     log4j = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
     conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j}"
     prefix = "MYSQL_ROLLBACK_SPARK_CONF_"

@@ -56,6 +56,22 @@ def _remote(url: str) -> Any:
         raise SourceError(f"{url}: cannot open: {exc}") from None
 
 
+def size(path: str) -> int:
+    """The size in bytes of a local file or a URL."""
+    if is_local(path):
+        return os.path.getsize(local_path(path))
+    source = _remote(path)
+    try:
+        return int(source.seek(0, 2))
+    finally:
+        source.close()
+
+
+def fsspec_fs(url: str) -> Any:
+    """(filesystem, token, [path]) of a URL, through fsspec."""
+    return _fsspec().get_fs_token_paths(url)
+
+
 def exists(path: str) -> bool:
     if is_local(path):
         return os.path.exists(local_path(path))

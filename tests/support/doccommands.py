@@ -53,6 +53,16 @@ NOT_RUNNABLE: list[tuple[str, str, str]] = [
         "its block runs whole, with the variables it documents ($SCRATCH_HOST, $SCRATCH_PORT, $SCRATCH_USER, "
         "$MYSQL_PWD, change.sql), in tests/server/test_ci_doc.py: restored, and not restored",
     ),
+    (
+        "README.md",
+        'mysql-rollback flashback "$BINLOG" --engine spark --spark-master "$SPARK_MASTER"',
+        "needs a Spark cluster: tests/cluster/test_readme_cluster.py runs it on the suite's standalone cluster",
+    ),
+    (
+        "README.md",
+        'MYSQL_ROLLBACK_SPARK_MASTER="$SPARK_MASTER"',
+        "a service on a Spark cluster (tests/cluster/test_cluster_service.py runs one with these settings)",
+    ),
 ]
 
 # example value in a document -> the fixture value it stands for (a key of DocRun.values)

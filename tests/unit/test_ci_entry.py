@@ -13,7 +13,7 @@ import pytest
 
 from tests.support import REPO
 
-LANE_MARKERS = {"server", "spark", "browser"}
+LANE_MARKERS = {"server", "spark", "cluster", "browser"}
 # Collects nothing of its own: writes "node id<TAB>markers" of every collected test to $LANES_OUT.
 MARKER_DUMP = """
 import os

@@ -46,7 +46,7 @@ def test_a_mysql_gtid_set_selects_its_transactions_tagged_or_not():
 @pytest.mark.parametrize(
     ("rng", "options", "message"),
     [
-        (RangeSpec(["f"]), Options(engine="gpu"), "engine 'gpu' is not one of local, spark"),
+        (RangeSpec(["f"]), Options(engine="gpu"), "engine 'gpu' is not one of auto, local, spark"),
         (RangeSpec(["f"]), Options(mode="undo"), "mode 'undo' is not one of"),
         (RangeSpec(["f"]), Options(changes_format="csv"), "change log format 'csv'"),
         (RangeSpec(["f"], gtid="0-1-9..0-1-5"), Options(), "ends before it starts"),
@@ -64,7 +64,7 @@ def test_a_request_breaking_a_rule_is_refused_before_any_work(rng, options, mess
 
 
 def test_the_engine_has_one_default_and_options_take_its_name():
-    assert DEFAULT_ENGINE is EngineKind.SPARK and Options().engine == EngineKind.SPARK
+    assert DEFAULT_ENGINE is EngineKind.AUTO and Options().engine == EngineKind.AUTO
     options = Options(engine="local")
     check_request(RangeSpec(["f"]), Filters(), options)
     assert options.engine is EngineKind.LOCAL and parse_engine("spark") is EngineKind.SPARK

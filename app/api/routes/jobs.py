@@ -354,4 +354,15 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         side_effects=extra.get("side_effects"),
         largest_statement=extra.get("largest_statement"),
         schema_check=extra.get("schema_check"),
+        engine=(
+            {
+                "name": extra["engine"],
+                "reason": extra.get("engine_reason"),
+                "partitions": extra.get("partitions"),
+            }
+            if extra.get("engine")
+            else None
+        ),
+        ddl_mode=extra.get("ddl_mode") or "refuse",
+        schema_timelines=extra.get("schema_timelines") or [],
     )

@@ -1,4 +1,4 @@
-"""The engines a job's partitions run on: one `Engine` protocol, one module each.
+"""The engines a job's partitions run on: one `Engine` protocol, one module each, and the choice.
 
 Both run the same partition function (rollback/pipeline/partition.py) and give the same
 summaries; the tests hold them to the same bytes.
@@ -10,12 +10,30 @@ from rollback.pipeline.engines.base import Engine
 from rollback.request import EngineKind
 
 
-def engine_for(kind: EngineKind, spark_master: str | None = None) -> Engine:
+def engine_for(kind: EngineKind, spark_master: str | None = None, work_dir: str | None = None) -> Engine:
     """The engine of that kind; Spark on `spark_master` (None: the process's setting)."""
     if kind == EngineKind.SPARK:
         from rollback.pipeline.engines.spark import SparkEngine  # pyspark only when asked for
 
-        return SparkEngine(spark_master)
+        return SparkEngine(spark_master, work_dir)
     from rollback.pipeline.engines.local import LocalEngine
 
     return LocalEngine()
+
+
+def _mb(size: int) -> str:
+    return f"{size / (1 << 20):,.1f} MiB"
+
+
+def choose_engine(asked: EngineKind, range_bytes: int, auto_spark_bytes: int) -> tuple[EngineKind, str]:
+    """The engine a range runs on, and why (said on stderr, in the report and the job record).
+
+    `auto` runs in-process below `auto_spark_bytes` of range (a small range never starts a JVM), on
+    Spark from there on; `local` and `spark` are taken as asked."""
+    if asked == EngineKind.LOCAL:
+        return EngineKind.LOCAL, "asked for"
+    if asked == EngineKind.SPARK:
+        return EngineKind.SPARK, "asked for"
+    if range_bytes < auto_spark_bytes:
+        return EngineKind.LOCAL, f"auto: the range's {_mb(range_bytes)} is under {_mb(auto_spark_bytes)}"
+    return EngineKind.SPARK, f"auto: the range's {_mb(range_bytes)} is at least {_mb(auto_spark_bytes)}"

@@ -262,3 +262,43 @@ def test_trust_schema_reaches_the_job_and_the_summary_says_how_the_schema_was_ch
         "source": "server information_schema of scratch",
         "checked": "not checked: --trust-schema",
     }
+
+
+def test_ddl_keep_reaches_the_job_and_the_summary_shows_the_schema_timeline(make_client, scratch_server):
+    """options.ddl = keep follows the DDL after the range; the summary and the job page show the
+    table's schema timeline; an unknown mode is a 422 on the field."""
+    scratch_server.run_sql(
+        [
+            "CREATE DATABASE IF NOT EXISTS api",
+            "CREATE OR REPLACE TABLE api.migrated (id INT PRIMARY KEY, a INT)",
+            "INSERT INTO api.migrated VALUES (1, 1), (2, 2)",
+        ]
+    )
+    rng = scratch_server.run_sql(["DELETE FROM api.migrated WHERE id = 2"], own_file=True)
+    scratch_server.run_sql(["ALTER TABLE api.migrated ADD COLUMN note VARCHAR(10) DEFAULT 'x' AFTER id"])
+    client = make_client(servers=servers_json(scratch_server))
+    upload = _upload(client, rng.files[0]).json()["id"]
+    body = {
+        "upload": upload,
+        "range": {"start_file": rng.files[0].name, "start_position": 4},
+        "filters": {"tables": ["api.migrated"]},
+        "options": {"schema_server": "scratch", "ddl": "keep"},
+    }
+    bad = client.post("/api/jobs", json={**body, "options": {"ddl": "sideways"}}, headers=auth(OPERATOR))
+    assert bad.status_code == 422 and "ddl" in bad.text
+    created = client.post("/api/jobs", json=body, headers=auth(OPERATOR))
+    assert created.status_code == 202, created.text
+    done = wait_for_job(client, created.json()["id"])
+    assert done["state"] == "succeeded", done
+    summary = client.get(f"/api/jobs/{done['id']}/summary", headers=auth(VIEWER)).json()
+    assert summary["ddl_mode"] == "keep"
+    (timeline,) = summary["schema_timelines"]
+    assert timeline["table"] == "api.migrated"
+    assert [e["definition"] for e in timeline["epochs"]] == [
+        "api.migrated(id int, a int)",
+        "api.migrated(id int, note varchar, a int)",
+    ]
+    assert timeline["epochs"][1]["ddl"].startswith("ALTER TABLE api.migrated ADD COLUMN note")
+    page = client.get(f"/jobs/{done['id']}", headers=auth(VIEWER)).text
+    assert 'id="schema-timelines"' in page and "<caption>api.migrated</caption>" in page
+    assert "api.migrated(id int, note varchar, a int)" in page

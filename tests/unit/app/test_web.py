@@ -89,3 +89,14 @@ def test_the_form_becomes_the_api_body_and_reports_non_numbers_at_their_field():
 def test_the_form_offers_to_trust_the_schema_source(make_client):
     client = _sign_in(make_client(), OPERATOR)
     assert 'name="trust_schema"' in client.get("/jobs/new").text
+
+
+def test_the_form_offers_the_ddl_modes_and_sends_the_choice(make_client):
+    client = _sign_in(make_client(), OPERATOR)
+    page = client.get("/jobs/new").text
+    assert '<select name="ddl" id="ddl">' in page
+    assert all(f'<option value="{mode}"' in page for mode in ("refuse", "keep", "reverse"))
+    body, _errors = job_request_from_form({"range_kind": "gtid", "gtid_set": "0-1-1"})
+    assert body["options"]["ddl"] == "refuse"
+    body, _errors = job_request_from_form({"range_kind": "gtid", "gtid_set": "0-1-1", "ddl": "keep"})
+    assert body["options"]["ddl"] == "keep"

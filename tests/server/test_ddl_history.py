@@ -1,0 +1,280 @@
+"""Undo across DDL on the scratch MariaDB (binlog without column names): the schema history.
+
+An incident (a DELETE, an UPDATE, an INSERT), then a routine migration after it, then more DML.
+`--ddl keep` rolls back the incident's range into today's table: the rows come back with the columns
+they had, mapped by name, and a column added since gets its default exactly as the ALTER gave it.
+`--ddl reverse` over the whole range (incident, migration, later DML) returns schema and data to the
+state before the range, checked by CHECKSUM TABLE and the row sets; an irreversible DDL is refused
+naming it. `--ddl refuse` (the default) refuses with the statement, its position and the hint.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rollback.errors import DDLInRange, SchemaMismatch, SchemaUnproven
+from tests.support.restore import apply_with_client, flashback, range_args, run_cli, snapshot, span
+
+CREATE = "CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT, b VARCHAR(20), c DATE)"
+ROWS = "INSERT INTO {db}.t VALUES (1, 10, 'one', '2026-01-01'), (2, 20, 'two', NULL), (3, 30, 'three', '2026-03-03')"
+
+
+def _incident(server, db: str):
+    """The table, its rows, then the incident: (its range, the rows before it)."""
+    server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    server.run_sql([ROWS.format(db=db)])
+    before = server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id")
+    rng = server.run_sql(
+        [
+            f"DELETE FROM {db}.t WHERE id = 2",
+            f"UPDATE {db}.t SET a = a + 1, b = 'changed' WHERE id = 1",
+            f"INSERT INTO {db}.t VALUES (4, 40, 'four', '2026-04-04')",
+        ]
+    )
+    return rng, before
+
+
+# (migration after the incident, the column list to compare today, the expected value of new columns)
+KEEP = {
+    "add-column-with-default": (
+        ["ALTER TABLE {db}.t ADD COLUMN d INT NOT NULL DEFAULT 7 AFTER a"],
+        "id, a, b, c",
+    ),
+    "drop-unrelated-column": (["ALTER TABLE {db}.t DROP COLUMN c"], "id, a, b"),
+    "column-reorder": (["ALTER TABLE {db}.t MODIFY b VARCHAR(20) FIRST"], "id, a, b, c"),
+    "rename-table": (["RENAME TABLE {db}.t TO {db}.t2"], "id, a, b, c"),
+    "modify-wider-string": (["ALTER TABLE {db}.t MODIFY b VARCHAR(200)"], "id, a, b, c"),
+    "modify-wider-metadata-minimal": (["ALTER TABLE {db}.t MODIFY a BIGINT"], "id, a, b, c"),
+    "rename-column": (["ALTER TABLE {db}.t RENAME COLUMN a TO amount"], "id, amount, b, c"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KEEP))
+def test_keep_restores_the_incident_into_todays_table(scratch_server_factory, tmp_path, kind):
+    """The server writes no column names (MariaDB's default); a changed integer type needs its old
+    signedness, which binlog_row_metadata=MINIMAL carries: that case runs with it."""
+    metadata = "MINIMAL" if kind.endswith("metadata-minimal") else None
+    scratch_server = scratch_server_factory(row_metadata=metadata) if metadata else scratch_server_factory()
+    db = f"keep_{kind.replace('-', '_')}"
+    rng, before = _incident(scratch_server, db)
+    migration, columns = KEEP[kind]
+    scratch_server.run_sql([m.format(db=db) for m in migration])
+    table = f"{db}.t2" if kind == "rename-table" else f"{db}.t"
+    # more DML after the migration, on other rows: it stays
+    scratch_server.run_sql([f"INSERT INTO {table} (id) VALUES (50)"])
+    with pytest.raises((SchemaUnproven, SchemaMismatch)):
+        flashback(scratch_server, rng, tmp_path)  # --ddl refuse (the default): today's refusal
+    script, _plan, report = flashback(scratch_server, rng, tmp_path, name="keep", ddl="keep")
+    text = script.read_text()
+    assert "-- ddl: keep" in text and f"-- schema timeline of {table}:" in text
+    assert report.timelines and report.timelines[0]["table"] == table
+    apply_with_client(scratch_server, script)
+    expected = [*before, (50, None, None, None)] if kind != "drop-unrelated-column" else None
+    got = scratch_server.query(f"SELECT {columns} FROM {table} ORDER BY id")
+    if kind == "drop-unrelated-column":
+        assert got == [(i, a, b) for i, a, b, _c in before] + [(50, None, None)]
+        assert any("not written" in w and f"{db}.t.c" in w for w in report.warnings), report.warnings
+    else:
+        assert got == expected
+    if kind == "add-column-with-default":
+        # the restored row got the default the ALTER gave, like every row that existed at the ALTER
+        assert scratch_server.query(f"SELECT id, d FROM {table} ORDER BY id") == [
+            (1, 7),
+            (2, 7),
+            (3, 7),
+            (50, 7),
+        ]
+
+
+def test_refuse_names_the_ddl_its_position_and_the_other_modes(scratch_server, tmp_path):
+    db = "ddl_refuse_in_range"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 2"])
+    scratch_server.run_sql([f"ALTER TABLE {db}.t ADD COLUMN d INT DEFAULT 5"])
+    last = scratch_server.run_sql([f"UPDATE {db}.t SET d = 6 WHERE id = 1"])
+    with pytest.raises(DDLInRange) as refused:
+        flashback(scratch_server, span(scratch_server, first, last), tmp_path)
+    message = str(refused.value)
+    assert f"DDL on {db}.t inside the range at mysql-bin." in message and "ADD COLUMN d" in message
+    assert "--ddl keep" in message and "--ddl reverse" in message
+
+
+REVERSIBLE = [
+    "ALTER TABLE {db}.t ADD COLUMN d INT NOT NULL DEFAULT 7 AFTER a",
+    "ALTER TABLE {db}.t RENAME COLUMN b TO label",
+    "ALTER TABLE {db}.t MODIFY a BIGINT",
+    "RENAME TABLE {db}.t TO {db}.t2",
+]
+
+
+@pytest.mark.parametrize("partition_bytes", [None, 600])
+def test_reverse_returns_schema_and_data_to_before_the_range(
+    scratch_server_factory, tmp_path, partition_bytes
+):
+    """In one partition and cut into many (the inverse DDL sits between partitions' statements). The
+    MODIFY back needs the integer's old signedness: binlog_row_metadata=MINIMAL carries it."""
+    scratch_server = scratch_server_factory(row_metadata="MINIMAL")
+    db = f"ddl_reverse_all_{partition_bytes or 0}"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    create_before = scratch_server.query(f"SHOW CREATE TABLE {db}.t")[0][1]
+    state_before = snapshot(scratch_server, [f"{db}.t"])
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 2"])
+    scratch_server.run_sql([ddl.format(db=db) for ddl in REVERSIBLE[:2]])
+    scratch_server.run_sql(
+        [f"UPDATE {db}.t SET d = 8, label = 'x' WHERE id = 1", f"INSERT INTO {db}.t (id, a) VALUES (9, 90)"]
+    )
+    scratch_server.run_sql([ddl.format(db=db) for ddl in REVERSIBLE[2:]])
+    last = scratch_server.run_sql(
+        [f"UPDATE {db}.t2 SET a = 12345678901 WHERE id = 3", f"DELETE FROM {db}.t2 WHERE id = 1"]
+    )
+    script, _plan, report = flashback(
+        scratch_server,
+        span(scratch_server, first, last),
+        tmp_path,
+        ddl="reverse",
+        partition_bytes=partition_bytes,
+    )
+    assert report.partitions > (3 if partition_bytes else 0)
+    text = script.read_text()
+    assert f"RENAME TABLE `{db}`.`t2` TO `{db}`.`t`;" in text
+    assert f"ALTER TABLE `{db}`.`t` DROP COLUMN `d`;" in text
+    apply_with_client(scratch_server, script)
+    assert scratch_server.query(f"SHOW CREATE TABLE {db}.t")[0][1] == create_before
+    assert snapshot(scratch_server, [f"{db}.t"]) == state_before
+    assert len(report.timelines) == 1 and len(report.timelines[0]["epochs"]) == 5
+
+
+IRREVERSIBLE = {
+    "drop-column": ("ALTER TABLE {db}.t DROP COLUMN c", "DROP COLUMN"),
+    "truncate": ("TRUNCATE TABLE {db}.t", "TRUNCATE"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(IRREVERSIBLE))
+def test_reverse_refuses_an_irreversible_ddl_naming_it(scratch_server, tmp_path, kind):
+    db = f"ddl_irreversible_{kind.replace('-', '_')}"
+    ddl, named = IRREVERSIBLE[kind]
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 2"])
+    scratch_server.run_sql([ddl.format(db=db)])
+    last = scratch_server.run_sql([f"INSERT INTO {db}.t (id, a) VALUES (9, 90)"])
+    with pytest.raises(DDLInRange) as refused:
+        flashback(scratch_server, span(scratch_server, first, last), tmp_path, ddl="reverse")
+    message = str(refused.value)
+    assert named in message and f"{db}.t" in message and "mysql-bin." in message
+    assert not (tmp_path / "rollback.sql").exists()
+
+
+def test_keep_reverses_changes_on_both_sides_of_a_ddl_in_the_range(scratch_server, tmp_path):
+    """DELETE, ADD COLUMN (with default), more DML, all in the range: every change undone, into today's
+    table; the added column keeps what the later DML and the default gave the rows that have it."""
+    db = "keep_both_sides"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    before = scratch_server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id")
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 2"])
+    scratch_server.run_sql([f"ALTER TABLE {db}.t ADD COLUMN d INT NOT NULL DEFAULT 7 AFTER a"])
+    last = scratch_server.run_sql(
+        [f"UPDATE {db}.t SET a = 99, d = 8 WHERE id = 1", f"INSERT INTO {db}.t (id, a, d) VALUES (9, 90, 9)"]
+    )
+    script, _plan, report = flashback(scratch_server, span(scratch_server, first, last), tmp_path, ddl="keep")
+    apply_with_client(scratch_server, script)
+    assert scratch_server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id") == before
+    # d is today's column: the UPDATE's reversal sets it back to what the row had after the ALTER
+    assert scratch_server.query(f"SELECT id, d FROM {db}.t ORDER BY id") == [(1, 7), (2, 7), (3, 7)]
+    assert [e["ddl"][:40] for e in report.timelines[0]["epochs"]][1].startswith(
+        "ALTER TABLE keep_both_sides.t ADD"
+    )
+
+
+def test_keep_refuses_an_integer_change_whose_old_signedness_the_binlog_lacks(scratch_server, tmp_path):
+    db = "keep_unsure_sign"
+    rng, _before = _incident(scratch_server, db)
+    scratch_server.run_sql([f"ALTER TABLE {db}.t MODIFY a BIGINT"])
+    with pytest.raises(SchemaMismatch) as refused:
+        flashback(scratch_server, rng, tmp_path, ddl="keep")
+    message = str(refused.value)
+    assert (
+        "whether column `a` was signed" in message
+        and "MODIFY a BIGINT" in message
+        and "--schema-file" in message
+    )
+
+
+def test_keep_refuses_a_narrowing_type_change_naming_the_column(scratch_server_factory, tmp_path):
+    scratch_server = scratch_server_factory(row_metadata="MINIMAL")
+    db = "keep_narrowing"
+    rng, _before = _incident(scratch_server, db)
+    scratch_server.run_sql([f"ALTER TABLE {db}.t MODIFY a SMALLINT"])
+    with pytest.raises(SchemaMismatch) as refused:
+        flashback(scratch_server, rng, tmp_path, ddl="keep")
+    message = str(refused.value)
+    assert "column `a`" in message and "smallint" in message and "--ddl keep" in message
+
+
+def test_an_unreadable_ddl_on_the_table_is_refused_naming_it_and_its_position(scratch_server, tmp_path):
+    db = "keep_unreadable"
+    rng, _before = _incident(scratch_server, db)
+    scratch_server.run_sql([f"ALTER TABLE {db}.t CONVERT TO CHARACTER SET latin1"])
+    with pytest.raises(SchemaMismatch) as refused:
+        flashback(scratch_server, rng, tmp_path, ddl="keep")
+    message = str(refused.value)
+    assert "cannot read" in message and "CONVERT TO CHARACTER SET latin1" in message
+    assert "DDL at mysql-bin." in message
+
+
+def test_reverse_drops_a_table_the_range_created(scratch_server, tmp_path):
+    db = "reverse_create"
+    scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
+    scratch_server.run_sql([ROWS.format(db=db)])
+    state_before = snapshot(scratch_server, [f"{db}.t"])
+    first = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 3"])
+    scratch_server.run_sql([f"CREATE TABLE {db}.audit (id INT PRIMARY KEY, note VARCHAR(20))"])
+    last = scratch_server.run_sql(
+        [f"INSERT INTO {db}.audit VALUES (1, 'x'), (2, 'y')", f"UPDATE {db}.t SET a = 0"]
+    )
+    script, _plan, _report = flashback(
+        scratch_server, span(scratch_server, first, last), tmp_path, ddl="reverse"
+    )
+    assert f"DROP TABLE `{db}`.`audit`;" in script.read_text()
+    apply_with_client(scratch_server, script)
+    assert scratch_server.query(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'audit'",
+        (db,),
+    ) == [(0,)]
+    assert snapshot(scratch_server, [f"{db}.t"]) == state_before
+
+
+def test_cli_ddl_keep_and_its_refusal_hint(scratch_server, tmp_path):
+    db = "keep_cli"
+    rng, before = _incident(scratch_server, db)
+    scratch_server.run_sql([f"ALTER TABLE {db}.t ADD COLUMN d INT DEFAULT 3 FIRST"])
+    args = ["flashback", *range_args(rng), "--schema-dsn", scratch_server.dsn, "-o", str(tmp_path / "r.sql")]
+    refused = run_cli(*args)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "--ddl keep" in refused.stderr and "Traceback" not in refused.stderr
+    done = run_cli(*args, "--ddl", "keep")
+    assert done.returncode == 0, done.stderr
+    apply_with_client(scratch_server, tmp_path / "r.sql")
+    assert scratch_server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id") == before
+    bad = run_cli(*args, "--ddl", "sideways")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_full_metadata_names_must_agree_with_the_history(scratch_server_factory, tmp_path):
+    """With FULL metadata (MariaDB binlog_row_metadata=FULL) the history's names at each table map's
+    position equal the names the map carries; --ddl keep writes the rows into today's columns."""
+    server = scratch_server_factory(row_metadata="FULL")
+    db = "keep_full_metadata"
+    rng, before = _incident(server, db)
+    server.run_sql([f"ALTER TABLE {db}.t RENAME COLUMN a TO amount, DROP COLUMN c"])
+    script, _plan, report = flashback(server, rng, tmp_path, ddl="keep")
+    apply_with_client(server, script)
+    assert server.query(f"SELECT id, amount, b FROM {db}.t ORDER BY id") == [
+        (i, a, b) for i, a, b, _c in before
+    ]
+    epochs = report.timelines[0]["epochs"]
+    assert epochs[0]["definition"] == f"{db}.t(id int, a int, b varchar, c date)"
