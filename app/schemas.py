@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.core.config import ServerConfig
 from rollback import (
     DEFAULT_LOCK_WAIT_TIMEOUT,
+    Filters,
     GtidFilter,
     RollbackError,
     check_plain,
@@ -97,6 +98,41 @@ class RangeIn(BaseModel):
     stop_datetime: str | None = Field(None, max_length=40, description="exclusive; same format")
 
 
+class PicksIn(BaseModel):
+    """Precise selection (docs/safety.md): includes add up, excludes win; statement text and `where`
+    then narrow to statements and rows."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    include_gtid: str | None = Field(
+        None, min_length=1, max_length=65535, description="only transactions with these GTIDs (as gtid_set)"
+    )
+    exclude_gtid: str | None = Field(None, min_length=1, max_length=65535, description="not these GTIDs")
+    include_positions: list[str] = Field(
+        default_factory=list,
+        max_length=10000,
+        description="only the transactions starting at FILE:POS (or POS), as the script's block comments give them",
+    )
+    exclude_positions: list[str] = Field(default_factory=list, max_length=10000, description="not these")
+    exclude_thread_ids: list[int] = Field(
+        default_factory=list, max_length=1000, description="not these threads' transactions (MySQL binlogs)"
+    )
+    include_query: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4096,
+        description="only the row changes of statements whose original text matches this regular expression",
+    )
+    exclude_query: str | None = Field(None, min_length=1, max_length=4096, description="not these statements")
+    where: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4096,
+        description="only rows whose image satisfies this MySQL expression (an UPDATE: either image)",
+        examples=["order_id BETWEEN 100 AND 200 AND status = 'paid'"],
+    )
+
+
 class FiltersIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -104,6 +140,32 @@ class FiltersIn(BaseModel):
     tables: list[str] = Field(default_factory=list, max_length=1000, description="db.table")
     types: list[Literal["insert", "update", "delete"]] = Field(default_factory=list, max_length=3)
     thread_id: int | None = Field(None, ge=0, le=2**64 - 1)
+    picks: PicksIn | None = Field(
+        None, description="precise selection: transactions picked inside the range, rows by a predicate"
+    )
+
+    def engine_filters(self) -> Filters:
+        """The engine's Filters for these fields."""
+        return filters_from(self.model_dump(exclude_none=True))
+
+
+def filters_from(f: dict[str, Any]) -> Filters:
+    """The engine's Filters from a stored job's filters (FiltersIn.model_dump)."""
+    p = f.get("picks") or {}
+    return Filters(
+        {d.lower() for d in f.get("databases", [])},
+        {t.lower() for t in f.get("tables", [])},
+        set(f.get("types", [])),
+        f.get("thread_id"),
+        include_gtid=p.get("include_gtid"),
+        exclude_gtid=p.get("exclude_gtid"),
+        include_positions=list(p.get("include_positions", [])),
+        exclude_positions=list(p.get("exclude_positions", [])),
+        exclude_thread_ids=set(p.get("exclude_thread_ids", [])),
+        include_query=p.get("include_query"),
+        exclude_query=p.get("exclude_query"),
+        where=p.get("where"),
+    )
 
 
 class OptionsIn(BaseModel):
@@ -111,6 +173,10 @@ class OptionsIn(BaseModel):
 
     full_where: bool = False
     allow_partial: bool = False
+    allow_partial_transactions: bool = Field(
+        False,
+        description="accept filters.where / include_query / exclude_query undoing part of a transaction",
+    )
     allow_empty: bool = Field(
         False, description="a range that selects no row change succeeds (otherwise the job fails saying so)"
     )
@@ -222,6 +288,10 @@ def check_job_request(
         check_window(stamps.get("start_datetime"), stamps.get("stop_datetime"))
     except RollbackError:
         errors.append(_err(("range", "stop_datetime"), "stop_datetime is not after start_datetime"))
+    try:
+        req.filters.engine_filters().check_picks()
+    except RollbackError as exc:
+        errors.append(_err(("filters", "picks"), _one_line(exc)))
     if upload_files is not None:
         for name in ("start_file", "stop_file"):
             value = getattr(r, name)
@@ -280,6 +350,16 @@ class ProgressOut(BaseModel):
     events: int
     events_total: int
     percent: float
+    phase: str = Field(
+        "",
+        description="queued, resolving (the range: binlog index, fetch from a server), planning, decoding, "
+        "writing (the outputs), or the final state",
+    )
+    eta_seconds: float | None = Field(
+        None,
+        description="estimated seconds left for a queued or running job: from its own progress, before that "
+        "from its range's size over recent jobs' throughput; null when unknown",
+    )
 
 
 class AppliedOut(BaseModel):
@@ -368,6 +448,23 @@ class SummaryOut(BaseModel):
         description="where the partitions ran: {name (local or spark), reason (asked for, or the auto "
         "engine's reason: the range's size), partitions}",
     )
+    # Precise selection (filters' picks): see docs/safety.md.
+    transactions_list: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="the script's transactions {gtid, file, pos, position, time} (the first 500): "
+        "position is what filters.picks.include_positions takes",
+    )
+    dependencies: list[dict[str, Any]] | None = Field(
+        None,
+        description="rows an undone transaction changed that a later, kept transaction changed again "
+        "{table, key, selected: {gtid, file, pos}, excluded: {gtid, file, pos}} (the first 1000); "
+        "null when the job picked no transactions or rows",
+    )
+    dependency_count: int = 0
+    partial_transactions: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="transactions undone in part under options.allow_partial_transactions {gtid, file, pos, picked, dropped}",
+    )
     ddl_mode: str = Field("refuse", description="what DDL on a changed table did: refuse, keep or reverse")
     schema_timelines: list[dict[str, Any]] = Field(
         default_factory=list,
@@ -412,8 +509,10 @@ class ExecutionCreate(BaseModel):
 
 
 class ExecutionProgressOut(BaseModel):
-    phase: Literal["check", "apply"] | None = Field(
-        None, description="check: the dry run every execution starts with; apply: the committing pass"
+    phase: Literal["check", "apply", "compare"] | None = Field(
+        None,
+        description="check: the dry run every execution starts with; apply: the committing pass; "
+        "compare: a conflict check reading its conflicting rows on the target",
     )
     statements_done: int
     statements_total: int
@@ -457,6 +556,15 @@ class ExecutionOut(BaseModel):
     progress: ExecutionProgressOut
     cancel_requested: bool = False
     reapply: bool = False
+    check: bool = Field(
+        False, description="the web form's conflict check before a commit (a dry run that skips conflicts)"
+    )
+    conflict_view: list[dict[str, Any]] | dict[str, Any] = Field(
+        default_factory=list,
+        description="a check's conflicting rows three ways: `before` and `after` the incident (the change "
+        "log's images), `now` on the target (read by key), `changed_since` (columns where now differs from "
+        "after); or `{error}` when the target could not be read",
+    )
     links: dict[str, str] = Field(default_factory=dict)
 
 

@@ -13,11 +13,16 @@ each workload into a binlog file of its own:
     delete  one `DELETE` of --rows rows: a single transaction
 
 then times on each file, in the same run: our complete flashback script (Spark engine warm, Spark
-engine cold from process start, local engine), `mariadb-binlog --flashback` and
+engine cold from process start, local engine with the compiled core and with the pure-Python
+fallback, MYSQL_ROLLBACK_PURE_PYTHON=1), `mariadb-binlog --flashback` and
 `mariadb-binlog -v --base64-output=decode-rows`, each writing to a file. It prints rows/s, MB/s,
-peak RSS (the driver process, and all its processes: JVM and Python workers) and our time divided
-by `mariadb-binlog --flashback`'s. With scaling on, the warm Spark engine also runs with local[1]
-and local[2] on the mixed file.
+CPU seconds (user + system of the process and its children: steadier than wall time on a loaded
+machine), peak RSS (the driver process, and all its processes: JVM and Python workers), the
+1-minute load average when the run ended, and our time divided by `mariadb-binlog --flashback`'s.
+Decode only (rows decoded in this process, one core, no rendering) is timed for both hot paths.
+With scaling on, the warm Spark engine also runs with local[1] and local[2] on the mixed file.
+`--instructions` also counts the instructions (valgrind's callgrind: independent of the load) of
+the local engine on both paths and of `mariadb-binlog --flashback` on each file (slow: minutes).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -171,18 +177,83 @@ class Timing:
     seconds: float
     driver_mb: float
     tree_mb: float
+    cpu: float | None = None  # user + system seconds of the process and its children
+    load: float = 0.0  # the 1-minute load average when the run ended
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def timed_process(cmd: list[str], stdout: Path | None = None, env: dict[str, str] | None = None) -> Timing:
     with open(stdout or os.devnull, "wb") as out:
+        cpu = _children_cpu()
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env)
         with Sampler(proc.pid) as sampler:
             _, err = proc.communicate()
         seconds = time.perf_counter() - start
+        cpu = _children_cpu() - cpu
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-2000:]}")
-    return Timing(seconds, sampler.driver / 2**20, sampler.tree / 2**20)
+    return Timing(seconds, sampler.driver / 2**20, sampler.tree / 2**20, cpu, os.getloadavg()[0])
+
+
+# The CLI runs as installed packages run: from compiled bytecode (pip writes it at install time; an
+# editable install under PYTHONDONTWRITEBYTECODE=1 would compile every module in every run, about
+# 0.15 s of CPU). The bytecode goes to a cache of this run (PYTHONPYCACHEPREFIX), warmed first.
+CHILD_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+PURE_ENV = {**CHILD_ENV, "MYSQL_ROLLBACK_PURE_PYTHON": "1"}
+
+
+def warm_bytecode(cache: Path) -> None:
+    CHILD_ENV["PYTHONPYCACHEPREFIX"] = PURE_ENV["PYTHONPYCACHEPREFIX"] = str(cache)
+    subprocess.run(
+        [PYTHON, "-m", "rollback.cli", "--version"], env=CHILD_ENV, check=True, capture_output=True
+    )
+
+
+def instructions(cmd: list[str], env: dict[str, str] | None = None) -> int:
+    """Instructions the command executes (callgrind's `Collected`), output thrown away."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+        check=True,
+    )
+    for line in done.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1])
+    raise RuntimeError(f"callgrind printed no count for {cmd}")
+
+
+def decode_only(path: Path, compiled: bool) -> tuple[int, float, float]:
+    """(row images decoded, seconds, CPU seconds) in this process, without rendering: the hot
+    path's decode."""
+    from rollback import hotpath
+    from rollback.binlog.decode import StreamState, decode_stream, rows_batch
+    from rollback.binlog.reader import BinlogFile
+    from rollback.binlog.rows import RowsEvent
+
+    saved = hotpath.CORE
+    if compiled and saved is None:
+        raise RuntimeError(f"the compiled core is not active: {hotpath.describe()}")
+    hotpath.CORE = saved if compiled else None
+    try:
+        start = time.perf_counter()
+        cpu = time.process_time()
+        rows = 0
+        with BinlogFile(path) as binlog:
+            state = StreamState(binlog.facts, path=binlog.path)
+            for decoded in decode_stream(binlog.buf, state, 4, binlog.size):
+                if isinstance(decoded.event, RowsEvent):
+                    rows += len(rows_batch(decoded, decoded.event, state).rows)
+        return rows, time.perf_counter() - start, time.process_time() - cpu
+    finally:
+        hotpath.CORE = saved
 
 
 class Runner:
@@ -209,7 +280,9 @@ class Runner:
             reply = json.loads(self.proc.stdout.readline())
         if "error" in reply:
             raise RuntimeError(reply["error"])
-        return reply, Timing(reply["seconds"], sampler.driver / 2**20, sampler.tree / 2**20)
+        return reply, Timing(
+            reply["seconds"], sampler.driver / 2**20, sampler.tree / 2**20, load=os.getloadavg()[0]
+        )
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -270,6 +343,11 @@ def main() -> None:
     parser.add_argument("--reuse", type=Path, help="time the binlogs a previous --keep left here")
     parser.add_argument("--no-scaling", action="store_true", help="skip the local[1] / local[2] runs")
     parser.add_argument("--generate-only", action="store_true", help="write the binlogs (--keep) and stop")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count instructions with valgrind (local engine, both hot paths, mariadb-binlog --flashback)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -291,14 +369,20 @@ def main() -> None:
                 server.stop()
             if args.generate_only:
                 return
-        measure(files, work, scaling=not args.no_scaling)
+        measure(files, work, scaling=not args.no_scaling, counting=args.instructions)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def measure(files: dict[str, Path], work: Path, scaling: bool) -> None:
+def measure(files: dict[str, Path], work: Path, scaling: bool, counting: bool = False) -> None:
+    from rollback import hot_path
+
+    print(f"hot path: {hot_path()}; load average at the start: {os.getloadavg()[0]:.1f}", file=sys.stderr)
+    warm_bytecode(work / "pycache")
     runner = Runner()
     results: list[tuple[str, str, int, int, Timing]] = []
+    decodes: list[tuple[str, int, bool, int, float, float, float]] = []
+    counts: list[tuple[str, int, int, int]] = []
     try:
         runner.job(
             file=str(files["seed"]), out=str(work / "warmup.sql"), engine="spark", partition_bytes=1 << 20
@@ -311,10 +395,17 @@ def measure(files: dict[str, Path], work: Path, scaling: bool) -> None:
             assert reply["statements"] <= rows
             runs = [
                 (f"mysql-rollback, Spark warm ({reply['partitions']} partitions)", warm),
-                ("mysql-rollback, Spark cold", timed_process(cli(path, work / f"{name}.cold.sql", "spark"))),
+                (
+                    "mysql-rollback, Spark cold",
+                    timed_process(cli(path, work / f"{name}.cold.sql", "spark"), env=CHILD_ENV),
+                ),
                 (
                     "mysql-rollback, local engine",
-                    timed_process(cli(path, work / f"{name}.local.sql", "local")),
+                    timed_process(cli(path, work / f"{name}.local.sql", "local"), env=CHILD_ENV),
+                ),
+                (
+                    "mysql-rollback, local engine, pure Python",
+                    timed_process(cli(path, work / f"{name}.pure.sql", "local"), env=PURE_ENV),
                 ),
                 (
                     "mariadb-binlog --flashback",
@@ -330,6 +421,21 @@ def measure(files: dict[str, Path], work: Path, scaling: bool) -> None:
             ]
             same = (work / f"{name}.warm.sql").read_bytes() == (work / f"{name}.local.sql").read_bytes()
             assert same, f"{name}: the Spark and local scripts differ"
+            same = (work / f"{name}.pure.sql").read_bytes() == (work / f"{name}.local.sql").read_bytes()
+            assert same, f"{name}: the compiled and pure-Python scripts differ"
+            for compiled in (True, False):
+                decoded, seconds, cpu = decode_only(path, compiled)
+                decodes.append((name, size, compiled, decoded, seconds, cpu, os.getloadavg()[0]))
+            if counting:
+                local = cli(path, work / f"{name}.count.sql", "local")
+                counts.append(
+                    (
+                        name,
+                        instructions(local, CHILD_ENV),
+                        instructions(local, PURE_ENV),
+                        instructions(["mariadb-binlog", "--flashback", str(path)]),
+                    )
+                )
             for label, timing in runs:
                 results.append((name, label, size, rows, timing))
     finally:
@@ -346,27 +452,62 @@ def measure(files: dict[str, Path], work: Path, scaling: bool) -> None:
                 scaled.append((master, reply["partitions"], timing))
             finally:
                 one.close()
-    report(results, scaled)
+    report(results, scaled, decodes, counts)
 
 
-def report(results: list[tuple[str, str, int, int, Timing]], scaled: list[tuple[str, int, Timing]]) -> None:
+def report(
+    results: list[tuple[str, str, int, int, Timing]],
+    scaled: list[tuple[str, int, Timing]],
+    decodes: list[tuple[str, int, bool, int, float, float, float]],
+    counts: list[tuple[str, int, int, int]],
+) -> None:
     cpu = platform.processor() or platform.machine()
     print(
         f"\n{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores ({cpu}), "
         f"{psutil.virtual_memory().total / 2**30:.0f} GB RAM, Python {platform.python_version()}"
     )
     print(
-        "\n| workload | tool | seconds | rows/s | MB/s | peak RSS driver / all (MB) | ÷ mariadb-binlog --flashback |"
+        "\n| workload | tool | seconds | rows/s | MB/s | CPU s | peak RSS driver / all (MB) | load | "
+        "÷ mariadb-binlog --flashback |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     reference = {
         name: t.seconds for name, label, _s, _r, t in results if label == "mariadb-binlog --flashback"
     }
     for name, label, size, rows, t in results:
         print(
             f"| {name} ({size / 1e6:.0f} MB, {rows:,} rows) | {label} | {t.seconds:.2f} | {rows / t.seconds:,.0f} "
-            f"| {size / 1e6 / t.seconds:.1f} | {t.driver_mb:.0f} / {t.tree_mb:.0f} | {t.seconds / reference[name]:.2f} |"
+            f"| {size / 1e6 / t.seconds:.1f} | {'-' if t.cpu is None else f'{t.cpu:.2f}'} "
+            f"| {t.driver_mb:.0f} / {t.tree_mb:.0f} | {t.load:.1f} | {t.seconds / reference[name]:.2f} |"
         )
+    cpu_reference = {
+        name: t.cpu for name, label, _s, _r, t in results if label == "mariadb-binlog --flashback" and t.cpu
+    }
+    print("\nCPU seconds ÷ mariadb-binlog --flashback's (the same ratio, steadier under load):")
+    for name, label, _size, _rows, t in results:
+        if t.cpu is not None and name in cpu_reference and label.startswith("mysql-rollback, local"):
+            print(f"- {name}, {label}: {t.cpu / cpu_reference[name]:.2f}")
+    print(
+        "\n| workload | decode only (one core, no rendering) | row images | seconds | rows/s | MB/s | load |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for name, size, compiled, decoded, seconds, load in decodes:
+        path = "compiled core" if compiled else "pure Python"
+        print(
+            f"| {name} | {path} | {decoded:,} | {seconds:.2f} | {decoded / seconds:,.0f} "
+            f"| {size / 1e6 / seconds:.1f} | {load:.1f} |"
+        )
+    if counts:
+        print(
+            "\n| workload | instructions (callgrind), G | local engine, compiled | local engine, pure Python "
+            "| mariadb-binlog --flashback | compiled ÷ mariadb-binlog |"
+        )
+        print("|---|---|---:|---:|---:|---:|")
+        for name, compiled_count, pure_count, reference_count in counts:
+            print(
+                f"| {name} | | {compiled_count / 1e9:.2f} | {pure_count / 1e9:.2f} | {reference_count / 1e9:.2f} "
+                f"| {compiled_count / reference_count:.2f} |"
+            )
     if scaled:
         print("\n| mixed file, Spark warm | partitions | seconds | speed-up |")
         print("|---|---:|---:|---:|")

@@ -31,6 +31,7 @@ from rollback.execute import (
     connect,
     execute_plan,
 )
+from rollback.hotpath import describe as hot_path
 from rollback.job import Job, generate
 from rollback.logs import configure_logging
 from rollback.pipeline.session import spark_status
@@ -55,6 +56,7 @@ from rollback.schema import SchemaSource, ServerSchema, schema_from_file
 from rollback.side_effects import SideEffects
 from rollback.sources.resolve import ServerSource, default_spool_dir, resolve_server_range
 from rollback.sources.spool import MANIFEST_SUFFIX
+from rollback.target_rows import RowNow, rows_now
 from rollback.version import __version__
 
 __all__ = [
@@ -108,6 +110,8 @@ __all__ = [
     "ExecutionProgress",
     "ExecutionCancelled",
     "SideEffects",
+    "rows_now",
+    "RowNow",
     # errors and exit codes
     "RollbackError",
     "RangeError",
@@ -121,4 +125,5 @@ __all__ = [
     # log lines of the CLI and the service (text, or JSON with MYSQL_ROLLBACK_LOG_FORMAT=json)
     "configure_logging",
     "__version__",
+    "hot_path",
 ]

@@ -42,6 +42,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: one line, never re-wrapped to the terminal's width (argparse's own action wraps)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> NoReturn:
+        print(f"mysql-rollback {rollback.__version__}, hot path: {rollback.hot_path()}")
+        parser.exit(0)
+
+
 ENGINE_ENV = "MYSQL_ROLLBACK_ENGINE"  # the default of --engine, as the service's setting of that name
 
 EXIT_CODES = (
@@ -50,8 +61,80 @@ EXIT_CODES = (
 )
 
 
+def _add_pick_arguments(cmd: argparse.ArgumentParser) -> None:
+    """Precise selection: transactions and rows picked inside the range (docs/safety.md)."""
+    picks = cmd.add_argument_group(
+        "precise selection",
+        "pick transactions inside the range (includes add up, excludes win) and rows by a predicate; "
+        "rows that a selected transaction and a later excluded one both changed are reported",
+    )
+    picks.add_argument(
+        "--include-gtid",
+        action="append",
+        default=[],
+        metavar="GTIDS",
+        help="only transactions with these GTIDs (a set, as --gtid; repeatable)",
+    )
+    picks.add_argument(
+        "--exclude-gtid",
+        action="append",
+        default=[],
+        metavar="GTIDS",
+        help="not the transactions with these GTIDs (repeatable)",
+    )
+    picks.add_argument(
+        "--include-position",
+        action="append",
+        default=[],
+        metavar="FILE:POS",
+        help="only the transaction starting at FILE:POS (or POS), as the script's block comment "
+        "gives it (repeatable)",
+    )
+    picks.add_argument(
+        "--exclude-position",
+        action="append",
+        default=[],
+        metavar="FILE:POS",
+        help="not the transaction starting at FILE:POS (repeatable)",
+    )
+    picks.add_argument(
+        "--exclude-thread-id",
+        action="append",
+        type=int,
+        default=[],
+        metavar="N",
+        help="not the transactions of this thread (repeatable; MySQL binlogs only)",
+    )
+    picks.add_argument(
+        "--include-query",
+        metavar="REGEX",
+        help="only the row changes of statements whose original text matches (a regular expression, "
+        "searched, case-insensitive)",
+    )
+    picks.add_argument(
+        "--exclude-query",
+        metavar="REGEX",
+        help="not the row changes of statements whose original text matches",
+    )
+    picks.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="only rows whose image satisfies this MySQL expression (an UPDATE: either image)",
+    )
+    picks.add_argument(
+        "--allow-partial-transactions",
+        action="store_true",
+        help="accept picks that undo only part of a transaction (refused without it)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mysql-rollback", description="Undo mistaken changes from the binlog.")
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the version and which hot path decodes and renders (compiled or pure Python), then exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     decode = sub.add_parser("decode", help="print every row change of binlog files")
@@ -191,6 +274,7 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         help="only these kinds: insert, update, delete (comma- or space-separated, any case)",
     )
     cmd.add_argument("--thread-id", type=int)
+    _add_pick_arguments(cmd)
     schema = cmd.add_mutually_exclusive_group()
     schema.add_argument(
         "--schema-dsn", help="read table schemas from this server (mysql://user:pw@host:port/)"
@@ -395,12 +479,24 @@ def _flashback(args: argparse.Namespace) -> int:
             args.stop_datetime,
         )
     filters = Filters(
-        {d.lower() for d in args.database}, {t.lower() for t in args.table}, types, args.thread_id
+        {d.lower() for d in args.database},
+        {t.lower() for t in args.table},
+        types,
+        args.thread_id,
+        include_gtid=",".join(args.include_gtid) or None,
+        exclude_gtid=",".join(args.exclude_gtid) or None,
+        include_positions=args.include_position,
+        exclude_positions=args.exclude_position,
+        exclude_thread_ids=set(args.exclude_thread_id),
+        include_query=args.include_query,
+        exclude_query=args.exclude_query,
+        where=args.where,
     )
     options = Options(
         mode=args.mode,
         full_where=args.full_where,
         allow_partial=args.allow_partial,
+        allow_partial_transactions=args.allow_partial_transactions,
         allow_empty=args.allow_empty,
         schema=schema,
         engine=args.engine,

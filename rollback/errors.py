@@ -77,6 +77,11 @@ class EmptyRange(RollbackError):
     exit_code = EXIT_EMPTY
 
 
+class PartialTransaction(RollbackError):
+    """A row pick (--where, --include-query/--exclude-query) takes only part of a transaction:
+    refused unless --allow-partial-transactions accepts it."""
+
+
 class SchemaUnproven(SchemaMismatch):
     """A schema source matched by position that may not describe the table as the binlog wrote it
     (DDL on the table after the range, or no way to look): --trust-schema accepts it."""

@@ -326,6 +326,7 @@ class _Pass:
         conflict = {
             "file": step.get("file"),
             "pos": step.get("pos"),
+            "row": step.get("row"),  # the row of the rows event (the change log's "row")
             "table": step.get("table"),
             "statement": step["sql"],
             "found": found,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from rollback.pipeline.dependencies import describe as describe_dependency
 from rollback.render_text import comment_line
 from rollback.report import Report
 from rollback.request import Filters, RangeSpec
@@ -78,6 +79,18 @@ def script_header(
         else:
             state = "see the warnings below" if any(found.values()) else "none found"
         lines.append(f"{SIDE_EFFECTS}: {state}; execution checks them at the target")
+    for item in report.partial_transactions:
+        lines.append(
+            f"partial transaction (--allow-partial-transactions): gtid={item['gtid'] or '-'} at "
+            f"{item['file']}:{item['pos']}: {item['picked']} row(s) undone, {item['dropped']} left as they are"
+        )
+    if report.dependencies is not None:
+        lines.append(
+            f"dependent rows: {report.dependency_count} (changed again by an excluded transaction after a "
+            "selected one: the reverse statement overwrites that change; execution's check refuses it)"
+        )
+        for item in report.dependencies:
+            lines.append(f"dependent: {describe_dependency(item)}")
     for warning in report.warnings:
         lines.append(f"warning: {warning}")
     for item in irreversible:

@@ -21,7 +21,7 @@ from rollback.ddl_guard import (
     refuse_selected_ddl,
 )
 from rollback.ddl_modes import DdlPlan, ddl_events, dropped_columns, plan_ddl
-from rollback.errors import EmptyRange, IrreversibleChange, SchemaMismatch, SchemaUnproven
+from rollback.errors import EmptyRange, IrreversibleChange, PartialTransaction, SchemaMismatch, SchemaUnproven
 from rollback.header import script_header
 from rollback.merge import (
     BinaryTo,
@@ -31,9 +31,12 @@ from rollback.merge import (
     concatenate,
     irreversible_items,
     merge_parts,
+    partial_picks,
     replace,
 )
 from rollback.pipeline.contents import held, table_hints
+from rollback.pipeline.dependencies import DEPENDENTS_KEPT, Seen, dependents, merge_lines
+from rollback.pipeline.dependencies import describe as describe_dependency
 from rollback.pipeline.engines import choose_engine, engine_for
 from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.partition import JobSpec
@@ -213,6 +216,7 @@ class Job:
             changes=changes,
             plan_lines=plan_lines,
             hold=self.options.allow_partial and self.options.mode == "flashback",
+            track_dependencies=self.filters.picks and self.options.mode == "flashback",
         )
         if self.options.ddl != "refuse" and self.options.mode != "changes":
             history = self._schema_history(plan)
@@ -353,6 +357,9 @@ class Job:
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
             raise decode_error(mismatch)
+        self._partial_picks(summaries)
+        if self.filters.picks and self.options.mode == "flashback":
+            self._dependencies(out_dir, summaries)
         self._check_schema_source(plan, set(changed))
         if not report.counts:
             self._empty(summaries)
@@ -367,6 +374,39 @@ class Job:
                 f"first: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
                 f"(missing {', '.join(item['missing'])}: {item['reason']}); "
                 "--allow-partial emits the restorable changes and lists the rest"
+            )
+
+    def _partial_picks(self, summaries: list[Summary]) -> None:
+        """Row picks that take only part of a transaction: refused unless the user accepts them."""
+        found = partial_picks(summaries)
+        if not found or self.options.mode == "changes":  # a change log undoes nothing
+            return
+        if not self.options.allow_partial_transactions:
+            first = found[0]
+            raise PartialTransaction(
+                f"the row picks ({self.filters.describe()}) take only part of {len(found)} transaction(s); first: "
+                f"gtid {first['gtid'] or '-'} at {first['file']}:{first['pos']} ({first['picked']} row(s) taken, "
+                f"{first['dropped']} left); undoing part of a transaction may break its invariants: "
+                "--allow-partial-transactions accepts it"
+            )
+        self.report.partial_transactions = found
+
+    def _dependencies(self, out_dir: str, summaries: list[Summary]) -> None:
+        """Rows a later excluded change touched after a selected one (pipeline/dependencies.py)."""
+        selected: Seen = {}
+        excluded: Seen = {}
+        for summary in summaries:
+            if summary.dependency_keys:
+                with open(part_path(out_dir, summary.index, "keys.jsonl"), encoding="utf-8") as f:
+                    merge_lines(f, selected, excluded)
+        found = dependents(selected, excluded)
+        self.report.dependency_count = len(found)
+        self.report.dependencies = found[:DEPENDENTS_KEPT]
+        if found:
+            self.report.warnings.append(
+                f"{len(found)} row(s) changed by a selected transaction were changed again later by an excluded "
+                f"one (first: {describe_dependency(found[0])}); the rollback would overwrite those changes, "
+                "and executing it stops at them (the row is not as the selected change left it)"
             )
 
     def _empty(self, summaries: list[Summary]) -> None:

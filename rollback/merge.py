@@ -51,7 +51,24 @@ class Span:
             (p.end_pos for _, p in reversed(self.pieces) if p.end_pos is not None), first.first_pos
         )
         partial = sum(p.selected for _, p in self.pieces) < sum(p.events for _, p in self.pieces)
+        partial = partial or self.partial_pick is not None
         return block_header(last.tx, first.file, first.first_pos, end_pos, partial, self._queries(out_dir))
+
+    @property
+    def partial_pick(self) -> dict[str, Any] | None:
+        """{gtid, file, pos, picked, dropped} when the row picks took some of its rows and left others."""
+        picked = sum(p.rows_picked for _, p in self.pieces)
+        dropped = sum(p.rows_dropped for _, p in self.pieces)
+        if not (picked and dropped):
+            return None
+        first = self.pieces[0][1]
+        return {
+            "gtid": first.tx.get("gtid"),
+            "pos": first.first_pos,
+            "file": first.file,
+            "picked": picked,
+            "dropped": dropped,
+        }
 
     def _queries(self, out_dir: str) -> Iterator[str]:
         last: str | None = None
@@ -91,6 +108,18 @@ def closed_spans(summaries: list[Summary]) -> int:
     """How many crossing transactions with statements close in these partitions."""
     heads, _tails = spans(summaries)
     return sum(1 for index, span in heads.items() if span.pieces[-1][0] == index and span.statements)
+
+
+def partial_picks(summaries: list[Summary]) -> list[dict[str, Any]]:
+    """Every transaction of which the row picks took some rows and left others, in binlog order."""
+    heads, _tails = spans(summaries)
+    found: list[dict[str, Any]] = []
+    for summary in summaries:
+        span = heads.get(summary.index)
+        if span is not None and span.pieces[-1][0] == summary.index and span.partial_pick is not None:
+            found.append(span.partial_pick)
+        found.extend(summary.partial_picks)
+    return found
 
 
 def copy_range(src: IO[bytes], dst: Sink, start: int, length: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -29,8 +29,46 @@ def column_names(tmap: TableMap, names: tuple[str, ...] | None = None) -> tuple[
     return tuple(f"@{i + 1}" for i in range(tmap.column_count))
 
 
-def json_value(value: Any, tmap: TableMap, index: int) -> Any:
-    """A column value as JSON: exact (DECIMAL as a string), strings as text when they are text."""
+Members = dict[int, tuple[str, tuple[str, ...]]]  # column index -> ("enum" | "set", its members)
+
+
+def column_members(tmap: TableMap, columns: Sequence[Any] | None = None) -> Members:
+    """The members of each ENUM and SET column: from the table map's FULL metadata, else from the
+    schema's columns (objects with enum_values / set_values, rollback.schema.Column)."""
+    found: Members = {}
+    real = [spec.real_type for spec in tmap.specs(None)]
+    for index, kind in enumerate(real):
+        if kind not in (ColumnType.ENUM, ColumnType.SET):
+            continue
+        name = "enum" if kind == ColumnType.ENUM else "set"
+        logged = (tmap.enum_values if name == "enum" else tmap.set_values).get(index)
+        if logged is not None:
+            found[index] = (name, tuple(v.decode("utf-8", "replace") for v in logged))
+        elif columns is not None and index < len(columns):
+            members = getattr(columns[index], f"{name}_values", None)
+            if members:
+                found[index] = (name, tuple(members))
+    return found
+
+
+def member_text(kind: str, members: tuple[str, ...], value: int) -> str | int:
+    """An ENUM index (1-based; 0 is the '' error value) or a SET bit mask as the server prints it;
+    a number outside the members stays a number (the definition does not describe it)."""
+    if kind == "enum":
+        if value == 0:
+            return ""
+        return members[value - 1] if 0 < value <= len(members) else value
+    if value < 0 or value >> len(members):
+        return value
+    return ",".join(m for i, m in enumerate(members) if value >> i & 1)
+
+
+def json_value(value: Any, tmap: TableMap, index: int, members: Members | None = None) -> Any:
+    """A column value as JSON: exact (DECIMAL as a string), strings as text when they are text,
+    ENUM and SET as their members' text when `members` knows them."""
+    if members and index in members and isinstance(value, int) and not isinstance(value, bool):
+        kind, names = members[index]
+        return member_text(kind, names, value)
     if isinstance(value, JsonText):
         return {"json": str(value)}
     if isinstance(value, JsonPartial):
@@ -56,13 +94,20 @@ def json_value(value: Any, tmap: TableMap, index: int) -> Any:
     return repr(value)
 
 
-def image(row: tuple, tmap: TableMap, names: tuple[str, ...]) -> dict[str, Any]:
-    return {names[i]: json_value(v, tmap, i) for i, v in enumerate(row) if v is not MISSING}
+def image(
+    row: tuple, tmap: TableMap, names: tuple[str, ...], members: Members | None = None
+) -> dict[str, Any]:
+    return {names[i]: json_value(v, tmap, i, members) for i, v in enumerate(row) if v is not MISSING}
 
 
-def batch_records(batch: RowsBatch, names: tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
+def batch_records(
+    batch: RowsBatch, names: tuple[str, ...] | None = None, columns: Sequence[Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The records of one rows event; `columns` (the schema's) name ENUM and SET members the table
+    map does not carry."""
     tmap = batch.table
     cols = column_names(tmap, names)
+    members = column_members(tmap, columns)
     base: dict[str, Any] = {
         "file": batch.file,
         "pos": batch.pos,
@@ -78,12 +123,12 @@ def batch_records(batch: RowsBatch, names: tuple[str, ...] | None = None) -> Ite
     for index, row in enumerate(batch.rows):
         record = dict(base, row=index)
         if batch.kind == "update":
-            record["before"] = image(row[0], tmap, cols)
-            record["after"] = image(row[1], tmap, cols)
+            record["before"] = image(row[0], tmap, cols, members)
+            record["after"] = image(row[1], tmap, cols, members)
         elif batch.kind == "insert":
-            record["after"] = image(row, tmap, cols)
+            record["after"] = image(row, tmap, cols, members)
         else:
-            record["before"] = image(row, tmap, cols)
+            record["before"] = image(row, tmap, cols, members)
         yield record
 
 

@@ -56,6 +56,12 @@ class Report:
     largest_statement: dict[str, Any] | None = None
     schema_source: str = ""  # where column names came from: binlog metadata, a server, a DDL file
     schema_check: str = ""  # how the source was proven to describe the tables at the range's time
+    # Rows a selected change and a later excluded change both touched (pipeline/dependencies.py):
+    # the first DEPENDENTS_KEPT, and how many in all; None: not looked for (no picks).
+    dependencies: list[dict[str, Any]] | None = None
+    dependency_count: int = 0
+    # Transactions undone in part (--allow-partial-transactions): {gtid, file, pos, picked, dropped}
+    partial_transactions: list[dict[str, Any]] = field(default_factory=list)
     # --ddl keep | reverse: each changed table's definitions and the positions they applied to
     # (schema_history.Timeline.to_dict()), and the columns of old images that were not written
     timelines: list[dict[str, Any]] = field(default_factory=list)
@@ -80,6 +86,9 @@ class Report:
             "side_effects": self.side_effects,
             "largest_statement": self.largest_statement,
             "schema_check": {"source": self.schema_source, "checked": self.schema_check},
+            "dependencies": self.dependencies,
+            "dependency_count": self.dependency_count,
+            "partial_transactions": self.partial_transactions,
             "ddl_mode": self.ddl_mode,
             "schema_timelines": self.timelines,
         }

@@ -192,12 +192,74 @@ class RangeSpec:
         return parse_datetime(self.stop_datetime) if self.stop_datetime else None
 
 
+def parse_position(text: str) -> tuple[str | None, int]:
+    """A transaction's start position, `file:pos` or `pos` (in any file of the range)."""
+    name, _, pos = text.strip().rpartition(":")
+    if not pos.isdigit():
+        raise RangeError(f"transaction position {text!r} is not FILE:POS or POS")
+    return (name or None), int(pos)
+
+
+def parse_pattern(what: str, text: str) -> re.Pattern[str]:
+    """A statement-text pattern: a Python regular expression, searched anywhere, ignoring case."""
+    try:
+        return re.compile(text, re.IGNORECASE | re.DOTALL)
+    except re.error as exc:
+        raise RangeError(f"{what} {text!r} is not a regular expression: {exc}") from None
+
+
 @dataclass
 class Filters:
     databases: set[str] = field(default_factory=set)
     tables: set[str] = field(default_factory=set)  # "db.table"
     types: set[str] = field(default_factory=set)  # insert/update/delete
     thread_id: int | None = None
+    # Precise selection (rollback/pipeline/selection.py). Transactions: by GTID (a MySQL GTID set or
+    # MariaDB GTIDs/ranges, as --gtid takes), by start position (FILE:POS or POS, the position the
+    # script's block comment gives), by thread id, by their statements' original text (a regular
+    # expression searched in the ROWS_QUERY / ANNOTATE_ROWS text). A transaction is in when no
+    # include is given or it matches one, and no exclude matches it.
+    include_gtid: str | None = None
+    exclude_gtid: str | None = None
+    include_positions: list[str] = field(default_factory=list)
+    exclude_positions: list[str] = field(default_factory=list)
+    exclude_thread_ids: set[int] = field(default_factory=set)
+    include_query: str | None = None
+    exclude_query: str | None = None
+    # Rows: a MySQL boolean expression over the row images (rollback/predicate.py).
+    where: str | None = None
+
+    @property
+    def picks(self) -> bool:
+        """Whether transactions or rows are picked inside the range (dependencies are then looked for)."""
+        return bool(
+            self.thread_id is not None
+            or self.include_gtid
+            or self.exclude_gtid
+            or self.include_positions
+            or self.exclude_positions
+            or self.exclude_thread_ids
+            or self.include_query
+            or self.exclude_query
+            or self.where
+        )
+
+    def check_picks(self) -> None:
+        """Parse every pick once, so that a bad one fails before any work."""
+        for what, text in (("--include-gtid", self.include_gtid), ("--exclude-gtid", self.exclude_gtid)):
+            if text:
+                check_plain(what, text)
+                GtidFilter(text)
+        for position in [*self.include_positions, *self.exclude_positions]:
+            check_plain("transaction position", position)
+            parse_position(position)
+        for what, text in (("--include-query", self.include_query), ("--exclude-query", self.exclude_query)):
+            if text:
+                parse_pattern(what, text)
+        if self.where:
+            from rollback.predicate import Predicate
+
+            Predicate(self.where)
 
     def describe(self) -> str:
         parts = []
@@ -209,6 +271,18 @@ class Filters:
             parts.append("types " + ",".join(sorted(self.types)))
         if self.thread_id is not None:
             parts.append(f"thread {self.thread_id}")
+        for label, value in (
+            ("include gtid", self.include_gtid),
+            ("exclude gtid", self.exclude_gtid),
+            ("include positions", ",".join(self.include_positions)),
+            ("exclude positions", ",".join(self.exclude_positions)),
+            ("exclude threads", ",".join(map(str, sorted(self.exclude_thread_ids)))),
+            ("include query", self.include_query),
+            ("exclude query", self.exclude_query),
+            ("where", self.where),
+        ):
+            if value:
+                parts.append(f"{label} {value}")
         return "; ".join(parts) or "none"
 
     def table_selected(self, tmap: Any) -> bool:
@@ -225,6 +299,9 @@ class Options:
     mode: str = "flashback"  # flashback | forward | changes (the change log only; the script is its header)
     full_where: bool = False
     allow_partial: bool = False
+    # A pick (--where, --include-query/--exclude-query) may keep only some rows of a transaction:
+    # refused unless accepted here, since undoing part of a transaction may break its invariants.
+    allow_partial_transactions: bool = False
     allow_empty: bool = False  # a range that selects no row change is not an error (exit 4)
     schema: SchemaSource | None = None
     verify_checksums: bool = True
@@ -273,5 +350,6 @@ def check_request(rng: RangeSpec, filters: Filters, options: Options) -> None:
     ):
         for value in values:
             check_plain(what, value)
+    filters.check_picks()
     rng.gtid_filter  # noqa: B018 - parsed here: a bad GTID text fails before any work
     check_window(rng.since, rng.until)

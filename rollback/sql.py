@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from rollback import hotpath
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.json_binary import decode_json
@@ -91,6 +92,25 @@ def string_literal(data: bytes, charset: str | None) -> str:
     return hex_literal(data, charset)
 
 
+class StringLiteral:
+    """`string_literal` of one column's charset, for values of any bytes-like type. A class, not a
+    closure, so that the compiled statements (compiled_plan) can see the charset and render the
+    UTF-8 and ASCII ones in C."""
+
+    __slots__ = ("charset",)
+
+    def __init__(self, charset: str | None):
+        self.charset = charset
+
+    def __call__(self, value: Any) -> str:
+        return string_literal(bytes(value), self.charset)
+
+
+def bytes_hex_literal(value: Any) -> str:
+    """hex_literal of any bytes-like value: the exact bytes (WHERE of strings: no collation)."""
+    return hex_literal(bytes(value))
+
+
 def float32_literal(value: float) -> str:
     """The shortest decimal that stores the same FLOAT (float32) value.
 
@@ -153,17 +173,24 @@ class ColumnRender:
     null: str = ""  # the column is NULL
 
 
+class EnumLiteral:
+    """An ENUM's literal by member index; 0 = the '' error value: its index keeps it exact. A class,
+    not a closure, so that the compiled statements can look the members up in C."""
+
+    __slots__ = ("literals",)
+
+    def __init__(self, members: tuple[str, ...]):
+        self.literals = ["0", *(quote_text(m) for m in members)]
+
+    def __call__(self, index: int) -> str:
+        literals = self.literals
+        return literals[index] if 0 <= index < len(literals) else str(index)
+
+
 def _enum_literal(members: tuple[str, ...] | None) -> Literal:
     if not members:
         return str  # the index: inserting a number into an ENUM stores that member
-    # 0 = the '' error value: its index keeps it exact.
-    literals = ["0", *(quote_text(m) for m in members)]
-    count = len(literals)
-
-    def render(index: int) -> str:
-        return literals[index] if 0 <= index < count else str(index)
-
-    return render
+    return EnumLiteral(members)
 
 
 def _set_literal(members: tuple[str, ...] | None) -> Literal:
@@ -225,7 +252,7 @@ def column_literals(
 
         return padded, padded
     # Strings and blobs: readable in SET/VALUES; in WHERE, exact bytes (no collation, no pad-space).
-    return (lambda v: string_literal(bytes(v), charset)), (lambda v: hex_literal(bytes(v)))
+    return StringLiteral(charset), bytes_hex_literal
 
 
 _STRING_TYPES = frozenset(
@@ -293,6 +320,10 @@ class TableRenderer:
         self.tmap = tmap
         self.schema = schema
         self.full_where = full_where
+        # What the partition asks of the schema for every rows event of the table, read once.
+        self.schema_names = schema.names if schema is not None else None
+        unsigned = schema.unsigned if schema is not None else None
+        self.unsigned_of: Callable[[TableMap], tuple[bool, ...] | None] = lambda _tmap: unsigned
         self.table = f"{quote_ident(tmap.database)}.{quote_ident(tmap.table)}"
         specs = tmap.specs(schema.unsigned if schema else None)
         names = (
@@ -332,6 +363,7 @@ class TableRenderer:
         self._all_writable = all(c.writable for c in cols)
         self._insert_head = f"INSERT INTO {self.table} ({', '.join(self._names)}) VALUES ("
         self._full: FullImageStatements | None = None
+        self._full_core: Any = None
         self._key_parts = [(i, self._names[i], self._values[i]) for i in self.key]
         # Key columns whose exact comparison no index serves (CAST, +0): compared by value as well, which the
         # exact comparison implies, so that a check or a --full-where statement still finds the row by its key.
@@ -406,9 +438,12 @@ class TableRenderer:
     def full_images(self) -> FullImageStatements | None:
         """Straight-line statement functions for rows whose images hold every column (FULL row
         images), generated once for this table; None when a column is not writable (generated).
-        They return exactly what insert / delete / update return for such rows."""
-        if self._full is None and self._all_writable:
-            self._full = _compile_full_images(self)
+        They return exactly what insert / delete / update return for such rows. With the compiled
+        core (hotpath.CORE) they are its FullImages, run from the plan `compiled_plan` makes."""
+        core = hotpath.CORE
+        if (self._full is None or self._full_core is not core) and self._all_writable:
+            self._full = _compile_full_images(self) if core is None else core.FullImages(*compiled_plan(self))
+            self._full_core = core
         return self._full
 
     def key_exists(self, image: Sequence[Any]) -> str | None:
@@ -426,12 +461,100 @@ class TableRenderer:
 
 @dataclass(slots=True)
 class FullImageStatements:
-    """INSERT, DELETE and UPDATE of one table for images without MISSING values (see full_images)."""
+    """INSERT, DELETE and UPDATE of one table for images without MISSING values (see full_images).
+    The compiled core's FullImages has the same four members."""
 
     insert: Callable[[Sequence[Any]], str]
     delete: Callable[[Sequence[Any]], str]
     update: Callable[[Sequence[Any], Sequence[Any]], str | None]  # (set image, where image)
     source: str
+
+    def statements(self, kind: str, rows: list, forward: bool) -> list[str]:
+        """What invert_rows (flashback, newest row first) or forward_row (`sql`) render for the rows
+        of one event with FULL images."""
+        if forward:
+            if kind == "insert":
+                return [self.insert(row) for row in rows]
+            if kind == "delete":
+                return [self.delete(row) for row in rows]
+            statements = [self.update(after, before) for before, after in rows]
+        else:
+            if kind == "insert":
+                return [self.delete(row) for row in reversed(rows)]
+            if kind == "delete":
+                return [self.insert(row) for row in reversed(rows)]
+            statements = [self.update(before, after) for before, after in reversed(rows)]
+        return [sql for sql in statements if sql is not None]
+
+    def script(self, kind: str, rows: list, forward: bool) -> tuple[bytes, int, int]:
+        """The statements of `statements` as the script's UTF-8 text, one per line, with their count
+        and the length in bytes of the longest one."""
+        statements = self.statements(kind, rows, forward)
+        if not statements:
+            return b"", 0, 0
+        text = "\n".join(statements) + "\n"
+        data = text.encode("utf-8")
+        if len(data) == len(text):
+            longest = max(map(len, statements))
+        else:
+            longest = max(len(sql.encode("utf-8")) for sql in statements)
+        return data, len(statements), longest
+
+
+# Literal kinds of the compiled core (rollback/_speedups.pyx's L_* constants).
+_L_CALL, _L_STR, _L_DECIMAL, _L_TEMPORAL, _L_TEXT, _L_HEX, _L_ASCII, _L_ENUM = 0, 1, 2, 3, 4, 5, 6, 7
+_UTF8_CODECS = {"utf-8": _L_TEXT, "ascii": _L_ASCII}
+
+
+def _literal_plan(literal: Literal) -> tuple[int, Literal | None, bytes | None]:
+    """(kind, function to call, charset for hex) of a literal function: the ones the core renders
+    in C are recognised by identity; every other one is called."""
+    if literal is str:
+        return _L_STR, None, None
+    if literal is decimal_literal:
+        return _L_DECIMAL, None, None
+    if literal is temporal_literal:
+        return _L_TEMPORAL, None, None
+    if literal is bytes_hex_literal:
+        return _L_HEX, None, None
+    if isinstance(literal, EnumLiteral):
+        return _L_ENUM, literal, None
+    if isinstance(literal, StringLiteral):
+        charset = literal.charset
+        if charset is None or charset == "binary":
+            return _L_HEX, None, None
+        kind = _UTF8_CODECS.get(PYTHON_CODEC.get(charset) or "")
+        if kind is not None and charset in _UNICODE_EXACT:
+            return kind, None, charset.encode("utf-8")
+    return _L_CALL, literal, None
+
+
+def compiled_plan(renderer: TableRenderer) -> tuple[Any, ...]:
+    """The arguments of the compiled core's FullImages for a table: the heads of its statements and,
+    per column, its literal plans and comparison texts (what _compile_full_images generates)."""
+    columns = []
+    for i, column in enumerate(renderer.columns):
+        name = renderer._names[i]
+        columns.append(
+            (
+                *_literal_plan(column.value),
+                *_literal_plan(column.where),
+                f"{name}=",
+                f"{name} IS NULL",
+                column.exact,
+                column.null,
+            )
+        )
+    by_value = renderer.key if renderer.key else [i for i, _name, _value in renderer._lookup_parts]
+    return (
+        renderer._insert_head,
+        f"DELETE FROM {renderer.table} WHERE ",
+        f"UPDATE {renderer.table} SET ",
+        f"{renderer._limit()};",
+        tuple(columns),
+        tuple(by_value),
+        bool(renderer.key),
+    )
 
 
 def _compile_full_images(renderer: TableRenderer) -> FullImageStatements:

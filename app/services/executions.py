@@ -24,6 +24,7 @@ from app.core.config import ServerConfig
 from app.db import Database
 from app.metrics import Metrics
 from app.models import EXECUTION_FINAL_STATES, Execution, Job, utcnow
+from app.services.conflict_view import three_way
 from app.services.jobs import Scrubber
 from app.services.pool import WorkerPool
 from rollback import (
@@ -106,8 +107,11 @@ def new_execution(
     who: str,
     options: ExecutionOptions,
     reapply: bool = False,
+    check: bool = False,
 ) -> Execution:
-    """The execution's record, queued."""
+    """The execution's record, queued. A `check` is the web form's conflict check before a commit: a
+    dry run that skips conflicting rows (so that it lists them all) and then reads each of them on the
+    target, for the three-way view (details["conflict_view"])."""
     record = Execution(
         job_id=job.id,
         target=target.name,
@@ -126,6 +130,7 @@ def new_execution(
             "per_transaction": options.per_transaction,
             "lock_wait_timeout": options.lock_wait_timeout,
             "reapply": reapply,
+            "check": check,
         },
         progress_done=0,
         progress_total=0,
@@ -295,6 +300,10 @@ class ExecutionRunner(WorkerPool[int]):
             }
         else:
             values = self._outcome(job, target, record, options, recorder, details)
+            if details.get("check") and values["state"] == "succeeded" and values["conflicts"]:
+                values["details"] = values["details"] | {
+                    "conflict_view": self._compare(job, target, record_id, values)
+                }
         self.metrics.executions.labels("dry_run" if record.dry_run else "commit", values["state"]).inc()
         with self.db.session() as session:
             stored = session.get(Execution, record_id)
@@ -310,6 +319,15 @@ class ExecutionRunner(WorkerPool[int]):
                     applied.applied_by = stored.requested_by
             session.commit()
         log.info("execution %s: %s", record_id, values["state"])
+
+    def _compare(self, job: Job, target: ServerConfig, record_id: int, values: dict[str, Any]) -> Any:
+        """The conflicting rows three ways (phase "compare"); a failed read is said, never raised."""
+        self.set(record_id, phase="compare")
+        try:
+            return three_way(job.changes_path, target.dsn, values["conflicts"])
+        except (RollbackError, OSError, ValueError) as exc:
+            message = exc.one_line() if isinstance(exc, RollbackError) else str(exc)
+            return {"error": self.scrub(f"the rows now on the target could not be read: {message}")}
 
     def _outcome(
         self,

@@ -23,8 +23,8 @@ from app.core.config import ServerConfig, Settings
 from app.db import Database
 from app.metrics import Metrics
 from app.models import FINAL_STATES, Job, Upload, utcnow
-from app.schemas import JobCreate
-from app.services import artifacts, engine, retention, sources
+from app.schemas import JobCreate, filters_from
+from app.services import artifacts, engine, picks, retention, sources
 from app.services.pool import WorkerPool
 from app.services.storage import storage_problem
 from rollback import (
@@ -32,7 +32,6 @@ from rollback import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_REFUSED,
-    Filters,
     Options,
     RollbackError,
 )
@@ -243,18 +242,13 @@ class JobRunner(WorkerPool[str]):
             raise engine.Cancelled()
         total = sum(max(0, b - a) for a, b in engine.range_sizes(resolved.rng))
         self._set(job.id, range_resolved=resolved.describe(), progress_total=total)
-        f = job.filters or {}
-        filters = Filters(
-            {d.lower() for d in f.get("databases", [])},
-            {t.lower() for t in f.get("tables", [])},
-            set(f.get("types", [])),
-            f.get("thread_id"),
-        )
+        filters = filters_from(job.filters or {})
         o = job.options or {}
         options = Options(
             mode=job.mode,
             full_where=bool(o.get("full_where")),
             allow_partial=bool(o.get("allow_partial")),
+            allow_partial_transactions=bool(o.get("allow_partial_transactions")),
             allow_empty=bool(o.get("allow_empty")),
             trust_schema=bool(o.get("trust_schema")),
             ddl=str(o.get("ddl") or "refuse"),
@@ -289,6 +283,7 @@ class JobRunner(WorkerPool[str]):
         summary = report.to_dict()
         rows = sum(item["rows"] for item in summary["counts"])
         summary["largest_transactions"] = artifacts.largest_transactions(out.plan)
+        summary["transactions_list"] = picks.script_transactions(out.script)
         summary["bytes"] = done.bytes_total
         self.metrics.bytes_decoded.inc(done.bytes_total)
         self.metrics.rows_emitted.inc(rows)
@@ -326,6 +321,10 @@ class JobRunner(WorkerPool[str]):
                     "events_total",
                     "side_effects",
                     "largest_statement",
+                    "transactions_list",
+                    "dependencies",
+                    "dependency_count",
+                    "partial_transactions",
                 )
             },
             "script_path": str(out.script),

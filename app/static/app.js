@@ -27,6 +27,8 @@ function liveJobList(table) {
         row.querySelector('[data-field="progress"]').value = job.progress.percent;
         row.querySelector('[data-field="percent"]').textContent = job.progress.percent + "%";
         row.querySelector('[data-field="rows"]').textContent = job.rows;
+        const phase = row.querySelector('[data-field="phase"]');
+        if (phase) phase.textContent = FINAL.includes(job.state) ? "" : job.progress.phase;
       }
     } catch (e) { /* the next tick tries again */ }
     setTimeout(tick, 1500);
@@ -34,14 +36,26 @@ function liveJobList(table) {
   setTimeout(tick, 1500);
 }
 
+function etaText(seconds) {
+  if (seconds === null || seconds === undefined) return "time left: estimated once the range is read";
+  if (seconds < 60) return "about " + Math.round(seconds) + " s left";
+  return "about " + (seconds / 60).toFixed(1) + " min left";
+}
+
 function liveJob(badge) {
   if (badge.dataset.final === "yes") return;
+  const phaseEl = document.getElementById("job-phase");
+  const phases = phaseEl ? JSON.parse(phaseEl.dataset.phases) : {};
   async function tick() {
     try {
       const job = await getJSON(badge.dataset.live);
       setState(badge, job.state);
       document.getElementById("job-progress").value = job.progress.percent;
       document.getElementById("job-percent").textContent = job.progress.percent + "%";
+      if (job.progress.total) document.getElementById("job-bytes").textContent = "of " + job.progress.total + " bytes";
+      if (phaseEl) phaseEl.textContent = phases[job.progress.phase] || job.progress.phase;
+      const eta = document.getElementById("job-eta");
+      if (eta) eta.textContent = etaText(job.progress.eta_seconds);
       if (FINAL.includes(job.state)) { window.location.reload(); return; }
     } catch (e) { /* try again */ }
     setTimeout(tick, 1000);
@@ -75,6 +89,31 @@ function liveExecutions(table) {
   setTimeout(tick, 1000);
 }
 
+function liveCheck(el) {
+  // The conflict check runs in the background; the page shows its progress and reloads at its end.
+  async function tick() {
+    try {
+      const e = await getJSON(el.dataset.live);
+      if (EXECUTION_FINAL.includes(e.state)) { window.location.reload(); return; }
+      setState(el.querySelector('[data-field="state"]'), e.state);
+      el.querySelector('[data-field="progress"]').value = e.progress.percent;
+      el.querySelector('[data-field="phase"]').textContent = e.progress.phase || "waiting for the target";
+      el.querySelector('[data-field="done"]').textContent = e.progress.statements_done;
+      el.querySelector('[data-field="total"]').textContent = e.progress.statements_total;
+    } catch (e) { /* the next tick tries again */ }
+    setTimeout(tick, 700);
+  }
+  setTimeout(tick, 700);
+}
+
+function confirmTarget(input) {
+  // The commit button stays disabled until the target's name is typed exactly.
+  const button = document.getElementById("confirm");
+  const check = () => { button.disabled = input.value.trim() !== input.dataset.expect; };
+  input.addEventListener("input", check);
+  check();
+}
+
 function rangeTabs(form) {
   const show = () => {
     const kind = form.querySelector('input[name="range_kind"]:checked')?.value || "position";
@@ -99,6 +138,23 @@ function serverTimeZone(select) {
   ask();
 }
 
+// Precise selection: the job page's transaction tick boxes (_picks_preview.html).
+function pickTransactions(form) {
+  const boxes = Array.from(form.querySelectorAll('input[name="tx"]'));
+  const count = document.getElementById("picks-count");
+  const button = document.getElementById("picks-regenerate");
+  const update = () => {
+    const ticked = boxes.filter((b) => b.checked).length;
+    count.textContent = `${ticked} of ${boxes.length} ticked.`;
+    button.disabled = ticked === 0;
+  };
+  const all = (checked) => () => { boxes.forEach((b) => { b.checked = checked; }); update(); };
+  document.getElementById("picks-all").addEventListener("click", all(true));
+  document.getElementById("picks-none").addEventListener("click", all(false));
+  boxes.forEach((b) => b.addEventListener("change", update));
+  update();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const table = document.getElementById("jobs");
   if (table && table.dataset.live) liveJobList(table);
@@ -106,8 +162,14 @@ document.addEventListener("DOMContentLoaded", () => {
   if (badge) liveJob(badge);
   const executions = document.getElementById("execution-list");
   if (executions && executions.dataset.live) liveExecutions(executions);
+  const check = document.getElementById("check-running");
+  if (check && check.dataset.live) liveCheck(check);
+  const typed = document.getElementById("confirm-target");
+  if (typed) confirmTarget(typed);
   const form = document.getElementById("job-form");
   if (form) rangeTabs(form);
+  const picks = document.getElementById("picks-form");
+  if (picks) pickTransactions(picks);
   const server = document.querySelector("select[data-timezone-target]");
   if (server) serverTimeZone(server);
   document.querySelectorAll("form[data-confirm]").forEach((f) =>

@@ -8,6 +8,7 @@ revokes the session.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
@@ -22,21 +24,22 @@ from sqlalchemy import select
 
 from app.api.deps import SESSION_COOKIE, Services, authenticate, check_throttle, client_address
 from app.api.routes.executions import already_applied, execution_out, submit_execution
-from app.api.routes.jobs import job_out
+from app.api.routes.jobs import job_out, submit_job
 from app.core.security import Principal, csrf_token
 from app.models import Execution, Job
 from app.schemas import JobCreate, check_job_request
-from app.services import artifacts
-from app.services.executions import ExecutionOptions, conflict_check
+from app.services import artifacts, change_pages, job_progress, picks
+from app.services.change_pages import ChangeFilter
+from app.services.executions import ExecutionOptions
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
-from rollback import ExecutionRefused, RollbackError, SideEffects
+from rollback import RollbackError, SideEffects
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 templates.env.filters["side_effect_warnings"] = lambda found: SideEffects(**found).warnings()
 PREVIEW_LINES = 200
-LIST_FIELDS = ("types", "accept_non_transactional")
+LIST_FIELDS = ("types", "accept_non_transactional", "tx")
 
 
 class _Stop(Exception):
@@ -241,6 +244,7 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             errors["thread_id"] = "a connection id: digits only"
         else:
             filters["thread_id"] = int(thread)
+    _picks_from_form(data, filters, errors)
     body = {
         "server": data.get("server") or None,
         "range": rng,
@@ -251,10 +255,67 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             "allow_partial": data.get("allow_partial") == "on",
             "allow_empty": data.get("allow_empty") == "on",
             "trust_schema": data.get("trust_schema") == "on",
+            "allow_partial_transactions": data.get("allow_partial_transactions") == "on",
             "ddl": data.get("ddl") or "refuse",
         },
     }
     return body, errors
+
+
+# ---- precise selection: the form's pick fields, and re-generating a job with ticked transactions ----
+
+
+def _picks_from_form(data: dict[str, Any], filters: dict[str, Any], errors: dict[str, str]) -> None:
+    """The pick fields of the new-job form (_picks_form.html) into the API body's filters.picks."""
+    picks: dict[str, Any] = {}
+    for name in ("include_gtid", "exclude_gtid", "include_query", "exclude_query", "where"):
+        value = str(data.get(name, "")).strip()
+        if value:
+            picks[name] = value
+    for name in ("include_positions", "exclude_positions"):
+        values = _split(str(data.get(name, "")))
+        if values:
+            picks[name] = values
+    threads = _split(str(data.get("exclude_thread_ids", "")))
+    if threads:
+        if not all(t.isdigit() for t in threads):
+            errors["exclude_thread_ids"] = "connection ids: digits, comma-separated"
+        else:
+            picks["exclude_thread_ids"] = [int(t) for t in threads]
+    if picks:
+        filters["picks"] = picks
+
+
+def _regenerate(services: Services, job_id: str, ticked: list[str], who: str) -> str:
+    """A new job like `job_id` undoing only the ticked transactions; its id (RollbackError: why not)."""
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise RollbackError(f"there is no job {job_id}")
+        body = picks.regenerated_body(job, ticked)
+    try:
+        req = JobCreate.model_validate(body)
+        return submit_job(services, req, who).id
+    except (ValidationError, RequestValidationError) as exc:
+        first = exc.errors()[0]
+        raise RollbackError(services.scrub(str(first.get("msg", first)))) from None
+
+
+@router.post("/jobs/{job_id}/picks")
+@_page
+async def regenerate_with_picks(request: Request, job_id: str) -> Response:
+    """Tick boxes of the job page (_picks_preview.html): a new job with only the ticked transactions."""
+    principal, sid = _principal(request, "operator")
+    data = await _form(request, sid)
+    ticked = [t for t in data.get("tx", []) if t]
+    if not ticked:
+        message = "Tick at least one transaction to re-generate."
+        return _render(request, "error.html", {"message": message}, 422, principal, sid)
+    try:
+        new_id = await run_in_threadpool(_regenerate, _services(request), job_id, ticked, principal.name)
+    except RollbackError as exc:
+        return _render(request, "error.html", {"message": exc.one_line()}, 422, principal, sid)
+    return RedirectResponse(f"/jobs/{new_id}#preview", status_code=303)
 
 
 @router.get("/jobs/new")
@@ -295,7 +356,17 @@ async def new_job(request: Request) -> Response:
     return _render(request, "job_new.html", {"form": data, "errors": errors}, 422, principal, sid)
 
 
-def _job_context(services: Services, job_id: str, page: int) -> dict[str, Any] | None:
+def _changes_context(job: Job, flt: ChangeFilter, page: int) -> dict[str, Any]:
+    """The filtered, paged view of the job's change log (the `_changes.html` partial)."""
+    context: dict[str, Any] = {"filter": flt, "tables": sorted({c["table"] for c in job.counts or []})}
+    if job.state == "succeeded" and job.changes_path:
+        context["changes"] = change_pages.change_page(Path(job.changes_path), flt, page)
+    return context
+
+
+def _job_context(
+    services: Services, job_id: str, page: int, flt: ChangeFilter, cpage: int
+) -> dict[str, Any] | None:
     with services.db.session() as session:
         job = session.get(Job, job_id)
         if job is None:
@@ -303,13 +374,16 @@ def _job_context(services: Services, job_id: str, page: int) -> dict[str, Any] |
         records = session.scalars(
             select(Execution).where(Execution.job_id == job_id).order_by(Execution.id)
         ).all()
+    rate = job_progress.recent_rate(services.db) if job.state in ("queued", "running") else None
     context: dict[str, Any] = {
-        "job": job_out(job),
+        "job": job_out(job, rate),
+        "phases": job_progress.PHASES,
         "summary": job.summary or {},
         "executions": [execution_out(r) for r in records],
         "preview": [],
         "page": page,
         "pages": 0,
+        **_changes_context(job, flt, cpage),
     }
     if job.state == "succeeded" and job.script_path and Path(job.script_path).exists():
         path = Path(job.script_path)
@@ -326,14 +400,67 @@ def _job_context(services: Services, job_id: str, page: int) -> dict[str, Any] |
     return context
 
 
+def _filter(table: str, type: str, gtid: str, q: str) -> ChangeFilter:
+    return ChangeFilter(
+        table.strip()[:200],
+        type if type in change_pages.TYPES else "",
+        gtid.strip()[:200],
+        q.strip()[:200],
+    )
+
+
 @router.get("/jobs/{job_id}")
 @_page
-async def job_page(request: Request, job_id: str, page: int = 1) -> Response:
+async def job_page(
+    request: Request,
+    job_id: str,
+    page: int = 1,
+    table: str = "",
+    type: str = "",
+    gtid: str = "",
+    q: str = "",
+    cpage: int = 1,
+) -> Response:
     principal, sid = _principal(request, "viewer")
-    context = await run_in_threadpool(_job_context, _services(request), job_id, page)
+    flt = _filter(table, type, gtid, q)
+    page, cpage = max(1, min(page, 2**31)), max(1, min(cpage, 2**31))
+    context = await run_in_threadpool(_job_context, _services(request), job_id, page, flt, cpage)
     if context is None:
         return _render(request, "error.html", {"message": f"There is no job {job_id}."}, 404, principal, sid)
     return _render(request, "job.html", context, 200, principal, sid)
+
+
+def _history_context(
+    services: Services, job_id: str, table: str, key: dict[str, Any]
+) -> dict[str, Any] | None:
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+    if job is None or job.state != "succeeded" or not job.changes_path:
+        return None
+    return {
+        "job": job_out(job),
+        "history": change_pages.row_history(Path(job.changes_path), table, key),
+    }
+
+
+@router.get("/jobs/{job_id}/history")
+@_page
+async def row_history_page(request: Request, job_id: str, table: str = "", key: str = "") -> Response:
+    """Every version of one row (table and key) across the job's range, oldest to newest."""
+    principal, sid = _principal(request, "viewer")
+    try:
+        wanted = json.loads(key)
+    except ValueError:
+        wanted = None
+    if not isinstance(wanted, dict) or not wanted or "." not in table:
+        message = 'Give a table (db.table) and a key as a JSON object, e.g. {"id": 5}.'
+        return _render(request, "error.html", {"message": message}, 422, principal, sid)
+    context = await run_in_threadpool(_history_context, _services(request), job_id, table, wanted)
+    if context is None:
+        return _render(
+            request, "error.html", {"message": f"Job {job_id} has no change log."}, 404, principal, sid
+        )
+    return _render(request, "row_history.html", context, 200, principal, sid)
 
 
 @router.post("/jobs/{job_id}/cancel")
@@ -445,27 +572,59 @@ async def dry_run(request: Request, job_id: str) -> Response:
 @router.post("/jobs/{job_id}/execute/check")
 @_page
 async def execute_check(request: Request, job_id: str) -> Response:
-    """The conflict check a commit needs first: a dry run listing every conflicting row."""
+    """Queue the conflict check a commit needs first; its page follows it live."""
     form = await _execution_form(request, job_id, "admin")
-    job, target, options = form.job, form.target, _options(form.data)
-    found = None
-    try:
-        check = await run_in_threadpool(conflict_check, job, target, options)
-        error = None
-    except RollbackError as exc:
-        check, error = None, _services(request).scrub(exc.one_line())
-        if isinstance(exc, ExecutionRefused):
-            found = exc.side_effects
-    context = {
+    record = await run_in_threadpool(
+        submit_execution,
+        _services(request),
+        form.job,
+        form.target,
+        dry_run=True,
+        on_conflict="skip",
+        who=form.principal.name,
+        options=_options(form.data),
+        check=True,
+    )
+    return RedirectResponse(f"/jobs/{job_id}/execute/{record.id}", status_code=303)
+
+
+def _check_context(services: Services, job_id: str, check_id: int) -> dict[str, Any] | None:
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+        record = session.get(Execution, check_id) if 0 < check_id < 2**31 else None
+        if (
+            job is None
+            or record is None
+            or record.job_id != job_id
+            or not (record.details or {}).get("check")
+        ):
+            return None
+    check = execution_out(record)
+    return {
         "job": job_out(job),
-        "target": target.name,
+        "target": record.target,
         "check": check,
-        "error": error,
-        "side_effects_found": found,
-        "accept_triggers": options.accept_triggers,
+        "final": check.state not in ("queued", "running"),
+        "accept_triggers": check.accepted.get("triggers", False),
         "largest_statement": (job.summary or {}).get("largest_statement"),
+        "conflict_view": check.conflict_view if isinstance(check.conflict_view, list) else [],
+        "conflict_view_error": check.conflict_view.get("error")
+        if isinstance(check.conflict_view, dict)
+        else None,
     }
-    return _render(request, "execute_confirm.html", context, 200, form.principal, form.sid)
+
+
+@router.get("/jobs/{job_id}/execute/{check_id}")
+@_page
+async def execute_panel(request: Request, job_id: str, check_id: int) -> Response:
+    """What a commit will run, at which target, what it sets off, and the conflict check's rows."""
+    principal, sid = _principal(request, "admin")
+    context = await run_in_threadpool(_check_context, _services(request), job_id, check_id)
+    if context is None:
+        return _render(
+            request, "error.html", {"message": "There is no such conflict check."}, 404, principal, sid
+        )
+    return _render(request, "execute_confirm.html", context, 200, principal, sid)
 
 
 @router.post("/jobs/{job_id}/execute")
@@ -475,6 +634,15 @@ async def execute(request: Request, job_id: str) -> Response:
     job, target, principal, sid, data = form.job, form.target, form.principal, form.sid, form.data
     if data.get("confirm") != "yes":
         return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+    if str(data.get("confirm_target", "")).strip() != target.name:
+        return _render(
+            request,
+            "error.html",
+            {"message": f"Type the target's name ({target.name}) to confirm the commit; nothing was run."},
+            422,
+            principal,
+            sid,
+        )
     reapply = data.get("reapply") == "yes"
     if not reapply and (reason := already_applied(job)):
         return _render(

@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rollback import hotpath
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ColumnType, EventType
 from rollback.binlog.payload import TransactionPayload, decode_query_compressed, decode_transaction_payload
 from rollback.binlog.reader import FormatFacts, RawEvent, iter_events, scan_headers, without_checksum
-from rollback.binlog.rowdecoder import get_row_decoder
+from rollback.binlog.rowdecoder import RowDecoder, get_row_decoder
 from rollback.binlog.rows import (
     PRE_GA_ROWS_TYPES,
     ROWS_EVENT_TYPES,
@@ -259,18 +260,36 @@ def _schema_hint(facts: FormatFacts, tmap: TableMap, specs: tuple[ColumnSpec, ..
     )
 
 
-_SPECS: dict[tuple[bytes, tuple[int, ...], tuple[bool, ...] | None], tuple[ColumnSpec, ...]] = {}
+_SpecsKey = tuple[bytes, tuple[int, ...], tuple[bool, ...] | None]
+_SPECS: dict[_SpecsKey, tuple[ColumnSpec, ...]] = {}
+_DECODERS: dict[tuple[_SpecsKey, int, Any], RowDecoder] = {}
 
 
-def _table_specs(tmap: TableMap, unsigned: tuple[bool, ...] | None) -> tuple[ColumnSpec, ...]:
-    """tmap.specs(unsigned), built once per table signature (a rows event is decoded thousands of times)."""
+def _table_specs(
+    tmap: TableMap, unsigned: tuple[bool, ...] | None
+) -> tuple[_SpecsKey, tuple[ColumnSpec, ...]]:
+    """tmap.specs(unsigned), built once per table signature (a rows event is decoded thousands of
+    times), with the signature: a key cheaper to hash than the specs."""
     key = (tmap.column_types, tmap.column_meta, tmap.unsigned or unsigned)
     specs = _SPECS.get(key)
     if specs is None:
         if len(_SPECS) >= 4096:
             _SPECS.clear()
         specs = _SPECS[key] = tmap.specs(unsigned)
-    return specs
+    return key, specs
+
+
+def _row_decoder(key: _SpecsKey | None, specs: tuple[ColumnSpec, ...], present: int) -> RowDecoder:
+    """get_row_decoder, cached by the table signature when there is one."""
+    if key is None:
+        return get_row_decoder(specs, present)
+    cache_key = (key, present, hotpath.CORE)
+    decoder = _DECODERS.get(cache_key)
+    if decoder is None:
+        if len(_DECODERS) >= 4096:
+            _DECODERS.clear()
+        decoder = _DECODERS[cache_key] = get_row_decoder(specs, present)
+    return decoder
 
 
 def rows_batch(
@@ -299,21 +318,24 @@ def rows_batch(
             f"rows event has {event.column_count} columns but TABLE_MAP of {tmap.qualified_name} has {tmap.column_count}",
         )
     specs = specs_for(tmap) if specs_for else None
+    key = None
     if specs is None:
-        specs = _table_specs(tmap, unsigned_for(tmap) if unsigned_for and tmap.unsigned is None else None)
+        key, specs = _table_specs(
+            tmap, unsigned_for(tmap) if unsigned_for and tmap.unsigned is None else None
+        )
     elif len(specs) != tmap.column_count:
         raise SchemaMismatch(
             f"the schema of {tmap.qualified_name} has {len(specs)} columns, its TABLE_MAP has {tmap.column_count}"
         )
     try:
-        before = get_row_decoder(specs, event.present)
+        before = _row_decoder(key, specs, event.present)
         data = bytes(event.rows)
         if event.partial:
             rows: list = decode_partial_pairs(
-                specs, data, before, get_row_decoder(specs, event.present_after)
+                specs, data, before, _row_decoder(key, specs, event.present_after)
             )
         elif event.kind == UPDATE:
-            rows = before.decode_pairs(data, 0, len(data), get_row_decoder(specs, event.present_after))
+            rows = before.decode_pairs(data, 0, len(data), _row_decoder(key, specs, event.present_after))
         else:
             rows = before.decode_rows(data, 0, len(data))
     except BinlogFormatError as exc:

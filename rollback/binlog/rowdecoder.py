@@ -14,6 +14,12 @@ signature ``(specs, present)`` this module writes one straight-line function:
 Any overrun or invalid value makes the compiled code hand the row to a slow, checked walk
 (``columns.read_value`` per column) that raises ``BinlogFormatError`` naming the column and
 the offset where its value starts. Nothing is returned for a row that does not fit.
+
+With the compiled core (``rollback/hotpath.py``), a decoder also carries a *layout*: one
+(kind, width, argument, converter) per present column, decided here from the same column facts,
+which the core runs over every row in C. A rows event it cannot decode whole (an overrun, a value
+its inline code does not take) is decoded again by the generated Python code, which gives the
+values or the located error.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final
 
+from rollback import hotpath
 from rollback.binlog import columns as C
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ColumnType as T
@@ -34,6 +41,9 @@ Row = tuple[Any, ...]
 
 _INT_CODES: Final = {1: "b", 2: "h", 4: "i", 8: "q"}
 _ERRORS: Final = (IndexError, struct.error, ValueError, OverflowError)
+# What the compiled core raises for an event it leaves to the generated code: its Fallback (a
+# ValueError), or the ValueError of a shared converter (columns.py) called on an invalid value.
+_COMPILED_REFUSALS: Final = (ValueError, OverflowError)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,6 +484,81 @@ def _unsupporter(specs: tuple[ColumnSpec, ...]) -> Callable[[int, int], None]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Layouts for the compiled core (the kind numbers are rollback/_speedups.pyx's K_* constants)
+# ---------------------------------------------------------------------------------------------
+
+_K_INT, _K_FLOAT, _K_DOUBLE, _K_YEAR, _K_DATE, _K_DATETIME2, _K_TIMESTAMP2 = 1, 2, 3, 4, 5, 6, 7
+_K_BE_CALL, _K_LE_CALL, _K_DECIMAL, _K_BE_UINT, _K_LE_UINT, _K_NULL_TYPE = 8, 9, 10, 11, 12, 13
+_K_STRING, _K_UNSUPPORTED = 14, 15
+
+# (kind, bytes, argument, converter, extra) of one column
+_Kind = tuple[int, int, int, Any, Any]
+
+
+def _old_timestamp_text(raw: int) -> str:
+    return C.timestamp_text(raw, 0, 0)
+
+
+def _column_kind(spec: ColumnSpec) -> _Kind:
+    """How the compiled core reads one column: the same decisions as ``_fixed`` and ``string``."""
+    code, width, fsp = spec.type, spec.width, spec.meta
+    if C.unsupported_reason(spec) is not None:
+        return _K_UNSUPPORTED, 0, 0, None, None
+    if width is None:
+        return _K_STRING, 0, C.string_prefix_size(spec), None, None
+    if code in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG):
+        return _K_INT, width, int(not spec.unsigned), None, None
+    if code == T.FLOAT:
+        return _K_FLOAT, 4, 0, None, None
+    if code == T.DOUBLE:
+        return _K_DOUBLE, 8, 0, None, None
+    if code == T.YEAR:
+        return _K_YEAR, 1, 0, None, None
+    if code in (T.DATE, T.NEWDATE):
+        return _K_DATE, 3, 0, None, None
+    if code == T.TIME:
+        if fsp:
+            return _K_BE_CALL, width, fsp, C.time_hires_text, None
+        return _K_LE_CALL, 3, 1, C.time_text, None
+    if code == T.DATETIME:
+        if fsp:
+            return _K_BE_CALL, width, fsp, C.datetime_hires_text, None
+        return _K_LE_CALL, 8, 0, C.datetime_text, None
+    if code == T.TIMESTAMP:
+        if fsp:
+            return _K_BE_CALL, width, fsp, C.timestamp_hires_text, None
+        return _K_LE_CALL, 4, 0, _old_timestamp_text, None
+    if code == T.DATETIME2:
+        return _K_DATETIME2, width, fsp, C.datetime2_text, None
+    if code == T.TIMESTAMP2:
+        return _K_TIMESTAMP2, width, fsp, C.timestamp2_text, None
+    if code == T.TIME2:
+        return _K_BE_CALL, width, fsp, C.time2_text, None
+    if code == T.NEWDECIMAL:
+        groups = C.decimal_groups(spec.precision, spec.scale)
+        extra = (
+            spec.precision,
+            spec.scale,
+            tuple(nbytes for nbytes, _ in groups),
+            tuple(digits for _, digits in groups),
+            C.decimal_converter(spec.precision, spec.scale),
+        )
+        return _K_DECIMAL, width, 0, None, extra
+    if code == T.BIT:
+        return _K_BE_UINT, width, 0, None, None
+    if spec.real_type in (T.ENUM, T.SET):
+        return _K_LE_UINT, width, 0, None, None
+    if code == T.NULL:
+        return _K_NULL_TYPE, 0, 0, None, None
+    return _K_UNSUPPORTED, 0, 0, None, None
+
+
+def compiled_layout(core: Any, specs: tuple[ColumnSpec, ...], cols: tuple[int, ...]) -> Any:
+    """The core's Layout of one row image (present columns ``cols`` of a table of ``specs``)."""
+    return core.Layout(len(specs), tuple((col, *_column_kind(specs[col])) for col in cols), MISSING)
+
+
+# ---------------------------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------------------------
 
@@ -487,7 +572,7 @@ class RowDecoder:
     ``buf`` is ``bytes`` (other buffers are copied once per call) and ``end`` is clamped to it.
     """
 
-    __slots__ = ("specs", "present", "columns", "source", "_row", "_rows", "_pairs")
+    __slots__ = ("specs", "present", "columns", "source", "_row", "_rows", "_pairs", "_core", "_layout")
 
     specs: tuple[ColumnSpec, ...]
     present: int
@@ -496,13 +581,18 @@ class RowDecoder:
     _row: Callable[[bytes, int, int], tuple[Row, int]]
     _rows: Callable[[bytes, int, int], list[Row]]
     _pairs: dict[RowDecoder, Callable[[bytes, int, int], list[tuple[Row, Row]]]]
+    _core: Any
+    _layout: Any
 
-    def __init__(self, specs: tuple[ColumnSpec, ...], present: int) -> None:
+    def __init__(self, specs: tuple[ColumnSpec, ...], present: int, core: Any = None) -> None:
+        """``core``: the compiled core (``hotpath.CORE``) or None for the pure-Python path only."""
         self.specs = specs
         self.present = present
         cols = [i for i in range(len(specs)) if present >> i & 1]
         self.columns = tuple(cols)
         self._pairs = {}
+        self._core = core if cols else None
+        self._layout = compiled_layout(core, specs, self.columns) if self._core is not None else None
         if not cols:
             self.source = ""
             self._row = self._empty_row
@@ -523,6 +613,10 @@ class RowDecoder:
     def __reduce__(self) -> tuple[Any, ...]:
         return get_row_decoder, (self.specs, self.present)
 
+    @property
+    def compiled(self) -> bool:
+        return self._layout is not None
+
     def __repr__(self) -> str:
         return f"RowDecoder({len(self.specs)} columns, {len(self.columns)} present)"
 
@@ -539,7 +633,14 @@ class RowDecoder:
         """Every row image in ``buf[pos:end]`` (WRITE_ROWS / DELETE_ROWS bodies)."""
         if type(buf) is not bytes:
             buf = bytes(buf)
-        return self._rows(buf, pos, min(end, len(buf)))
+        end = min(end, len(buf))
+        if self._layout is not None:
+            try:
+                rows: list[Row] = self._core.decode_rows(self._layout, buf, pos, end)
+                return rows
+            except _COMPILED_REFUSALS:
+                pass  # the generated code gives the values or the located error
+        return self._rows(buf, pos, end)
 
     def decode_pairs(
         self, buf: bytes, pos: int, end: int, after_decoder: RowDecoder
@@ -550,6 +651,14 @@ class RowDecoder:
         if type(buf) is not bytes:
             buf = bytes(buf)
         end = min(end, len(buf))
+        if self._layout is not None and after_decoder._layout is not None:
+            try:
+                decoded: list[tuple[Row, Row]] = self._core.decode_pairs(
+                    self._layout, after_decoder._layout, buf, pos, end
+                )
+                return decoded
+            except _COMPILED_REFUSALS:
+                pass
         pairs = self._pairs.get(after_decoder)
         if pairs is None:
             if not self.columns or not after_decoder.columns:
@@ -576,8 +685,8 @@ class RowDecoder:
 
 
 @lru_cache(maxsize=1024)
-def _cached(specs: tuple[ColumnSpec, ...], present: int) -> RowDecoder:
-    return RowDecoder(specs, present)
+def _cached(specs: tuple[ColumnSpec, ...], present: int, core: Any) -> RowDecoder:
+    return RowDecoder(specs, present, core)
 
 
 def get_row_decoder(specs: tuple[ColumnSpec, ...], present: int) -> RowDecoder:
@@ -586,4 +695,4 @@ def get_row_decoder(specs: tuple[ColumnSpec, ...], present: int) -> RowDecoder:
     ``present`` is the rows event's columns-present bitmap as an int (bit i = column i); bits
     beyond the column count (the server pads with ones) are ignored.
     """
-    return _cached(tuple(specs), present & ((1 << len(specs)) - 1))
+    return _cached(tuple(specs), present & ((1 << len(specs)) - 1), hotpath.CORE)

@@ -32,12 +32,13 @@ from typing import IO, Any
 
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING
-from rollback.binlog.decode import RowsBatch, TxContext, decode_stream, rows_batch
+from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, TxContext, decode_stream, rows_batch
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.ddl import ddl_targets
 from rollback.errors import RollbackError, SchemaMismatch
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
+from rollback.pipeline.dependencies import DependencyKeys
 from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
 from rollback.pipeline.parts import (
     BLOCK_END,
@@ -58,7 +59,7 @@ from rollback.records import batch_records, record_json
 from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
 from rollback.schema import TableSchema
-from rollback.sql import FullImageStatements, TableRenderer
+from rollback.sql import TableRenderer
 
 # (bytes done, events done) within the partition; called now and then while it runs.
 PartitionProgress = Callable[[int, int], None]
@@ -87,6 +88,9 @@ class JobSpec:
     # (holdback.py), knowing what the partitions before found (`taints`).
     hold: bool = False
     taints: Taints = field(default_factory=dict)
+    # Note the row keys of selected and excluded changes (dependencies.py): when the job picks
+    # transactions or rows inside the range.
+    track_dependencies: bool = False
     # --ddl keep | reverse (rollback.ddl_modes): per signature, the schema of each schema epoch
     # (from the epoch's first (file index, position)), and the inverse DDL a reverse writes in place
     # of each DDL of the range.
@@ -111,6 +115,8 @@ class _Block:
         "queries",
         "events",
         "selected",
+        "picked",
+        "dropped",
     )
 
     def __init__(self, ordinal: int, tx: TxContext, first_pos: int, first_chunk: int, continued: bool):
@@ -125,24 +131,12 @@ class _Block:
         self.queries: list[str] = []
         self.events = 0
         self.selected = 0
+        self.picked = 0  # rows taken by the row picks
+        self.dropped = 0  # rows of the transaction's selected tables the picks left out
 
-
-def _full_image_statements(full: FullImageStatements, kind: str, rows: list, forward: bool) -> list[str]:
-    """What invert_rows (flashback, newest row first) or forward_row (`sql`) render for rows with
-    FULL images, through the table's generated statement functions."""
-    if forward:
-        if kind == "insert":
-            return [full.insert(row) for row in rows]
-        if kind == "delete":
-            return [full.delete(row) for row in rows]
-        statements = [full.update(after, before) for before, after in rows]
-    else:
-        if kind == "insert":
-            return [full.delete(row) for row in reversed(rows)]
-        if kind == "delete":
-            return [full.insert(row) for row in reversed(rows)]
-        statements = [full.update(before, after) for before, after in reversed(rows)]
-    return [sql for sql in statements if sql is not None]
+    @property
+    def where(self) -> dict[str, Any]:
+        return {"gtid": self.tx.gtid, "pos": self.first_pos}
 
 
 def _without(batch: RowsBatch, columns: tuple[int, ...]) -> RowsBatch:
@@ -192,6 +186,84 @@ class _Run:
         self.first_change: dict[str, int] = {}
         self.largest_bytes = 0
         self.contents: Counter[tuple[str, str]] = Counter()
+        self.deps = DependencyKeys() if job.track_dependencies else None
+        self.kept_index: list[int] | None = None  # see _pick_rows
+
+    def _known_schema(self, tmap: TableMap) -> TableSchema | None:
+        schema = self.job.schemas.get(schema_key(tmap))
+        return schema if isinstance(schema, TableSchema) else None
+
+    def _left_out(
+        self, current: _Block, decoded: DecodedEvent, event: RowsEvent, state: StreamState, counted: bool
+    ) -> None:
+        """A rows event the picks leave out: counted against its transaction (`counted`: the
+        transaction is selected) and its keys noted for the dependency check."""
+        if self.deps is None and not counted:
+            return
+        schema = self._known_schema(state.table_maps[event.table_id])
+        batch = rows_batch(decoded, event, state, _fixed_unsigned(schema.unsigned if schema else None))
+        if counted:
+            current.dropped += len(batch.rows)
+        self._note_keys(False, current, batch, schema, decoded.raw.pos)
+
+    def _note_keys(
+        self,
+        selected: bool,
+        current: _Block,
+        batch: RowsBatch,
+        schema: TableSchema | None,
+        inner: int,
+        rows: list[Any] | None = None,
+    ) -> None:
+        """Note the keys of the batch's rows (or of `rows`, some of them) for the dependency check."""
+        if self.deps is None or schema is None:
+            return
+        self.deps.add(
+            selected,
+            batch.table.qualified_name.lower(),
+            batch.kind,
+            batch.rows if rows is None else rows,
+            schema.row_key,
+            schema.names,
+            (self.part.file_index, batch.pos, inner),
+            {**current.where, "file": self.part.file_label},
+        )
+
+    def _pick_rows(
+        self, current: _Block, batch: RowsBatch, schema: TableSchema | None, inner: int
+    ) -> RowsBatch | None:
+        """The rows of a selected statement that --where takes (None: none); notes keys and counts.
+        When it leaves some out, `kept_index` maps the kept rows to their index in the event."""
+        self.kept_index = None
+        selection = self.selection
+        if selection.predicate is not None:
+            if schema is None:
+                raise SchemaMismatch(
+                    f"--where needs the columns of {batch.table.qualified_name}: the binlog carries no "
+                    "column names; give the schema with --schema-dsn or --schema-file"
+                )
+            test = selection.row_test(schema)
+            assert test is not None
+            where = f"{self.part.file_label}:{batch.pos}"
+            kept: list[Any] = []
+            left: list[Any] = []
+            kept_index: list[int] = []
+            for index, row in enumerate(batch.rows):
+                if selection.row_selected(test, batch.kind, row, where):
+                    kept.append(row)
+                    kept_index.append(index)
+                else:
+                    left.append(row)
+            if left:
+                self.kept_index = kept_index
+                current.dropped += len(left)
+                self._note_keys(False, current, batch, schema, inner, left)
+                batch.rows = kept
+            if not kept:
+                return None
+        current.picked += len(batch.rows)
+        self._note_keys(True, current, batch, schema, inner)
+        return batch
 
     def _schema_of(self, tmap: TableMap, pos: int) -> tuple[int, TableSchema | str | None]:
         """The schema a rows event at `pos` is decoded with: the job's for its table map, or under
@@ -252,6 +324,7 @@ class _Run:
                 )
             self._write()
             self._write_taints()
+            self._write_keys()
         finally:
             for f in (self.changes_out, self.irreversible_out):
                 if f is not None:
@@ -328,21 +401,33 @@ class _Run:
                 self.contents[(tmap.qualified_name, event.kind)] += 1
                 if not filters.table_selected(tmap) or (types and event.kind not in types):
                     continue
-                if not self.selection.transaction(state.tx, label):
+                taken = self.selection.transaction(state.tx, label)
+                if not taken or not self.selection.statement(state.tx, label):
+                    self._left_out(current, decoded, event, state, taken)
                     continue
                 if changes_only:
-                    schema = self.job.schemas.get(schema_key(tmap))
-                    known = schema if isinstance(schema, TableSchema) else None
-                    batch = rows_batch(
-                        decoded, event, state, _fixed_unsigned(known.unsigned if known else None)
+                    known = self._known_schema(tmap)
+                    picked = self._pick_rows(
+                        current,
+                        rows_batch(decoded, event, state, _fixed_unsigned(known.unsigned if known else None)),
+                        known,
+                        decoded.raw.pos,
                     )
-                    self._log(current, batch, known.names if known else None)
+                    if picked is not None:
+                        self._log(current, picked, known)
                     continue
                 renderer = self._renderer(tmap, decoded.outer_pos)
                 if renderer is None:
                     continue
-                unsigned = renderer.schema.unsigned if renderer.schema else None
-                batch = rows_batch(decoded, event, state, _fixed_unsigned(unsigned))
+                picked = self._pick_rows(
+                    current,
+                    rows_batch(decoded, event, state, renderer.unsigned_of),
+                    renderer.schema,
+                    decoded.raw.pos,
+                )
+                if picked is None:
+                    continue
+                batch = picked
                 full = (1 << event.column_count) - 1
                 complete = event.present == full == event.present_after and not event.partial
                 dropped = self.dropped.get(id(renderer))
@@ -393,7 +478,7 @@ class _Run:
             progress(part.size, part.events)
 
     def _log(
-        self, current: _Block, batch: RowsBatch, names: tuple[str, ...] | None, complete: bool = False
+        self, current: _Block, batch: RowsBatch, schema: TableSchema | None, complete: bool = False
     ) -> None:
         """Account for a selected rows event and write its change log records."""
         table = batch.table.qualified_name
@@ -414,14 +499,15 @@ class _Run:
             self.row_images.add("partial (MINIMAL or NOBLOB)" if partial else "FULL")
         if self.changes_out is not None:
             out = self.changes_out
-            for record in batch_records(batch, names):
+            names = schema.names if schema else None
+            for record in batch_records(batch, names, schema.columns if schema else None):
                 out.write(record_json(record))
                 out.write("\n")
 
     def _take(
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
     ) -> None:
-        self._log(current, batch, renderer.schema.names if renderer.schema else None, complete)
+        self._log(current, batch, renderer.schema, complete)
         table = batch.table.qualified_name
         rows = batch.rows
         kind = batch.kind
@@ -431,13 +517,12 @@ class _Run:
         full = renderer.full_images() if complete and not with_plan and self.hold is None else None
         if full is not None:
             # Every column in both images: nothing is irreversible, the statements need no checks.
-            script = _full_image_statements(full, kind, rows, self.job.mode == "forward")
-            if script:
-                text = "\n".join(script) + "\n"
-                self._largest(script, text, batch, table)
-                self.rendered.add(text, "")
-                current.statements += len(script)
-                self.statements += len(script)
+            data, count, longest = full.script(kind, rows, self.job.mode == "forward")
+            if count:
+                self._note_largest(longest, batch, table)
+                self.rendered.add_encoded(data, b"")
+                current.statements += count
+                self.statements += count
             return
         lines = PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid)
         if self.job.mode == "forward":
@@ -452,6 +537,9 @@ class _Run:
                 results = list(invert_rows(renderer, kind, rows, with_plan))  # newest row first
             else:
                 results = self._invert_holding_back(batch, renderer, inner, with_plan)
+            if self.kept_index is not None:  # rows of the event, as the plan and the lists number them
+                kept_index = self.kept_index
+                results = [(kept_index[index], result) for index, result in results]
             for index, result in reversed(results):
                 if isinstance(result, Irreversible):
                     self._irreversible(
@@ -487,6 +575,10 @@ class _Run:
             return  # UTF-8 takes at most 4 bytes per character: no statement of this event is longer
         if not text.isascii():
             size = max(len(sql.encode("utf-8")) for sql in script)
+        self._note_largest(size, batch, table)
+
+    def _note_largest(self, size: int, batch: RowsBatch, table: str) -> None:
+        """`size`: the bytes of the event's longest statement."""
         if size > self.largest_bytes:
             self.largest_bytes = size
             self.summary.largest_statement = {
@@ -529,6 +621,14 @@ class _Run:
                 f.write(line + "\n")
         self.summary.taints = len(self.hold.found)
 
+    def _write_keys(self) -> None:
+        if self.deps is None or not self.deps.found:
+            return
+        with open(part_path(self.job.out_dir, self.part.index, "keys.jsonl"), "w", encoding="utf-8") as f:
+            for line in self.deps.lines():
+                f.write(line + "\n")
+        self.summary.dependency_keys = True
+
     def _changed(self, table: str) -> None:
         if table not in self.first_change:
             self.first_change[table] = self.at
@@ -554,12 +654,21 @@ class _Run:
             return
         if not block.statements:
             return
+        if block.picked and block.dropped:
+            self.summary.partial_picks.append(
+                {
+                    **block.where,
+                    "file": self.part.file_label,
+                    "picked": block.picked,
+                    "dropped": block.dropped,
+                }
+            )
         header = block_header(
             block.tx.to_dict(),
             self.part.file_label,
             block.first_pos,
             block.end_pos,
-            block.selected < block.events,
+            block.selected < block.events or bool(block.picked and block.dropped),
             block.queries,
         )
         self.entries.append(("block", block.first_chunk, end, header))
@@ -620,6 +729,8 @@ class _Run:
             closed=closed,
             tx=block.tx.to_dict(),
             script_bytes=script_bytes,
+            rows_picked=block.picked,
+            rows_dropped=block.dropped,
         )
 
 

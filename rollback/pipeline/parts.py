@@ -39,6 +39,9 @@ class Piece:
     closed: bool  # the block ends in this partition
     tx: dict[str, Any]  # its transaction context when it closed (or at the partition's end)
     script_bytes: int = 0  # its statements' bytes at its end of the part's script
+    # rows of selected statements taken / left by the row picks (--where, --include/--exclude-query)
+    rows_picked: int = 0
+    rows_dropped: int = 0
 
 
 @dataclass
@@ -72,6 +75,10 @@ class Summary:
     next_block: int = 0  # ordinal of the next block after this partition (the planner's, checked)
     # The first of the longest statements in binlog order: {bytes (UTF-8, as written), table, file, pos}.
     largest_statement: dict[str, Any] | None = None
+    # Transactions (closed in this partition) of which the row picks took some rows and left others:
+    # {gtid, file, pos, picked, dropped}.
+    partial_picks: list[dict[str, Any]] = field(default_factory=list)
+    dependency_keys: bool = False  # part-N.keys.jsonl written (dependencies.py)
 
 
 def part_path(out_dir: str, index: int, suffix: str) -> str:
@@ -100,6 +107,21 @@ def comment(text: str) -> str:
     return " ".join(text.split()).replace("*/", "* /")
 
 
+ORIGINAL_CHARS = 1000  # of an original statement, whitespace runs collapsed, on a block's comment line
+
+
+def collapsed_prefix(text: str, size: int) -> str:
+    """``" ".join(text.split())[:size]`` without splitting all of a long text (a multi-row INSERT of
+    hundreds of KB): the collapsed form of a prefix of the text is a prefix of the collapsed whole, so
+    a prefix long enough to give `size` characters (or the whole text) gives the same characters."""
+    cut = size * 4
+    while True:
+        collapsed = " ".join(text[:cut].split())
+        if len(collapsed) >= size or cut >= len(text):
+            return collapsed[:size]
+        cut *= 4
+
+
 def block_header(
     tx: dict[str, Any], file: str, first_pos: int, end_pos: int, partial: bool, queries: Iterable[str]
 ) -> str:
@@ -113,7 +135,9 @@ def block_header(
     if partial:
         lines.append(PARTIAL_NOTE)
     for query in queries:
-        lines.append(f"original: {' '.join(query.split())[:1000]}")  # readable: whitespace runs collapsed
+        lines.append(
+            f"original: {collapsed_prefix(query, ORIGINAL_CHARS)}"
+        )  # readable: whitespace runs collapsed
     return "".join(comment_line(line) + "\n" for line in lines) + "BEGIN;\n"
 
 

@@ -26,7 +26,10 @@ class SpillBuffer:
         return len(self._spilled) // 3 + len(self._memory)
 
     def add(self, script: str, plan: str) -> None:
-        item = (script.encode("utf-8"), plan.encode("utf-8"))
+        self.add_encoded(script.encode("utf-8"), plan.encode("utf-8"))
+
+    def add_encoded(self, script: bytes, plan: bytes) -> None:
+        item = (script, plan)
         self._memory.append(item)
         self._memory_bytes += len(item[0]) + len(item[1])
         if self._memory_bytes > self._limit:

@@ -25,6 +25,19 @@ ensure_java() {
     command -v java >/dev/null 2>&1 || _apt_install default-jre-headless
 }
 
+# The compiled core (rollback/_speedups.pyx) is built by pip: a C compiler and the headers of the
+# Python that builds it.
+ensure_build_tools() {
+    local packages=()
+    command -v gcc >/dev/null 2>&1 || packages+=(gcc libc6-dev)
+    if ! "$PYTHON_BIN" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+        packages+=(python3-dev)
+    fi
+    if [ "${#packages[@]}" -gt 0 ]; then
+        _apt_install "${packages[@]}"
+    fi
+}
+
 ensure_test_packages() {
     ensure_java
     if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
@@ -56,8 +69,16 @@ ensure_venv() {
         echo "mysql-rollback: creating virtualenv $VENV" >&2
         "$PYTHON_BIN" -m venv "$VENV"
     fi
-    # Reinstall only when pyproject.toml changed since the last install.
-    if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+    # Reinstall only when the package's build inputs changed since the last install, or the compiled
+    # core is missing (pip install -e builds it into rollback/).
+    local stale=0
+    [ -f "$stamp" ] || stale=1
+    for input in "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/rollback/*.pyx; do
+        [ "$input" -nt "$stamp" ] && stale=1
+    done
+    compgen -G "$ROOT/rollback/_speedups.*.so" >/dev/null || stale=1
+    if [ "$stale" -eq 1 ]; then
+        ensure_build_tools
         echo "mysql-rollback: installing the package [$extras] into $VENV" >&2
         local target="$ROOT"
         [ -n "$extras" ] && target="$ROOT[$extras]"

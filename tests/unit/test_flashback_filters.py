@@ -51,3 +51,18 @@ def test_thread_id_selects_the_transactions_of_one_session_in_a_long_mysql_binlo
     # Between the CREATE TABLE (ends at 806) and the first ALTER (at 374474): 1087 row changes of thread 21.
     rng = RangeSpec([str(extended_corpus.path(MYSQL_57_LONG))], 806, 374474)
     assert len(_thread_changes(rng, thread, tmp_path, empty=not rows)) == rows
+
+
+def test_exclude_thread_id_leaves_out_the_transactions_of_those_sessions(corpus_dir, tmp_path):
+    rng = RangeSpec([str(corpus_dir / MYSQL_57)])
+    changes = tmp_path / "changes.jsonl"
+    report = generate(
+        rng,
+        Filters(exclude_thread_ids={9, 18}),
+        Options(mode="changes", engine="local"),
+        tmp_path / "script.sql",
+        changes_path=changes,
+    )
+    records = [json.loads(line) for line in changes.read_text().splitlines()]
+    assert len(records) == sum(report.counts.values()) == 63 - 28 - 15
+    assert {r["thread_id"] for r in records}.isdisjoint({9, 18})

@@ -34,6 +34,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.dsn",
             "rollback.schema",
             "rollback.side_effects",
+            "rollback.predicate",
+            "rollback.hotpath",
             "rollback.logs",
         ),
     ),
@@ -56,7 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.schema_proof",
         ),
     ),
-    ("execute", ("rollback.execute", "rollback.checksum", "rollback.verify")),
+    ("execute", ("rollback.execute", "rollback.checksum", "rollback.verify", "rollback.target_rows")),
     ("job", ("rollback.job",)),
     ("door", ("rollback",)),
     (

@@ -11,7 +11,16 @@ from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.decode import RowsBatch, TxContext
 from rollback.binlog.rows import JsonText
 from rollback.binlog.table_map import TableMap
-from rollback.records import batch_records, column_names, json_value, record_json, record_text, utc_text
+from rollback.records import (
+    batch_records,
+    column_members,
+    column_names,
+    json_value,
+    record_json,
+    record_text,
+    utc_text,
+)
+from rollback.schema import Column
 
 UTF8MB4_0900, BINARY, LATIN1 = 255, 63, 8
 # (id INT, note VARCHAR utf8mb4, raw VARBINARY, doc JSON, price DECIMAL(6,2), shape GEOMETRY, l1 VARCHAR latin1)
@@ -113,3 +122,48 @@ def test_the_text_form_is_one_head_line_and_one_line_per_image():
         "server=93157 DELETE `shop`.`items` row 0",
         '  before: id=1, note="it\'s", raw=null, doc=null, price=null, shape=null, l1=null',
     ]
+
+
+# (id INT, state ENUM('new','paid','shipped'), tags SET('a','b','c')): members from FULL metadata or a schema
+
+
+def _enum_map(**metadata):
+    return TableMap(
+        9,
+        1,
+        "shop",
+        "orders",
+        bytes([T.LONG, T.STRING, T.STRING]),
+        (0, (T.ENUM << 8) | 1, (T.SET << 8) | 1),
+        (False, True, True),
+        column_names=("id", "state", "tags"),
+        **metadata,
+    )
+
+
+def test_enum_and_set_values_read_as_their_members_from_full_metadata():
+    tmap = _enum_map(enum_values={1: (b"new", b"paid", b"shipped")}, set_values={2: (b"a", b"b", b"c")})
+    members = column_members(tmap)
+    assert json_value(2, tmap, 1, members) == "paid"
+    assert json_value(0, tmap, 1, members) == ""  # the '' error value
+    assert json_value(5, tmap, 2, members) == "a,c"
+    assert json_value(0, tmap, 2, members) == ""
+    assert json_value(9, tmap, 1, members) == 9  # outside the definition: the number, not a guess
+    assert json_value(8, tmap, 2, members) == 8
+
+
+def test_enum_and_set_members_come_from_the_schema_when_the_binlog_has_none():
+    tmap = _enum_map()
+    columns = [
+        Column("id"),
+        Column("state", "enum", enum_values=("new", "paid", "shipped")),
+        Column("tags", "set", set_values=("a", "b", "c")),
+    ]
+    rows = [((1, 1, 1), (1, 3, 6))]
+    batch = RowsBatch("binlog.000002", 1234, 1400, "update", tmap, TxContext(), 1486595539, 1, rows, True)
+    (record,) = batch_records(batch, None, columns)
+    assert record["before"] == {"id": 1, "state": "new", "tags": "a"}
+    assert record["after"] == {"id": 1, "state": "shipped", "tags": "b,c"}
+    # no definition at all: the numbers the binlog holds
+    (bare,) = batch_records(batch)
+    assert bare["after"] == {"id": 1, "state": 3, "tags": 6}

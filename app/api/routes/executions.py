@@ -62,6 +62,8 @@ def execution_out(record: Execution) -> ExecutionOut:
         ),
         cancel_requested=bool(record.cancel_requested),
         reapply=bool(details.get("reapply")),
+        check=bool(details.get("check")),
+        conflict_view=details.get("conflict_view") or [],
         links={"self": base, "cancel": f"{base}/cancel", "job": f"/api/jobs/{record.job_id}"},
     )
 
@@ -112,9 +114,10 @@ def submit_execution(
     who: str,
     options: ExecutionOptions,
     reapply: bool = False,
+    check: bool = False,
 ) -> Execution:
     """Record the execution queued and hand it to the worker pool (the API and the web form)."""
-    record = new_execution(services.db, job, target, dry_run, on_conflict, who, options, reapply)
+    record = new_execution(services.db, job, target, dry_run, on_conflict, who, options, reapply, check)
     services.executions.submit(record.id)
     return record
 

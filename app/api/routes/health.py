@@ -21,4 +21,5 @@ def health(request: Request) -> dict:
         "version": rollback.__version__,
         "python": platform.python_version(),
         "spark": rollback.spark_status(settings.spark_master),
+        "hot_path": rollback.hot_path(),
     }

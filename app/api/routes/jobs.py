@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, Response, StreamingResponse
 from sqlalchemy import func, select
@@ -24,7 +25,7 @@ from app.schemas import (
     SummaryOut,
     check_job_request,
 )
-from app.services import artifacts, retention
+from app.services import artifacts, job_progress, retention
 from app.services.jobs import create_job
 from app.services.sources import check_server_files
 from app.services.upload_range import check_upload_range
@@ -38,7 +39,9 @@ NOT_READY: dict[int | str, dict[str, Any]] = {
 MAX_PAGE = 100_000
 
 
-def job_out(job: Job) -> JobOut:
+def job_out(job: Job, rate: float | None = None) -> JobOut:
+    """The job as the API shows it; `rate` (job_progress.recent_rate) lets a job estimate its time
+    left before its own first progress report."""
     total = job.progress_total or 0
     done = job.progress_bytes or 0
     percent = 100.0 if job.state == "succeeded" else (round(100.0 * done / total, 1) if total else 0.0)
@@ -71,6 +74,8 @@ def job_out(job: Job) -> JobOut:
             events=job.progress_events or 0,
             events_total=job.progress_events_total or 0,
             percent=min(percent, 100.0),
+            phase=job_progress.phase(job),
+            eta_seconds=job_progress.eta_seconds(job, rate),
         ),
         rows=job.rows_emitted or 0,
         transactions=job.transactions or 0,
@@ -171,6 +176,8 @@ async def read(job_id: str, services: ServicesDep, _: Viewer) -> JobOut:
     job = await services.db.read(lambda session: session.get(Job, job_id))
     if job is None:
         raise HTTPException(404, f"no job {job_id!r}")
+    if job.state in ("queued", "running"):
+        return job_out(job, await run_in_threadpool(job_progress.recent_rate, services.db))
     return job_out(job)
 
 
@@ -363,6 +370,10 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
             if extra.get("engine")
             else None
         ),
+        transactions_list=extra.get("transactions_list") or [],
+        dependencies=extra.get("dependencies"),
+        dependency_count=extra.get("dependency_count") or 0,
+        partial_transactions=extra.get("partial_transactions") or [],
         ddl_mode=extra.get("ddl_mode") or "refuse",
         schema_timelines=extra.get("schema_timelines") or [],
     )

@@ -81,6 +81,16 @@ def _until_ended(client, job_id):
         time.sleep(0.05)
 
 
+def _checked(client, job_id, data):
+    """The web form's conflict check: queued by the POST, followed to its end, then its panel."""
+    queued = client.post(f"/jobs/{job_id}/execute/check", data=data)
+    assert queued.status_code == 200 and re.search(rf"/jobs/{job_id}/execute/\d+$", str(queued.url)), (
+        queued.url
+    )
+    _until_ended(client, job_id)
+    return client.get(str(queued.url))
+
+
 def test_the_api_lists_side_effects_refuses_what_is_not_accepted_and_runs_what_is(
     make_client, scratch_server, incident
 ):
@@ -148,13 +158,13 @@ def test_the_web_pages_show_the_side_effects_and_carry_the_acceptances(make_clie
     assert 'id="schema-check"' in page and "checked: no DDL on the changed tables" in page
 
     # without letting triggers fire, the check is refused and says why; the target's side effects show
-    check = client.post(f"/jobs/{job['id']}/execute/check", data={"csrf": csrf, "target": "scratch"})
+    check = _checked(client, job["id"], {"csrf": csrf, "target": "scratch"})
     assert check.status_code == 200 and "--accept-triggers" in check.text
     assert 'id="confirm-form"' not in check.text
     assert f"trigger {DB}.acct_audit" in check.text[check.text.index('id="target-side-effects"') :]
 
     data = {"csrf": csrf, "target": "scratch", "accept_triggers": "on"}
-    check = client.post(f"/jobs/{job['id']}/execute/check", data=data)
+    check = _checked(client, job["id"], data)
     assert 'id="no-conflicts"' in check.text and f"validated by reads (non-transactional): {DB}.counter" in (
         check.text.replace("\n", " ")
     )
@@ -164,8 +174,15 @@ def test_the_web_pages_show_the_side_effects_and_carry_the_acceptances(make_clie
     assert re.search(rf'name="accept_non_transactional" value="{DB}\.counter"', form)
     assert snapshot(scratch_server, TABLES) == after
 
-    # confirming without ticking the cascade and table boxes is refused and recorded
+    assert 'id="what-will-run"' in check.text and 'id="transaction-mode"' in check.text
+    assert re.search(r'id="confirm-target"[^>]*data-expect="scratch"', check.text)
+
+    # a commit needs the target's name typed; a wrong one runs nothing
     confirm = {"csrf": csrf, "target": "scratch", "confirm": "yes", "accept_triggers": "on"}
+    wrong = client.post(f"/jobs/{job['id']}/execute", data=confirm | {"confirm_target": "scratch2"})
+    assert wrong.status_code == 422 and "name (scratch) to confirm the commit" in wrong.text
+    # confirming without ticking the cascade and table boxes is refused and recorded
+    confirm["confirm_target"] = "scratch"
     client.post(f"/jobs/{job['id']}/execute", data=confirm)
     _until_ended(client, job["id"])
     assert snapshot(scratch_server, TABLES) == after
@@ -174,5 +191,7 @@ def test_the_web_pages_show_the_side_effects_and_carry_the_acceptances(make_clie
     confirm |= {"accept_cascades": "on", "accept_non_transactional": f"{DB}.counter"}
     client.post(f"/jobs/{job['id']}/execute", data=confirm)
     executions = _until_ended(client, job["id"])
-    assert [e["state"] for e in executions] == ["refused", "succeeded"] and executions[-1]["committed"]
+    # the two conflict checks (a refused one, a clean one), then the two commits
+    assert [e["state"] for e in executions] == ["refused", "succeeded", "refused", "succeeded"]
+    assert [e["check"] for e in executions] == [True, True, False, False] and executions[-1]["committed"]
     assert scratch_server.query(f"SELECT id FROM {DB}.parent ORDER BY id") == [(1,), (2,)]

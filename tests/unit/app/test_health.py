@@ -11,7 +11,7 @@ import rollback
 from tests.support import REPO
 
 
-def test_health_reports_package_python_and_spark_versions_without_starting_spark():
+def test_health_reports_package_python_spark_versions_and_hot_path_without_starting_spark():
     # A fresh interpreter: earlier tests in this process may have started the process's Spark session.
     probe = (
         "import json; from fastapi.testclient import TestClient; from app.main import create_app; "
@@ -25,6 +25,7 @@ def test_health_reports_package_python_and_spark_versions_without_starting_spark
     body = result["body"]
     assert body["version"] == rollback.__version__
     assert body["python"] == platform.python_version()
+    assert body["hot_path"] == "compiled"  # the suite runs with the compiled core built
     assert body["spark"]["version"] == pyspark.__version__
     assert "lazily" in body["spark"]["session"]
     assert result["started"] is False

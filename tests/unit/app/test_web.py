@@ -91,6 +91,65 @@ def test_the_form_offers_to_trust_the_schema_source(make_client):
     assert 'name="trust_schema"' in client.get("/jobs/new").text
 
 
+def _stored_job(services, job_id, **values):
+    from app.models import Job, utcnow
+
+    base = dict(
+        id=job_id,
+        created_by="otto",
+        created_at=utcnow(),
+        state="running",
+        mode="flashback",
+        source="server",
+        server="prod1",
+        range_requested={"gtid_set": "0-1-1"},
+        filters={},
+        options={},
+        progress_bytes=0,
+        progress_total=0,
+        progress_events=0,
+        progress_events_total=0,
+        rows_emitted=0,
+        transactions=0,
+        statements=0,
+        script_bytes=0,
+        cancel_requested=False,
+    )
+    with services.db.session() as session:
+        session.add(Job(**(base | values)))
+        session.commit()
+
+
+def test_a_running_job_shows_its_phase_and_an_eta_before_its_first_progress(make_client):
+    from datetime import timedelta
+
+    from app.models import utcnow
+
+    client = make_client()
+    services = client.app.state.services
+    now = utcnow()
+    # a finished job read 1000 bytes in 10 s: 100 bytes/s
+    _stored_job(
+        services,
+        "a" * 32,
+        state="succeeded",
+        started_at=now - timedelta(seconds=20),
+        finished_at=now - timedelta(seconds=10),
+        progress_bytes=1000,
+        progress_total=1000,
+    )
+    _stored_job(services, "b" * 32, started_at=now)  # resolving its range: no size yet
+    _stored_job(services, "c" * 32, started_at=now, range_resolved={"files": []}, progress_total=6000)
+    _sign_in(client, VIEWER)
+    resolving = client.get(f"/jobs/{'b' * 32}").text
+    assert "resolving the range" in resolving and "of 0 bytes" not in resolving
+    assert "estimated once the range is read" in resolving
+    planning = client.get(f"/jobs/{'c' * 32}").text
+    assert "planning" in planning and re.search(r"about (1\.0 min|[56]\d s) left", planning)
+    api = client.get(f"/api/jobs/{'c' * 32}", headers={"Authorization": f"Bearer {VIEWER}"}).json()
+    assert api["progress"]["phase"] == "planning" and 50 <= api["progress"]["eta_seconds"] <= 60
+
+
 def test_the_form_offers_the_ddl_modes_and_sends_the_choice(make_client):
     client = _sign_in(make_client(), OPERATOR)
     page = client.get("/jobs/new").text

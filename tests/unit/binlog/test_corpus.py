@@ -308,7 +308,7 @@ def test_mariadb_full_row_metadata_names_and_charsets(corpus):
     assert records[0]["after"] == {
         "id": 62,
         "topic": "foo",
-        "event_type": 2,
+        "event_type": "JSON",  # ENUM index 2, named by the table map's FULL metadata
         "event": {"hex": b'{"foo":1}'.hex()},
         "created": "2022-04-20 22:18:04",
     }

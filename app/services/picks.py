@@ -1,0 +1,59 @@
+"""Transactions of a finished job's script, for the web page's tick boxes (precise selection).
+
+The script's block comments (`-- transaction gtid=G file=F pos=A-B time=T UTC ...`) name every
+transaction it undoes; a re-generation takes the ticked ones by their start position (FILE:A), the
+`filters.picks.include_positions` of the API.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+TRANSACTIONS_LISTED = 500  # tick boxes on the job page; past that, picks go through the form or the API
+
+_BLOCK = re.compile(
+    r"^-- transaction gtid=(?P<gtid>\S+) file=(?P<file>\S+) pos=(?P<pos>\d+)-(?P<end>\d+) time=(?P<time>.+?) UTC"
+)
+
+
+def script_transactions(script: Path, limit: int = TRANSACTIONS_LISTED) -> list[dict[str, Any]]:
+    """The script's transactions in script order (newest first for a flashback), up to `limit`."""
+    found: list[dict[str, Any]] = []
+    with open(script, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.startswith("-- transaction "):
+                continue
+            m = _BLOCK.match(line)
+            if m is None:
+                continue
+            found.append(
+                {
+                    "gtid": None if m["gtid"] == "-" else m["gtid"],
+                    "file": m["file"],
+                    "pos": int(m["pos"]),
+                    "position": f"{m['file']}:{m['pos']}",
+                    "time": m["time"],
+                }
+            )
+            if len(found) >= limit:
+                break
+    return found
+
+
+def regenerated_body(job: Any, ticked: list[str]) -> dict[str, Any]:
+    """The API body of a job like `job` that undoes only the ticked transactions (FILE:POS each)."""
+    filters = dict(job.filters or {})
+    picks = dict(filters.get("picks") or {})
+    picks["include_positions"] = ticked
+    picks.pop("include_gtid", None)  # the ticks name the transactions: GTID includes would add others
+    filters["picks"] = picks
+    return {
+        "server": job.server,
+        "upload": job.upload_id,
+        "range": job.range_requested or {},
+        "filters": filters,
+        "mode": job.mode,
+        "options": job.options or {},
+    }

@@ -1,0 +1,856 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled hot path: row images -> values, values -> SQL statements (rollback/hotpath.py).
+
+Nothing here decides anything: which kind of value a column holds and which literal renders it is
+decided in Python (``rowdecoder.compiled_layout``, ``sql.compiled_statements``), once per table,
+and handed over as small tuples. This module runs those plans over every row in C loops and must
+produce exactly what the pure-Python path produces (tests/unit/test_hotpath_*.py compare bytes).
+
+Decoding never reports an error itself: a row that does not fit, or a value the fast code does not
+accept, raises ``Fallback`` and the caller decodes the event again with the pure-Python decoder,
+which raises the located ``BinlogFormatError`` (or returns the same values: the rare cases below
+that call back into ``columns.py`` are exactly its converters).
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.float cimport PyFloat_FromDouble
+from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t *size) except NULL
+    bint PyLong_CheckExact(object o)
+    bint PyUnicode_CheckExact(object o)
+    bint PyBytes_CheckExact(object o)
+    long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+
+from decimal import Decimal
+
+
+class Fallback(ValueError):
+    """The compiled decoder leaves this event to the pure-Python one."""
+
+
+# Column kinds of a decode layout (rowdecoder.compiled_layout writes the same numbers).
+DEF K_INT = 1          # arg: 1 = signed
+DEF K_FLOAT = 2
+DEF K_DOUBLE = 3
+DEF K_YEAR = 4
+DEF K_DATE = 5         # text made here
+DEF K_DATETIME2 = 6    # arg: fsp; fn: columns.datetime2_text for what the inline path refuses
+DEF K_TIMESTAMP2 = 7   # arg: fsp; fn: columns.timestamp2_text
+DEF K_BE_CALL = 8      # fn(big-endian unsigned int, arg)
+DEF K_LE_CALL = 9      # fn(little-endian int), arg: 1 = signed
+DEF K_DECIMAL = 10     # extra: (precision, scale, group byte sizes, group digit counts)
+DEF K_BE_UINT = 11     # BIT
+DEF K_LE_UINT = 12     # ENUM, SET
+DEF K_NULL_TYPE = 13
+DEF K_STRING = 14      # arg: bytes of the length prefix
+DEF K_UNSUPPORTED = 15
+
+cdef object _decimal = Decimal
+# exclusive limit of a stored fraction by its bytes: 1/100 s, 1/10000 s, microseconds
+cdef uint64_t[4] _FRAC_LIMIT
+_FRAC_LIMIT[0] = 1
+_FRAC_LIMIT[1] = 100
+_FRAC_LIMIT[2] = 10000
+_FRAC_LIMIT[3] = 1000000
+cdef uint64_t[19] _POW10
+_POW10[0] = 1
+for _i in range(1, 19):
+    _POW10[_i] = _POW10[_i - 1] * 10
+
+
+cdef class _Decimal:
+    """A NEWDECIMAL column's digit groups, in C: (precision, scale, byte sizes, digit counts,
+    columns.decimal_converter for precisions beyond 18 digits)."""
+
+    cdef int precision, scale, ngroups
+    cdef int sizes[16]
+    cdef int digits[16]
+    cdef object convert
+
+    def __cinit__(self, tuple extra):
+        cdef int k
+        self.precision = extra[0]
+        self.scale = extra[1]
+        self.ngroups = len(extra[2])
+        if self.ngroups > 16:
+            raise ValueError("DECIMAL with more than 16 digit groups")
+        for k in range(self.ngroups):
+            self.sizes[k] = extra[2][k]
+            self.digits[k] = extra[3][k]
+        self.convert = extra[4]
+
+
+cdef class Layout:
+    """One row image's columns as C arrays: what ``compiled_layout`` describes."""
+
+    cdef int ncols        # present columns
+    cdef int width        # columns of the table
+    cdef int *col
+    cdef int *kind
+    cdef int *size
+    cdef int *arg
+    cdef list fns
+    cdef list extras
+    cdef object missing
+
+    def __cinit__(self, int width, tuple columns, object missing):
+        cdef int n = len(columns)
+        cdef int k
+        self.ncols = n
+        self.width = width
+        self.missing = missing
+        self.fns = []
+        self.extras = []
+        self.col = <int *>PyMem_Malloc(sizeof(int) * (n + 1))
+        self.kind = <int *>PyMem_Malloc(sizeof(int) * (n + 1))
+        self.size = <int *>PyMem_Malloc(sizeof(int) * (n + 1))
+        self.arg = <int *>PyMem_Malloc(sizeof(int) * (n + 1))
+        for k in range(n):
+            c, kind, size, arg, fn, extra = columns[k]
+            self.col[k] = c
+            self.kind[k] = kind
+            self.size[k] = size
+            self.arg[k] = arg
+            self.fns.append(fn)
+            self.extras.append(_Decimal(extra) if kind == K_DECIMAL else extra)
+
+    def __dealloc__(self):
+        PyMem_Free(self.col)
+        PyMem_Free(self.kind)
+        PyMem_Free(self.size)
+        PyMem_Free(self.arg)
+
+
+cdef inline uint64_t _be(const unsigned char *p, int n) noexcept:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(n):
+        v = v << 8 | p[i]
+    return v
+
+
+cdef inline uint64_t _le(const unsigned char *p, int n) noexcept:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(n - 1, -1, -1):
+        v = v << 8 | p[i]
+    return v
+
+
+cdef inline int _put2(char *out, int v) noexcept:
+    out[0] = <char>(48 + v // 10)
+    out[1] = <char>(48 + v % 10)
+    return 2
+
+
+cdef inline int _put_digits(char *out, uint64_t v, int digits) noexcept:
+    cdef int i
+    for i in range(digits - 1, -1, -1):
+        out[i] = <char>(48 + v % 10)
+        v //= 10
+    return digits
+
+
+cdef inline int _put_date(char *out, int year, int month, int day) noexcept:
+    _put_digits(out, year, 4)
+    out[4] = b'-'
+    _put2(out + 5, month)
+    out[7] = b'-'
+    _put2(out + 8, day)
+    return 10
+
+
+cdef inline int _put_hms(char *out, int hour, int minute, int second) noexcept:
+    _put2(out, hour)
+    out[2] = b':'
+    _put2(out + 3, minute)
+    out[5] = b':'
+    _put2(out + 6, second)
+    return 8
+
+
+cdef inline object _ascii(char *text, int n):
+    return PyUnicode_DecodeUTF8(text, n, NULL)
+
+
+cdef object _datetime2(uint64_t r, int fsp, object fn):
+    """DATETIME2 text as rowdecoder's inline statements make it; anything they leave to
+    ``columns.datetime2_text`` goes there."""
+    cdef int nbytes = (fsp + 1) // 2
+    cdef int bits = nbytes * 8
+    cdef uint64_t limit = 1
+    cdef uint64_t frac = 0
+    cdef uint64_t ip
+    cdef int ym, year, month, day, hms, hour, minute, second, n
+    cdef char text[32]
+    if nbytes:
+        limit = _FRAC_LIMIT[nbytes]
+        frac = r & ((<uint64_t>1 << bits) - 1)
+    if r < (<uint64_t>0x80 << (32 + bits)) or (nbytes and frac >= limit):
+        return fn(r, fsp)
+    ip = (r >> bits) & ((<uint64_t>1 << 39) - 1)
+    ym = <int>(ip >> 22)
+    year = ym // 13
+    month = ym % 13
+    day = <int>(ip >> 17) & 31
+    hms = <int>(ip & 131071)
+    hour = hms >> 12
+    minute = hms >> 6 & 63
+    second = hms & 63
+    if year > 9999 or month > 12 or day > 31 or hour > 23 or minute > 59 or second > 59:
+        raise Fallback
+    n = _put_date(text, year, month, day)
+    text[n] = b' '
+    n += 1
+    n += _put_hms(text + n, hour, minute, second)
+    if fsp:
+        text[n] = b'.'
+        n += 1
+        n += _put_digits(text + n, frac // 10 if fsp & 1 else frac, fsp)
+    return _ascii(text, n)
+
+
+cdef void _civil(int64_t days, int *year, int *month, int *day) noexcept:
+    """Days since 1970-01-01 -> the proleptic Gregorian date (what time.gmtime gives)."""
+    cdef int64_t z = days + 719468
+    cdef int64_t era = (z if z >= 0 else z - 146096) // 146097
+    cdef int64_t doe = z - era * 146097
+    cdef int64_t yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    cdef int64_t y = yoe + era * 400
+    cdef int64_t doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    cdef int64_t mp = (5 * doy + 2) // 153
+    cdef int64_t d = doy - (153 * mp + 2) // 5 + 1
+    cdef int64_t m = mp + 3 if mp < 10 else mp - 9
+    year[0] = <int>(y + (m <= 2))
+    month[0] = <int>m
+    day[0] = <int>d
+
+
+cdef object _timestamp2(uint64_t r, int fsp, object fn):
+    cdef int nbytes = (fsp + 1) // 2
+    cdef int bits = nbytes * 8
+    cdef uint64_t limit = 1
+    cdef uint64_t frac = 0
+    cdef uint64_t s = r >> bits
+    cdef int year, month, day, rest, n
+    cdef char text[32]
+    if nbytes:
+        limit = _FRAC_LIMIT[nbytes]
+        frac = r & ((<uint64_t>1 << bits) - 1)
+    if s == 0 or (nbytes and frac >= limit):
+        return fn(r, fsp)
+    _civil(<int64_t>(s // 86400), &year, &month, &day)
+    rest = <int>(s % 86400)
+    n = _put_date(text, year, month, day)
+    text[n] = b' '
+    n += 1
+    n += _put_hms(text + n, rest // 3600, rest % 3600 // 60, rest % 60)
+    if fsp:
+        text[n] = b'.'
+        n += 1
+        n += _put_digits(text + n, frac // 10 if fsp & 1 else frac, fsp)
+    return _ascii(text, n)
+
+
+cdef object _decimal_value(const unsigned char *p, _Decimal dec):
+    """NEWDECIMAL as ``columns.decimal_converter`` makes it: Decimal('[-]<unscaled>E-<scale>')."""
+    cdef int k, nbytes, d
+    cdef uint64_t g, top, unscaled = 0
+    cdef bint negative = False
+    cdef char text[48]
+    cdef int n = 0
+    if dec.precision > 18:
+        groups = []
+        for k in range(dec.ngroups):
+            nbytes = dec.sizes[k]
+            groups.append(_be(p, nbytes))
+            p += nbytes
+        return dec.convert(*groups)
+    for k in range(dec.ngroups):
+        nbytes = dec.sizes[k]
+        d = dec.digits[k]
+        g = _be(p, nbytes)
+        p += nbytes
+        if k == 0:
+            top = <uint64_t>1 << (nbytes * 8 - 1)
+            negative = g < top
+            if negative:
+                g ^= top - 1
+            else:
+                g -= top
+        elif negative:
+            g ^= (<uint64_t>1 << (nbytes * 8)) - 1
+        if g >= _POW10[d]:
+            raise Fallback
+        unscaled = unscaled * _POW10[d] + g
+    if negative:
+        text[n] = b'-'
+        n += 1
+    n += _put_uint(text + n, unscaled)
+    if dec.scale:
+        text[n] = b'E'
+        text[n + 1] = b'-'
+        n += 2
+        n += _put_uint(text + n, dec.scale)
+    return _decimal(_ascii(text, n))
+
+
+cdef inline int _put_uint(char *out, uint64_t v) noexcept:
+    cdef char tmp[24]
+    cdef int n = 0, i
+    if v == 0:
+        out[0] = b'0'
+        return 1
+    while v:
+        tmp[n] = <char>(48 + v % 10)
+        v //= 10
+        n += 1
+    for i in range(n):
+        out[i] = tmp[n - 1 - i]
+    return n
+
+
+cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, object row) except -1:
+    """Decode one image at ``pos`` into the (MISSING-filled) tuple ``row``; the position after it."""
+    cdef int n = layout.ncols
+    cdef int nb = (n + 7) // 8
+    cdef int k, kind, size, arg, prefix
+    cdef const unsigned char *p
+    cdef uint64_t u
+    cdef int64_t s
+    cdef Py_ssize_t length
+    cdef float f32
+    cdef double f64
+    cdef char text[16]
+    cdef object value
+    if pos + nb > end:
+        raise Fallback
+    cdef const unsigned char *nulls = buf + pos
+    pos += nb
+    for k in range(n):
+        if nulls[k >> 3] >> (k & 7) & 1:
+            value = None
+        else:
+            kind = layout.kind[k]
+            size = layout.size[k]
+            arg = layout.arg[k]
+            if kind == K_STRING:
+                if pos + arg > end:
+                    raise Fallback
+                length = <Py_ssize_t>_le(buf + pos, arg)
+                pos += arg
+                if length > end - pos:
+                    raise Fallback
+                value = PyBytes_FromStringAndSize(<const char *>buf + pos, length)
+                pos += length
+            else:
+                if kind == K_UNSUPPORTED or pos + size > end:
+                    raise Fallback
+                p = buf + pos
+                pos += size
+                if kind == K_INT:
+                    u = _le(p, size)
+                    if arg and size < 8 and u >> (size * 8 - 1):
+                        u |= ~((<uint64_t>1 << (size * 8)) - 1)
+                    if arg:
+                        value = PyLong_FromLongLong(<int64_t>u)
+                    else:
+                        value = PyLong_FromUnsignedLongLong(u)
+                elif kind == K_DATETIME2:
+                    value = _datetime2(_be(p, size), arg, layout.fns[k])
+                elif kind == K_TIMESTAMP2:
+                    value = _timestamp2(_be(p, size), arg, layout.fns[k])
+                elif kind == K_DECIMAL:
+                    value = _decimal_value(p, <_Decimal>layout.extras[k])
+                elif kind == K_LE_UINT:
+                    value = PyLong_FromUnsignedLongLong(_le(p, size))
+                elif kind == K_BE_UINT:
+                    value = PyLong_FromUnsignedLongLong(_be(p, size))
+                elif kind == K_DATE:
+                    u = _le(p, 3)
+                    if (u >> 9) > 9999 or (u >> 5 & 15) > 12:
+                        raise Fallback
+                    value = _ascii(text, _put_date(text, <int>(u >> 9), <int>(u >> 5 & 15), <int>(u & 31)))
+                elif kind == K_YEAR:
+                    value = PyLong_FromLongLong(p[0] + 1900 if p[0] else 0)
+                elif kind == K_FLOAT:
+                    memcpy(&f32, p, 4)
+                    value = PyFloat_FromDouble(<double>f32)
+                elif kind == K_DOUBLE:
+                    memcpy(&f64, p, 8)
+                    value = PyFloat_FromDouble(f64)
+                elif kind == K_BE_CALL:
+                    value = layout.fns[k](_be(p, size), arg)
+                elif kind == K_LE_CALL:
+                    u = _le(p, size)
+                    if arg and size < 8 and u >> (size * 8 - 1):
+                        u |= ~((<uint64_t>1 << (size * 8)) - 1)
+                        value = layout.fns[k](<int64_t>u)
+                    else:
+                        value = layout.fns[k](u)
+                elif kind == K_NULL_TYPE:
+                    value = None
+                else:
+                    raise Fallback
+        Py_INCREF(value)
+        PyTuple_SET_ITEM(row, layout.col[k], value)
+    return pos
+
+
+cdef inline void _set(object row, int i, object value):
+    Py_INCREF(value)
+    PyTuple_SET_ITEM(row, i, value)
+
+
+def decode_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end):
+    """Every image in ``data[pos:end]`` (WRITE_ROWS / DELETE_ROWS bodies); Fallback if one does not fit."""
+    cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef list out = []
+    cdef object row
+    if end > PyBytes_GET_SIZE(data):
+        end = PyBytes_GET_SIZE(data)
+    while pos < end:
+        row = _fresh(layout)
+        pos = _row(layout, buf, pos, end, row)
+        out.append(row)
+    return out
+
+
+def decode_pairs(Layout before, Layout after, bytes data, Py_ssize_t pos, Py_ssize_t end):
+    """(before, after) image pairs of an UPDATE_ROWS body."""
+    cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef list out = []
+    cdef object b, a
+    if end > PyBytes_GET_SIZE(data):
+        end = PyBytes_GET_SIZE(data)
+    while pos < end:
+        b = _fresh(before)
+        pos = _row(before, buf, pos, end, b)
+        a = _fresh(after)
+        pos = _row(after, buf, pos, end, a)
+        out.append((b, a))
+    return out
+
+
+cdef object _fresh(Layout layout):
+    """A tuple for one row: MISSING in the absent columns; the present ones are set by _row, which
+    replaces (without releasing) the MISSING reference it finds: so only absent slots get one."""
+    cdef object row = PyTuple_New(layout.width)
+    cdef object missing = layout.missing
+    cdef int i, k = 0
+    cdef int n = layout.ncols
+    for i in range(layout.width):
+        if k < n and layout.col[k] == i:
+            k += 1
+            continue
+        _set(row, i, missing)
+    return row
+
+
+# ---------------------------------------------------------------------------------------------
+# Statements of full images (sql.FullImageStatements, compiled)
+# ---------------------------------------------------------------------------------------------
+
+# Literal kinds (sql.compiled_statements writes the same numbers).
+DEF L_CALL = 0       # fn(value)
+DEF L_STR = 1        # str(value)
+DEF L_DECIMAL = 2    # format(value, "f")
+DEF L_TEMPORAL = 3   # "'" + value + "'"
+DEF L_TEXT = 4       # string_literal of a UTF-8 (or ASCII) charset; hex with the charset otherwise
+DEF L_HEX = 5        # hex_literal(bytes(value))
+DEF L_ASCII = 6      # string_literal of the ascii charset
+DEF L_ENUM = 7       # sql.EnumLiteral: fn.literals[index], or the index
+
+cdef const char *_HEX = b"0123456789abcdef"
+
+
+cdef class _Out:
+    """A growing UTF-8 buffer, read out as str."""
+
+    cdef char *data
+    cdef Py_ssize_t size
+    cdef Py_ssize_t cap
+
+    def __cinit__(self):
+        self.cap = 1024
+        self.size = 0
+        self.data = <char *>PyMem_Malloc(self.cap)
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    cdef int reserve(self, Py_ssize_t more) except -1:
+        cdef Py_ssize_t cap = self.cap
+        cdef char *grown
+        if self.size + more <= cap:
+            return 0
+        while cap < self.size + more:
+            cap *= 2
+        grown = <char *>PyMem_Realloc(self.data, cap)
+        if grown == NULL:
+            raise MemoryError()
+        self.data = grown
+        self.cap = cap
+        return 0
+
+    cdef inline int raw(self, const char *text, Py_ssize_t n) except -1:
+        self.reserve(n)
+        memcpy(self.data + self.size, text, n)
+        self.size += n
+        return 0
+
+    cdef inline int text(self, str s) except -1:
+        cdef Py_ssize_t n
+        cdef const char *p = PyUnicode_AsUTF8AndSize(s, &n)
+        return self.raw(p, n)
+
+    cdef str take(self):
+        cdef str s = PyUnicode_DecodeUTF8(self.data, self.size, NULL)
+        self.size = 0
+        return s
+
+
+cdef inline int _utf8_valid(const unsigned char *s, Py_ssize_t n) noexcept:
+    """Well-formed UTF-8 (Unicode Table 3-7): what Python's strict decoder accepts."""
+    cdef Py_ssize_t i = 0
+    cdef unsigned char c, c1
+    while i < n:
+        c = s[i]
+        if c < 0x80:
+            i += 1
+        elif c < 0xC2:
+            return 0
+        elif c < 0xE0:
+            if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
+                return 0
+            i += 2
+        elif c < 0xF0:
+            if i + 2 >= n:
+                return 0
+            c1 = s[i + 1]
+            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 > 0x9F) or (c1 & 0xC0) != 0x80:
+                return 0
+            if (s[i + 2] & 0xC0) != 0x80:
+                return 0
+            i += 3
+        elif c < 0xF5:
+            if i + 3 >= n:
+                return 0
+            c1 = s[i + 1]
+            if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F) or (c1 & 0xC0) != 0x80:
+                return 0
+            if (s[i + 2] & 0xC0) != 0x80 or (s[i + 3] & 0xC0) != 0x80:
+                return 0
+            i += 4
+        else:
+            return 0
+    return 1
+
+
+cdef int _hex(_Out out, const unsigned char *s, Py_ssize_t n, bytes charset) except -1:
+    """hex_literal(data, charset): `_cs 0x...`, or `_cs''` for no bytes."""
+    cdef Py_ssize_t i
+    cdef char *w
+    out.raw(b"_", 1)
+    out.raw(PyBytes_AS_STRING(charset), PyBytes_GET_SIZE(charset))
+    if n == 0:
+        out.raw(b"''", 2)
+        return 0
+    out.raw(b" 0x", 3)
+    out.reserve(2 * n)
+    w = out.data + out.size
+    for i in range(n):
+        w[2 * i] = _HEX[s[i] >> 4]
+        w[2 * i + 1] = _HEX[s[i] & 15]
+    out.size += 2 * n
+    return 0
+
+
+cdef int _text(_Out out, object value, bint ascii_only, bytes charset) except -1:
+    """string_literal(data, charset) for a charset whose Python codec is UTF-8 or ASCII: readable when
+    valid and free of backslashes and control characters, quotes doubled; hex otherwise."""
+    cdef const unsigned char *s
+    cdef Py_ssize_t n, i, quotes = 0
+    cdef unsigned char c
+    cdef char *w
+    if not PyBytes_CheckExact(value):
+        value = bytes(value)
+    s = <const unsigned char *>PyBytes_AS_STRING(value)
+    n = PyBytes_GET_SIZE(value)
+    for i in range(n):
+        c = s[i]
+        if c < 0x20 or c == 0x5C or c == 0x7F or (ascii_only and c >= 0x80):
+            return _hex(out, s, n, charset)
+        if c == 0x27:
+            quotes += 1
+    if not _utf8_valid(s, n):
+        return _hex(out, s, n, charset)
+    out.reserve(n + quotes + 2)
+    w = out.data + out.size
+    w[0] = b"'"
+    w += 1
+    for i in range(n):
+        w[0] = s[i]
+        w += 1
+        if s[i] == 0x27:
+            w[0] = b"'"
+            w += 1
+    w[0] = b"'"
+    out.size += n + quotes + 2
+    return 0
+
+
+cdef bytes _BINARY = b"binary"
+
+
+cdef int _literal(_Out out, int kind, object fn, bytes charset, object value) except -1:
+    cdef list literals
+    cdef str text
+    cdef long long number
+    cdef int overflow = 0
+    cdef char digits[24]
+    cdef Py_ssize_t n
+    if kind == L_STR and PyLong_CheckExact(value):
+        number = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if not overflow:
+            if number < 0:
+                out.raw(b"-", 1)
+                return out.raw(digits, _put_uint(digits, <uint64_t>(-(number + 1)) + 1))
+            return out.raw(digits, _put_uint(digits, <uint64_t>number))
+        return out.text(str(value))
+    if kind == L_ENUM and PyLong_CheckExact(value):
+        literals = <list>fn.literals
+        number = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if not overflow and 0 <= number < len(literals):
+            return out.text(literals[number])
+        return out.text(str(value))
+    if kind == L_TEMPORAL and PyUnicode_CheckExact(value):
+        out.raw(b"'", 1)
+        out.text(value)
+        return out.raw(b"'", 1)
+    if kind == L_TEXT or kind == L_ASCII:
+        return _text(out, value, kind == L_ASCII, charset)
+    if kind == L_HEX:
+        if not PyBytes_CheckExact(value):
+            value = bytes(value)
+        return _hex(out, <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), _BINARY)
+    if kind == L_DECIMAL:
+        if type(value) is _decimal:
+            text = str(value)  # three times as fast as format(value, "f"), and the same text unless
+            if "E" not in text:  # it is in exponent form (Decimal('1E-7'): '0.0000001' wanted)
+                return out.text(text)
+        return out.text(format(value, "f"))
+    if kind == L_STR:
+        return out.text(str(value))
+    if kind == L_TEMPORAL:
+        return out.text("'" + value + "'")
+    return out.text(fn(value))
+
+
+cdef class FullImages:
+    """INSERT, DELETE and UPDATE of one table for images without MISSING values: the same text as
+    sql._compile_full_images' generated functions, from the plan sql.compiled_statements builds."""
+
+    cdef int n
+    cdef int *vk  # literal kinds of the values and of the exact comparisons, in C
+    cdef int *wk
+    cdef str insert_head, delete_head, update_head, tail
+    cdef list v_kind, v_fn, v_cs, w_kind, w_fn, w_cs, eq, isnull, exact, null
+    cdef tuple by_value  # columns compared by value first: the key, or the lookup columns
+    cdef bint keyed
+    cdef _Out out
+    cdef public str source
+
+    def __init__(self, str insert_head, str delete_head, str update_head, str tail, tuple columns,
+                 tuple by_value, bint keyed):
+        cdef int i
+        self.insert_head = insert_head
+        self.delete_head = delete_head
+        self.update_head = update_head
+        self.tail = tail
+        self.n = len(columns)
+        self.v_kind, self.v_fn, self.v_cs, self.w_kind, self.w_fn, self.w_cs = [], [], [], [], [], []
+        self.eq, self.isnull, self.exact, self.null = [], [], [], []
+        for v_kind, v_fn, v_cs, w_kind, w_fn, w_cs, eq, isnull, exact, null in columns:
+            self.v_kind.append(v_kind)
+            self.v_fn.append(v_fn)
+            self.v_cs.append(v_cs)
+            self.w_kind.append(w_kind)
+            self.w_fn.append(w_fn)
+            self.w_cs.append(w_cs)
+            self.eq.append(eq)
+            self.isnull.append(isnull)
+            self.exact.append(exact)
+            self.null.append(null)
+        self.by_value = by_value
+        self.keyed = keyed
+        self.vk = <int *>PyMem_Malloc(sizeof(int) * (self.n + 1))
+        self.wk = <int *>PyMem_Malloc(sizeof(int) * (self.n + 1))
+        for i in range(self.n):
+            self.vk[i] = self.v_kind[i]
+            self.wk[i] = self.w_kind[i]
+        self.out = _Out()
+        self.source = "compiled (rollback/_speedups.pyx)"
+
+    def __dealloc__(self):
+        PyMem_Free(self.vk)
+        PyMem_Free(self.wk)
+
+    cdef int _value(self, int i, object v) except -1:
+        if v is None:
+            return self.out.raw(b"NULL", 4)
+        return _literal(self.out, self.vk[i], self.v_fn[i], self.v_cs[i], v)
+
+    cdef int _where(self, object image) except -1:
+        cdef _Out out = self.out
+        cdef bint first = True
+        cdef int i
+        cdef object v
+        for i in self.by_value:
+            if not first:
+                out.raw(b" AND ", 5)
+            first = False
+            v = image[i]
+            if v is None:
+                out.text(self.isnull[i])
+            else:
+                out.text(self.eq[i])
+                _literal(out, self.vk[i], self.v_fn[i], self.v_cs[i], v)
+        if self.keyed:
+            return 0
+        for i in range(self.n):
+            if not first:
+                out.raw(b" AND ", 5)
+            first = False
+            v = image[i]
+            if v is None:
+                out.text(self.null[i])
+            else:
+                out.text(self.exact[i])
+                _literal(out, self.wk[i], self.w_fn[i], self.w_cs[i], v)
+        return 0
+
+    cdef int _insert(self, tuple image) except -1:
+        cdef _Out out = self.out
+        cdef int i
+        if len(image) != self.n:
+            raise ValueError("image width differs from the table's")
+        out.text(self.insert_head)
+        for i in range(self.n):
+            if i:
+                out.raw(b", ", 2)
+            self._value(i, image[i])
+        return out.raw(b");", 2)
+
+    cdef int _delete(self, tuple image) except -1:
+        cdef _Out out = self.out
+        if len(image) != self.n:
+            raise ValueError("image width differs from the table's")
+        out.text(self.delete_head)
+        self._where(image)
+        return out.text(self.tail)
+
+    cdef int _update(self, tuple set_image, tuple where_image) except -1:
+        """Appends the UPDATE and returns 1, or appends nothing and returns 0 when nothing differs."""
+        cdef _Out out = self.out
+        cdef Py_ssize_t start = out.size
+        cdef int i
+        cdef bint any_set = False
+        cdef object s
+        if len(set_image) != self.n or len(where_image) != self.n:
+            raise ValueError("image width differs from the table's")
+        out.text(self.update_head)
+        for i in range(self.n):
+            s = set_image[i]
+            if where_image[i] != s:
+                if any_set:
+                    out.raw(b", ", 2)
+                any_set = True
+                out.text(self.eq[i])
+                self._value(i, s)
+        if not any_set:
+            out.size = start
+            return 0
+        out.raw(b" WHERE ", 7)
+        self._where(where_image)
+        out.text(self.tail)
+        return 1
+
+    def insert(self, image):
+        self.out.size = 0
+        self._insert(tuple(image))
+        return self.out.take()
+
+    def delete(self, image):
+        self.out.size = 0
+        self._delete(tuple(image))
+        return self.out.take()
+
+    def update(self, set_image, where_image):
+        self.out.size = 0
+        if not self._update(tuple(set_image), tuple(where_image)):
+            return None
+        return self.out.take()
+
+    def statements(self, str kind, list rows, bint forward):
+        """What invert_rows (flashback, newest row first) or forward_row (`sql`) render for these rows."""
+        cdef list out = []
+        cdef Py_ssize_t i, n = len(rows)
+        cdef int step = 1 if forward else -1
+        cdef Py_ssize_t first = 0 if forward else n - 1
+        cdef int op = self._op(kind, forward)
+        for i in range(n):
+            self.out.size = 0
+            if self._one(op, rows[first + step * i], forward):
+                out.append(self.out.take())
+        return out
+
+    cdef int _op(self, str kind, bint forward):
+        """0: INSERT, 1: DELETE, 2: UPDATE of each row."""
+        cdef int op = 0 if kind == "insert" else 1 if kind == "delete" else 2
+        if not forward and op != 2:
+            op = 1 - op  # a reverse INSERT is a DELETE and the other way round
+        return op
+
+    cdef int _one(self, int op, object row, bint forward) except -1:
+        """Append the statement of one row; 0 when an UPDATE changed nothing (nothing appended)."""
+        cdef tuple pair
+        if op == 0:
+            return self._insert(row) + 1
+        if op == 1:
+            return self._delete(row) + 1
+        pair = row
+        if forward:
+            return self._update(pair[1], pair[0])
+        return self._update(pair[0], pair[1])
+
+    def script(self, str kind, list rows, bint forward):
+        """(the statements as UTF-8 lines, their count, the longest one's bytes), as
+        sql.FullImageStatements.script makes them."""
+        cdef _Out out = self.out
+        cdef Py_ssize_t i, start, n = len(rows)
+        cdef Py_ssize_t longest = 0
+        cdef Py_ssize_t count = 0
+        cdef int step = 1 if forward else -1
+        cdef Py_ssize_t first = 0 if forward else n - 1
+        cdef int op = self._op(kind, forward)
+        out.size = 0
+        for i in range(n):
+            start = out.size
+            if not self._one(op, rows[first + step * i], forward):
+                continue
+            if out.size - start > longest:
+                longest = out.size - start
+            out.raw(b"\n", 1)
+            count += 1
+        data = PyBytes_FromStringAndSize(out.data, out.size)
+        out.size = 0
+        return data, count, longest

@@ -1,0 +1,169 @@
+"""The web form's tutorial, run for real (docs/tutorial-web.md): a bad DELETE undone from the browser.
+
+Playwright drives Debian's Chromium against `mysql-rollback serve` and the scratch MariaDB: the job's
+row changes filtered and searched, an UPDATE column by column with ENUM values as their names, one
+row's history, the Execute panel (what will run, the conflict check followed live, a conflicting row
+three ways: before and after the incident, now on the target), the typed target name, the commit
+and the applied badge. The screenshots it takes are the tutorial's (docs/images/).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.support import REPO
+from tests.support.app import ADMIN
+
+IMAGES = REPO / "docs" / "images"
+ORDERS = [
+    (1, "ada", "shipped", "12.50"),
+    (2, "bob", "new", "7.00"),
+    (3, "cy", "paid", "30.00"),
+    (4, "dee", "new", "3.20"),
+    (5, "eve", "paid", "99.90"),
+    (6, "fay", "new", "15.00"),
+]
+
+
+def _rows(server):
+    return server.query("SELECT id, customer, state, total FROM shop.orders ORDER BY id")
+
+
+def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
+    from playwright.sync_api import expect
+
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    scratch_server.run_sql(
+        [
+            "DROP DATABASE IF EXISTS shop",
+            "CREATE DATABASE shop",
+            "CREATE TABLE shop.orders (id INT PRIMARY KEY, customer VARCHAR(20), "
+            "state ENUM('new','paid','shipped') NOT NULL, total DECIMAL(8,2), tags SET('gift','rush') NOT NULL)",
+        ]
+        + [f"INSERT INTO shop.orders VALUES ({i}, '{c}', '{s}', {t}, '')" for i, c, s, t in ORDERS]
+    )
+    # The day's work, then the incident: every 'new' order deleted instead of one.
+    incident = scratch_server.run_sql(
+        [
+            "UPDATE shop.orders SET state = 'paid', total = 7.50, tags = 'gift,rush' WHERE id = 2",
+            "UPDATE shop.orders SET state = 'new' WHERE id = 2",
+            "DELETE FROM shop.orders WHERE state = 'new'",
+        ]
+    )
+    # After it, the application re-created order 4 for another customer: restoring 4 would overwrite it.
+    scratch_server.run_sql(["INSERT INTO shop.orders VALUES (4, 'gus', 'new', 44.00, 'rush')"])
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(60_000)
+    page.goto(service.url + "/login")
+    page.fill("#token", ADMIN)
+    page.click("button[type=submit]")
+
+    # 1. The job: the incident's range, database shop.
+    page.goto(service.url + "/jobs/new")
+    page.fill("#start_file", incident.start_file)
+    page.fill("#start_position", str(incident.start_position))
+    page.fill("#stop_file", incident.stop_file)
+    page.fill("#stop_position", str(incident.stop_position))
+    page.fill("#databases", "shop")
+    page.screenshot(path=str(IMAGES / "web-1-new-job.png"), full_page=True)
+    page.click("#start")
+    expect(page).to_have_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
+    job_url = page.url
+    expect(page.locator("#job-state")).to_have_text("succeeded", timeout=180_000)
+    page.reload()
+    # the change log itself (the API's JSON lines) names ENUM and SET values, as the page does
+    job_id = job_url.rsplit("/", 1)[1]
+    log = [json.loads(x) for x in service.request("GET", f"/api/jobs/{job_id}/changes").text.splitlines()]
+    assert log[0]["before"]["state"] == "new" and log[0]["after"] == {
+        "id": 2,
+        "customer": "bob",
+        "state": "paid",
+        "total": "7.50",
+        "tags": "gift,rush",
+    }
+
+    # 2. The row changes: all five, ENUMs by name; filtered to the DELETEs; searched.
+    changes = page.locator("#changes .change")
+    expect(changes).to_have_count(5, timeout=30_000)
+    expect(page.locator("#changes-shown")).to_have_text("changes 1–5 of 5")
+    first_update = page.locator('#changes .change[data-type="update"]').first
+    expect(first_update.locator('tr.changed[data-column="state"] td.before')).to_have_text("new")
+    expect(first_update.locator('tr.changed[data-column="state"] td.after')).to_have_text("paid")
+    expect(first_update.locator('tr.changed[data-column="total"]')).to_have_count(1)
+    expect(first_update.locator('tr.changed[data-column="tags"] td.after')).to_have_text("gift,rush")
+    expect(first_update.locator('tr[data-column="customer"]')).not_to_have_class(re.compile("changed"))
+    page.locator("#changes").screenshot(path=str(IMAGES / "web-2-row-changes.png"))
+    page.select_option("#f-type", "delete")
+    page.click("#apply-filters")
+    expect(changes).to_have_count(3)
+    for n in range(3):
+        expect(changes.nth(n)).to_have_attribute("data-type", "delete")
+    page.fill("#f-q", "dee")
+    page.click("#apply-filters")
+    expect(changes).to_have_count(1)
+    expect(changes.first).to_contain_text("3.20")
+    page.locator("#changes").screenshot(path=str(IMAGES / "web-3-filtered.png"))
+
+    # 3. One row's history: order 2 through the day, oldest first, ending deleted.
+    page.select_option("#f-type", "")
+    page.fill("#f-q", "bob")
+    page.click("#apply-filters")
+    page.locator('#changes .change[data-type="delete"] .history-link').click()
+    versions = page.locator("#row-history tr.version")
+    expect(versions).to_have_count(4)
+    assert [versions.nth(n).get_attribute("data-type") for n in range(4)] == [
+        "initial",
+        "update",
+        "update",
+        "delete",
+    ]
+    expect(versions.nth(0)).to_contain_text("new")
+    expect(versions.nth(1).locator("td.changed")).to_have_count(3)  # state, total and tags
+    expect(versions.nth(3)).to_contain_text("deleted")
+    page.screenshot(path=str(IMAGES / "web-4-row-history.png"), full_page=True)
+
+    # 4. Execute: what will run, the conflict check (followed live), order 4 three ways.
+    page.goto(job_url)
+    page.click("#execute")
+    expect(page).to_have_url(re.compile(r"/execute/\d+$"))
+    expect(page.locator("#what-will-run")).to_contain_text("shop.orders")
+    expect(page.locator("#plan-counts")).to_contain_text("delete")
+    expect(page.locator("#transaction-mode")).to_contain_text("all or nothing")
+    # the check runs in the background: the panel fills in when it ends (slow on a loaded machine)
+    expect(page.locator("#conflicts-found")).to_contain_text(
+        "1 row(s) changed since the incident", timeout=180_000
+    )
+    view = page.locator(".three-way")
+    expect(view).to_have_count(1)
+    expect(view).to_contain_text("id=4")
+    expect(view.locator('tr[data-column="customer"] td.before')).to_have_text("dee")
+    expect(view.locator('tr[data-column="customer"] td.after')).to_have_text("no row")
+    expect(view.locator('tr[data-column="customer"] td.now')).to_have_text("gus")
+    expect(view.locator('tr[data-column="state"] td.before')).to_have_text("new")
+    expect(page.locator("#side-effects-none")).to_be_visible()
+    page.screenshot(path=str(IMAGES / "web-5-execute-panel.png"), full_page=True)
+
+    # 5. The commit needs the target's name typed; skip the conflicting row, restore the others.
+    expect(page.locator("#confirm")).to_be_disabled()
+    page.fill("#confirm-target", "scratc")
+    expect(page.locator("#confirm")).to_be_disabled()
+    page.fill("#confirm-target", "scratch")
+    expect(page.locator("#confirm")).to_be_enabled()
+    page.check('input[name="on_conflict"][value="skip"]')
+    page.click("#confirm")
+    expect(page).to_have_url(re.compile(re.escape(job_url) + r"(#executions)?$"))
+    commit = page.locator("tr.execution").last
+    expect(commit).to_contain_text("commit")
+    expect(commit.locator('[data-field="state"]')).to_have_text("succeeded", timeout=180_000)
+    expect(page.locator("#job-applied")).to_contain_text("applied by ada", timeout=180_000)
+    page.screenshot(path=str(IMAGES / "web-6-applied.png"), full_page=True)
+    # everything in the range is undone: order 2 is back as it was before its two UPDATEs too
+    expected = [r for r in ORDERS if r[0] != 4] + [(4, "gus", "new", "44.00")]
+    assert [tuple(str(v) for v in r) for r in _rows(scratch_server)] == [
+        tuple(str(v) for v in r) for r in sorted(expected)
+    ]
+    page.goto(service.url + "/jobs")
+    expect(page.locator("#jobs .applied").first).to_have_text("applied")
+    page.close()

@@ -1,0 +1,327 @@
+"""The compiled hot path (rollback/_speedups.pyx) against the pure-Python one: a differential fuzz.
+
+Random tables (every column type the decoder reads, signed and unsigned, charsets, keys or none)
+and random row images (valid values, NULLs, and arbitrary bytes, which the compiled decoder must
+hand back to the Python one) go through both paths: the decoded rows, their change-log records and
+the rendered script must be the same bytes, or both paths must fail with the same error.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rollback
+from rollback import hotpath
+from rollback.binlog.columns import ColumnSpec, decimal_groups
+from rollback.binlog.constants import ColumnType as T
+from rollback.binlog.rowdecoder import RowDecoder
+from rollback.binlog.table_map import TableMap
+from rollback.records import image, record_json
+from rollback.schema import Column, TableSchema
+from rollback.sql import TableRenderer, _compile_full_images, compiled_plan
+from tests.support import REPO
+from tests.support.hotpath import compiled_core, outcome, same_values
+
+CORE = compiled_core()  # an ImportError here fails the module: the core must be built for the suite
+
+
+def test_the_compiled_core_is_built_from_the_current_source():
+    pyx = REPO / "rollback" / "_speedups.pyx"
+    built = Path(CORE.__file__)
+    assert built.stat().st_mtime >= pyx.stat().st_mtime, (
+        f"{built.name} is older than {pyx.name}: rebuild it (pip install -e ., or ./scripts/test)"
+    )
+    assert hotpath.CORE is CORE or os.environ.get(hotpath.PURE_ENV)
+
+
+def test_version_says_which_path_runs_and_the_environment_variable_forces_the_pure_one():
+    version = [sys.executable, "-m", "rollback.cli", "--version"]
+    env = {key: value for key, value in os.environ.items() if key != hotpath.PURE_ENV}
+    compiled = subprocess.run(version, env=env, capture_output=True, text=True, check=True, cwd=REPO)
+    assert compiled.stdout == f"mysql-rollback {rollback.__version__}, hot path: compiled\n"
+    pure = subprocess.run(
+        version, env={**env, hotpath.PURE_ENV: "1"}, capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert (
+        pure.stdout
+        == f"mysql-rollback {rollback.__version__}, hot path: pure Python ({hotpath.PURE_ENV} is set)\n"
+    )
+
+
+# ---- random tables ------------------------------------------------------------------------------------
+
+CHARSETS = ["utf8mb4", "utf8mb3", "ascii", "latin1", "binary", "cp1251", "gbk", None]
+TEXT = st.one_of(
+    st.binary(max_size=40),
+    st.text(max_size=20).map(lambda s: s.encode("utf-8", "surrogatepass")),
+    st.sampled_from(
+        [b"", b"it's", b"a\\b", b"\x00", b"caf\xc3\xa9", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"''"]
+    ),
+)
+JSON_DOCS = [
+    b"\x04\x00",
+    b"\x04\x01",
+    b"\x04\x02",
+    b"\x05\x07\x00",
+    b"\x0c\x03abc",
+    b"\x0c\x00",
+    b"\x0c\x02\\'",
+]
+
+
+def _int_column(draw) -> tuple[ColumnSpec, Column]:
+    code = draw(st.sampled_from([T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG]))
+    unsigned = draw(st.booleans())
+    return ColumnSpec(code, 0, unsigned), Column("", "int", unsigned=unsigned)
+
+
+def _fsp(draw) -> int:
+    return draw(st.integers(0, 6))
+
+
+@st.composite
+def columns(draw) -> tuple[ColumnSpec, Column]:
+    kind = draw(
+        st.sampled_from(
+            [
+                "int",
+                "float",
+                "double",
+                "year",
+                "date",
+                "time",
+                "datetime",
+                "timestamp",
+                "time2",
+                "datetime2",
+                "timestamp2",
+                "decimal",
+                "bit",
+                "enum",
+                "set",
+                "char",
+                "varchar",
+                "blob",
+                "json",
+                "geometry",
+                "null",
+                "old-decimal",
+            ]
+        )
+    )
+    if kind == "int":
+        return _int_column(draw)
+    simple = {"float": (T.FLOAT, 4, "float"), "double": (T.DOUBLE, 8, "double"), "year": (T.YEAR, 0, "year")}
+    if kind in simple:
+        code, meta, data_type = simple[kind]
+        return ColumnSpec(code, meta), Column("", data_type)
+    if kind == "date":
+        return ColumnSpec(T.DATE), Column("", "date")
+    if kind in ("time", "datetime", "timestamp"):  # MariaDB hires when fsp > 0
+        code = {"time": T.TIME, "datetime": T.DATETIME, "timestamp": T.TIMESTAMP}[kind]
+        return ColumnSpec(code, _fsp(draw)), Column("", kind)
+    if kind in ("time2", "datetime2", "timestamp2"):
+        code = {"time2": T.TIME2, "datetime2": T.DATETIME2, "timestamp2": T.TIMESTAMP2}[kind]
+        return ColumnSpec(code, _fsp(draw)), Column("", kind[:-1])
+    if kind == "decimal":
+        precision = draw(st.integers(1, 65))
+        scale = draw(st.integers(0, min(30, precision)))
+        return ColumnSpec(T.NEWDECIMAL, precision << 8 | scale), Column("", "decimal")
+    if kind == "bit":
+        bits = draw(st.integers(1, 64))
+        return ColumnSpec(T.BIT, bits // 8 << 8 | bits % 8), Column("", "bit")
+    if kind in ("enum", "set"):
+        code = T.ENUM if kind == "enum" else T.SET
+        pack = draw(st.integers(1, 2) if kind == "enum" else st.integers(1, 8))
+        members = tuple(
+            draw(st.lists(st.sampled_from(["a", "b'c", "x\\", "é", ""]), max_size=5, unique=True))
+        )
+        column = Column("", kind, enum_values=members if kind == "enum" else None)
+        column.set_values = members if kind == "set" else None
+        return ColumnSpec(T.STRING, code << 8 | pack), column
+    charset = draw(st.sampled_from(CHARSETS))
+    if kind == "char":
+        data_type = draw(st.sampled_from(["char", "binary", ""]))
+        return ColumnSpec(T.STRING, 0xFE << 8 | draw(st.integers(1, 255))), Column(
+            "", data_type, charset=charset
+        )
+    if kind == "varchar":
+        data_type = draw(st.sampled_from(["varchar", "varbinary", ""]))
+        return ColumnSpec(T.VARCHAR, draw(st.sampled_from([10, 255, 256, 3000]))), Column(
+            "", data_type, charset=charset
+        )
+    if kind == "blob":
+        data_type = draw(st.sampled_from(["text", "blob", ""]))
+        return ColumnSpec(T.BLOB, draw(st.integers(1, 4))), Column("", data_type, charset=charset)
+    if kind == "json":
+        return ColumnSpec(T.JSON, 4), Column("", "json")
+    if kind == "geometry":
+        return ColumnSpec(T.GEOMETRY, 4), Column("", "geometry")
+    if kind == "null":
+        return ColumnSpec(T.NULL), Column("", "")
+    return ColumnSpec(T.DECIMAL), Column("", "decimal")  # pre-5.0 DECIMAL: refused by both paths
+
+
+# ---- random values, as the binlog stores them -----------------------------------------------------------
+
+
+def _be(value: int, width: int) -> bytes:
+    return (value % (1 << (8 * width))).to_bytes(width, "big")
+
+
+def _frac(draw, fsp: int) -> tuple[int, int]:
+    """(bits, a stored fraction) of a *2 temporal column, sometimes out of range."""
+    nbytes = (fsp + 1) // 2
+    if not nbytes:
+        return 0, 0
+    limit = (100, 10_000, 1_000_000)[nbytes - 1]
+    return nbytes * 8, draw(st.integers(0, limit - 1) | st.integers(0, (1 << (8 * nbytes)) - 1))
+
+
+@st.composite
+def stored(draw, spec: ColumnSpec) -> bytes:
+    """The bytes of one non-NULL value: a valid one mostly, arbitrary bytes sometimes."""
+    width = spec.width
+    if spec.type == T.DATETIME2 and draw(st.integers(0, 4)):
+        bits, frac = _frac(draw, spec.meta)
+        year, month, day = draw(st.integers(0, 9999)), draw(st.integers(0, 12)), draw(st.integers(0, 31))
+        hms = draw(st.integers(0, 23)) << 12 | draw(st.integers(0, 59)) << 6 | draw(st.integers(0, 59))
+        intpart = ((year * 13 + month) << 5 | day) << 17 | hms
+        return _be((intpart + 0x80_0000_0000) << bits | frac, width or 0)
+    if spec.type == T.TIMESTAMP2 and draw(st.integers(0, 4)):
+        bits, frac = _frac(draw, spec.meta)
+        return _be(draw(st.integers(0, (1 << 32) - 1)) << bits | frac, width or 0)
+    if spec.type == T.DATE and draw(st.integers(0, 4)):
+        return (
+            draw(st.integers(0, 9999)) << 9 | draw(st.integers(0, 12)) << 5 | draw(st.integers(0, 31))
+        ).to_bytes(3, "little")
+    if spec.type == T.NEWDECIMAL and draw(st.integers(0, 4)):
+        out = bytearray()
+        for nbytes, digits in decimal_groups(spec.precision, spec.scale):
+            out += draw(st.integers(0, 10**digits - 1)).to_bytes(nbytes, "big")
+        out[0] |= 0x80
+        return bytes(b ^ 0xFF for b in out) if draw(st.booleans()) else bytes(out)
+    if width is not None:
+        return draw(st.binary(min_size=width, max_size=width))
+    if spec.type == T.JSON:
+        payload = draw(st.sampled_from(JSON_DOCS) | st.binary(max_size=8))
+    else:
+        payload = draw(TEXT)
+    prefix = 4 if spec.type in (T.JSON, T.GEOMETRY) else spec.meta if spec.type == T.BLOB else 2
+    if spec.type in (T.VARCHAR, T.STRING):
+        prefix = 2 if spec.length > 255 else 1
+    if spec.type == T.DECIMAL:
+        return b""
+    return len(payload).to_bytes(prefix, "little") + payload
+
+
+@st.composite
+def tables(draw):
+    cols = draw(st.lists(columns(), min_size=1, max_size=8))
+    specs = tuple(spec for spec, _ in cols)
+    schema_columns = []
+    for i, (_spec, column) in enumerate(cols):
+        column.name = draw(st.sampled_from([f"c{i}", f"c`{i}", f"é{i}"]))
+        schema_columns.append(column)
+    key = tuple(sorted(draw(st.sets(st.integers(0, len(cols) - 1), max_size=2))))
+    schema = TableSchema("db", "t", schema_columns, key, [], "ddl")
+    tmap = TableMap(
+        1,
+        1,
+        "db",
+        "t",
+        bytes(spec.type for spec in specs),
+        tuple(spec.meta for spec in specs),
+        (True,) * len(specs),
+        unsigned=tuple(spec.unsigned for spec in specs),
+    )
+    return specs, schema, tmap
+
+
+@st.composite
+def images(draw, specs: tuple[ColumnSpec, ...], present: int) -> bytes:
+    cols = [i for i in range(len(specs)) if present >> i & 1]
+    nulls = draw(st.integers(0, (1 << len(cols)) - 1)) if draw(st.booleans()) else 0
+    out = bytearray(nulls.to_bytes((len(cols) + 7) // 8, "little"))
+    for k, col in enumerate(cols):
+        if not nulls >> k & 1:
+            out += draw(stored(specs[col]))
+    return bytes(out)
+
+
+@st.composite
+def events(draw):
+    specs, schema, tmap = draw(tables())
+    full = (1 << len(specs)) - 1
+    present = full if draw(st.integers(0, 3)) else draw(st.integers(1, full))
+    present_after = full if present == full else draw(st.integers(1, full))
+    rows = draw(st.integers(1, 4))
+    before = [draw(images(specs, present)) for _ in range(rows)]
+    after = [draw(images(specs, present_after)) for _ in range(rows)]
+    if draw(st.integers(0, 9)) == 0:  # a cut event: the compiled decoder leaves it to the Python one
+        before[-1] = before[-1][: draw(st.integers(0, len(before[-1])))]
+    return specs, schema, tmap, present, present_after, before, after
+
+
+def _records(rows: list, tmap: TableMap, names: tuple[str, ...], update: bool) -> list[str]:
+    if update:
+        return [record_json({"b": image(b, tmap, names), "a": image(a, tmap, names)}) for b, a in rows]
+    return [record_json({"i": image(row, tmap, names)}) for row in rows]
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(events(), st.sampled_from(["mariadb", "mysql"]), st.booleans())
+def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where):
+    specs, schema, tmap, present, present_after, before_images, after_images = event
+    pure_b, pure_a = RowDecoder(specs, present), RowDecoder(specs, present_after)
+    fast_b, fast_a = RowDecoder(specs, present, CORE), RowDecoder(specs, present_after, CORE)
+    assert fast_b.compiled and not pure_b.compiled
+    single = b"".join(before_images)
+    pairs = b"".join(b + a for b, a in zip(before_images, after_images, strict=True))
+    names = schema.names
+    checks = [
+        (
+            outcome(pure_b.decode_rows, single, 0, len(single)),
+            outcome(fast_b.decode_rows, single, 0, len(single)),
+            False,
+        ),
+        (
+            outcome(pure_b.decode_pairs, pairs, 0, len(pairs), pure_a),
+            outcome(fast_b.decode_pairs, pairs, 0, len(pairs), fast_a),
+            True,
+        ),
+    ]
+    for pure, fast, update in checks:
+        assert pure[0] == fast[0], (pure, fast)
+        if pure[0] == "error":
+            assert pure == fast
+            continue
+        assert same_values(pure[1], fast[1])
+        assert outcome(_records, pure[1], tmap, names, update) == outcome(
+            _records, fast[1], tmap, names, update
+        )
+    renderer = outcome(TableRenderer, tmap, schema, flavour, full_where)
+    if renderer[0] == "error" or present != (1 << len(specs)) - 1:
+        return
+    rows_single = pure_b.decode_rows(single, 0, len(single)) if checks[0][0][0] == "ok" else None
+    rows_pairs = checks[1][0][1] if checks[1][0][0] == "ok" and present_after == present else None
+    pure_full = _compile_full_images(renderer[1])
+    fast_full = CORE.FullImages(*compiled_plan(renderer[1]))
+    for kind, rows in (("insert", rows_single), ("delete", rows_single), ("update", rows_pairs)):
+        if rows is None:
+            continue
+        for forward in (False, True):
+            assert outcome(pure_full.script, kind, rows, forward) == outcome(
+                fast_full.script, kind, rows, forward
+            )
+            assert outcome(pure_full.statements, kind, rows, forward) == outcome(
+                fast_full.statements, kind, rows, forward
+            )
