@@ -139,6 +139,7 @@ class Job:
             outputs.append((Path(str(plan_path) + ".part"), Path(plan_path)))
         try:
             summaries = self._run(out_dir, bool(changes_path), bool(plan_path), progress)
+            _tell(progress, "merging", self.report)
             with open(outputs[0][0], "wb") as script_out:
                 plan_out = open(outputs[1][0], "wb") if plan_path else None
                 try:
@@ -550,6 +551,24 @@ def _hold_back(
         for summary in execute(stale):
             done[summary.index] = summary
     return [done[index] for index in sorted(done)]
+
+
+def _tell(progress: ProgressCallback | None, phase: str, report: Report) -> None:
+    """A phase after the partitions starts (merging): the caller hears it once, with the range's totals
+    and the rows found. (Before the first partition's progress the caller knows it is planning.)"""
+    if progress is not None:
+        progress(
+            Progress(
+                report.bytes_total,
+                report.bytes_total,
+                report.events_total,
+                report.events_total,
+                report.partitions,
+                report.engine,
+                phase=phase,
+                rows=sum(report.counts.values()),
+            )
+        )
 
 
 def generate(

@@ -20,6 +20,10 @@ class Progress:
     events_total: int
     partitions: int
     engine: str
+    # decoding (each partition decodes, inverts and renders), then merging (the parts into one script;
+    # rows is then the number of row changes); a caller that has heard nothing yet is planning
+    phase: str = "decoding"
+    rows: int | None = None
 
     @property
     def fraction(self) -> float:
