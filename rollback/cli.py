@@ -6,7 +6,7 @@ import argparse
 import logging
 import os
 import sys
-import time
+from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import Any, NoReturn
@@ -24,13 +24,21 @@ from rollback import (
     RangeError,
     RollbackError,
 )
+from rollback.cli_connection import add_connection_options, bare_password, complete_dsn
 from rollback.cli_fetch import add_fetch_command
+from rollback.cli_habits import add_habit_options, normalise
+from rollback.cli_progress import for_stream as progress_display
+from rollback.cli_progress import jvm_output_to
+from rollback.cli_report import CommandReport, add_report_options, range_asked, report_path_in, write_outputs
 
 
 class _Parser(argparse.ArgumentParser):
     """Bad arguments are bad input: one line on stderr and exit 2 (argparse alone prints the whole usage)."""
 
+    last_error: str | None = None  # what the last refusal said (for the --report of a refused command line)
+
     def error(self, message: str) -> NoReturn:
+        _Parser.last_error = " ".join(message.split())
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
@@ -135,14 +143,29 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument("--stop-position", type=int, default=None, help="in the last file")
     decode.add_argument("--format", choices=("jsonl", "text"), default="jsonl")
     decode.add_argument("--no-verify", action="store_true", help="do not verify CRC32 checksums")
+    add_report_options(decode)
     decode.set_defaults(func=_decode)
 
     for name, help_text in (
         ("flashback", "reverse SQL for a binlog range, newest change first (optionally applied)"),
         ("sql", "the changes of a binlog range as SQL, in the order they happened"),
     ):
-        cmd = sub.add_parser(name, help=help_text, epilog=EXIT_CODES)
+        cmd = sub.add_parser(name, help=help_text, epilog=EXIT_CODES, add_help=False)
+        cmd.add_argument("--help", action="help", help="show this help (-h is the host, as in mysql)")
         _add_range_arguments(cmd)
+        add_connection_options(
+            cmd, "the server whose binlog is read (or, with local files, the schema server)"
+        )
+        add_habit_options(cmd)
+        add_report_options(cmd, junit="one case for the script, one for the execution")
+        cmd.add_argument(
+            "--quiet", action="store_true", help="no progress display (there is none off a terminal)"
+        )
+        cmd.add_argument(
+            "--debug",
+            action="store_true",
+            help="show Spark's own log lines (hidden otherwise) and a traceback on an internal error",
+        )
         cmd.set_defaults(func=_flashback, mode="flashback" if name == "flashback" else "forward")
 
     add_fetch_command(sub)
@@ -150,31 +173,57 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_verify_commands(sub)
     _add_plugin_commands(sub)
+    completion = sub.add_parser(
+        "completion",
+        help='print a shell completion script: eval "$(mysql-rollback completion bash)"',
+        description="Print the completion script of a shell (generated from this parser by shtab).",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "tcsh"))
+    completion.set_defaults(func=_completion)
     return parser
+
+
+def _completion(args: argparse.Namespace) -> int:
+    import shtab
+
+    sys.stdout.write(shtab.complete(build_parser(), shell=args.shell))
+    return EXIT_OK
 
 
 def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     from rollback import DEFAULT_LOCK_WAIT_TIMEOUT
 
-    cmd.add_argument(
+    files = cmd.add_argument(
         "files", nargs="*", metavar="BINLOG_FILE", help="binlog files, in log order (or --server)"
     )
+    files.complete = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}  # type: ignore[attr-defined]
     cmd.add_argument(
         "--server",
         metavar="DSN",
         help="read the range from this server over the replication protocol, spooled to local files "
         "(mysql://user:password@host:port/; without a password, $MYSQL_PWD); the schema comes from it too",
     )
-    cmd.add_argument("--start-file", metavar="FILE", help="with --server: the first binlog file of the range")
+    cmd.add_argument(
+        "--start-file",
+        metavar="FILE",
+        help="with --server: the first binlog file of the range (with --start/--stop-datetime: the window "
+        "is searched from it on)",
+    )
     cmd.add_argument(
         "--stop-file",
+        "--end-file",
         metavar="FILE",
         help="with --server: the last binlog file (default: the start file "
         "with --stop-position, else the current one)",
     )
-    cmd.add_argument("--start-position", type=int, help="in the first file (with --server: in --start-file)")
     cmd.add_argument(
-        "--stop-position", type=int, help="in the last file (with --server: in --stop-file, exclusive)"
+        "--start-position", "--start-pos", type=int, help="in the first file (with --server: in --start-file)"
+    )
+    cmd.add_argument(
+        "--stop-position",
+        "--end-pos",
+        type=int,
+        help="in the last file (with --server: in --stop-file, exclusive)",
     )
     cmd.add_argument("--gtid", help="MySQL GTID set, or MariaDB GTIDs/ranges (0-1-5,0-1-7..0-1-9)")
     cmd.add_argument(
@@ -194,9 +243,36 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --server: our replica server id (default: random, high)",
     )
-    cmd.add_argument("-d", "--database", action="append", default=[], help="only this database (repeatable)")
-    cmd.add_argument("-t", "--table", action="append", default=[], help="only DB.TABLE (repeatable)")
-    cmd.add_argument("--type", help="comma-separated: insert,update,delete")
+    cmd.add_argument(
+        "-d",
+        "--database",
+        "--databases",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="DB",
+        help="only these databases (several after one -d, or -d repeated)",
+    )
+    cmd.add_argument(
+        "-t",
+        "-T",
+        "--table",
+        "--tables",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="TABLE",
+        help="only these tables: DB.TABLE, or TABLE of the -d databases",
+    )
+    cmd.add_argument(
+        "--type",
+        "--sql-type",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="TYPE",
+        help="only these kinds: insert, update, delete (comma- or space-separated, any case)",
+    )
     cmd.add_argument("--thread-id", type=int)
     _add_pick_arguments(cmd)
     schema = cmd.add_mutually_exclusive_group()
@@ -224,7 +300,7 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a range that selects no row change is not an error (without it: exit 4)",
     )
-    cmd.add_argument("-o", "--output", help="script file (default: standard output)")
+    cmd.add_argument("-o", "--output", "-r", "--result-file", help="script file (default: standard output)")
     cmd.add_argument("--plan", help="also write the execution plan (JSON lines) here")
     cmd.add_argument(
         "--changes", help="also write the decoded changes here (JSON lines, or see --changes-format)"
@@ -330,13 +406,17 @@ def _flashback(args: argparse.Namespace) -> int:
     for option, values in (
         ("--database", args.database),
         ("--table", args.table),
-        ("--type", [args.type] if args.type else []),
+        ("--type", args.type),
         ("--gtid", [args.gtid] if args.gtid else []),
         ("--start-datetime", [args.start_datetime] if args.start_datetime else []),
         ("--stop-datetime", [args.stop_datetime] if args.stop_datetime else []),
     ):
         for value in values:
             check_plain(option, value)
+    normalise(args)
+    if args.debug:  # Spark's own log lines on stderr, and tracebacks of internal errors
+        os.environ.setdefault("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", "INFO")
+        os.environ["MYSQL_ROLLBACK_DEBUG"] = "1"
     if args.server:
         if args.files:
             raise RangeError("give binlog files or --server, not both")
@@ -357,16 +437,20 @@ def _flashback(args: argparse.Namespace) -> int:
                 f"{', '.join(alone)} {need} --server (with binlog files, give the files themselves)"
             )
         if not args.files:
-            raise RangeError("give binlog files, or --server DSN and a range")
+            raise RangeError(
+                "give binlog files, or a server (--server DSN, or -h HOST -u USER -p) and a range"
+            )
     for path in missing_local_files(args.files)[:1]:
-        raise RangeError(f"{path}: no such binlog file")
+        raise RangeError(
+            f"{path}: no such binlog file (with -R/--read-from-remote-server, names are the server's)"
+        )
     if args.engine not in {kind.value for kind in EngineKind}:  # a default from ENGINE_ENV is not checked
         raise RangeError(f"{ENGINE_ENV} must be one of {', '.join(kind.value for kind in EngineKind)}")
     if args.execute and not args.target:
         raise RangeError("--execute needs --target")
-    types = {t.strip().lower() for t in (args.type or "").split(",") if t.strip()}
-    if types - {"insert", "update", "delete"}:
-        raise RangeError(f"--type takes insert, update, delete (got {args.type})")
+    if args.target:
+        args.target = complete_dsn(args.target, args)
+    types = args.type
     schema: SchemaSource | None = None
     if args.schema_dsn:
         address = parse_dsn(args.schema_dsn)
@@ -378,6 +462,8 @@ def _flashback(args: argparse.Namespace) -> int:
             schema = schema_from_file(args.schema_file)
         except (OSError, UnicodeDecodeError) as exc:
             raise RangeError(f"--schema-file {args.schema_file}: cannot read it ({exc})") from None
+    outcome = args.outcome
+    outcome.range_asked = range_asked(args)
     binlog_server = None
     if args.server:
         rng, binlog_server = _server_range(args)
@@ -426,12 +512,23 @@ def _flashback(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
         script = args.output or os.path.join(tmp, "rollback.sql")
         plan = args.plan or (os.path.join(tmp, "plan.jsonl") if args.execute else None)
-        bar = _ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+        bar = None if args.quiet else progress_display(sys.stderr)
+        outcome.range_read = {
+            "files": [os.path.basename(f) for f in rng.files],
+            "start_position": rng.start_position,
+            "stop_position": rng.stop_position,
+        }
+        jvm_log = None if args.debug or args.engine == "local" else os.path.join(tmp, "spark.log")
         try:
-            report = generate(rng, filters, options, script, plan, args.changes, progress=bar)
+            with jvm_output_to(jvm_log):
+                report = generate(rng, filters, options, script, plan, args.changes, progress=bar)
+        except RollbackError as exc:
+            outcome.cases.append(("generate the script", exc.one_line()))
+            raise
         finally:
-            if bar is not None:
+            if bar is not None and not args.execute:
                 bar.close()
+        _record_generation(outcome, report)
         if not args.output:
             with open(script, encoding="utf-8") as f:
                 for line in f:
@@ -451,8 +548,14 @@ def _flashback(args: argparse.Namespace) -> int:
                     t.strip() for item in args.accept_non_transactional for t in item.split(",") if t.strip()
                 ],
                 lock_wait_timeout=args.lock_wait_timeout,
+                observer=bar,
             )
+            if bar is not None:
+                bar.close()
             print(json.dumps({"execution": result.to_dict()}), file=sys.stderr)
+            outcome.extra["execution"] = result.to_dict()
+            outcome.conflicts = list(result.conflicts)
+            outcome.cases.append(("execute on the target", None))
     print(
         f"mysql-rollback: engine {report.engine} ({report.engine_reason}), {report.partitions} partition(s)",
         file=sys.stderr,
@@ -464,6 +567,31 @@ def _flashback(args: argparse.Namespace) -> int:
         )
         return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+def _record_generation(outcome: CommandReport, report: Any) -> None:
+    facts = report.to_dict()
+    outcome.counts = facts["counts"]
+    outcome.warnings = list(report.warnings)
+    outcome.range_read = {
+        **(outcome.range_read or {}),
+        "bytes": report.bytes_total,
+        "events": report.events_total,
+        "transactions": report.transactions,
+    }
+    outcome.extra["irreversible"] = facts["irreversible"]
+    outcome.extra["irreversible_count"] = report.irreversible_count
+    outcome.extra["statements"] = report.statements
+    outcome.extra["engine"] = report.engine
+    outcome.extra["schema_check"] = facts["schema_check"]
+    outcome.cases.append(
+        (
+            "generate the script",
+            f"{report.irreversible_count} row change(s) could not be restored"
+            if report.irreversible_count
+            else None,
+        )
+    )
 
 
 def _auto_spark_bytes() -> int:
@@ -502,6 +630,7 @@ def _server_range(args: argparse.Namespace) -> tuple[Any, Any]:
     )
     for warning in found.warnings:
         print(f"mysql-rollback: warning: {' '.join(warning.split())}", file=sys.stderr)
+    args.outcome.warnings.extend(" ".join(w.split()) for w in found.warnings)
     return found.rng, found.schema
 
 
@@ -521,49 +650,29 @@ def _size(text: str) -> int:
     return size
 
 
-class _ProgressBar:
-    """A one-line progress bar on a terminal: bytes and events of the range done."""
-
-    def __init__(self, out: Any, width: int = 30):
-        self.out = out
-        self.width = width
-        self.shown = False
-        self.last = 0.0
-
-    def __call__(self, p: Any) -> None:
-        now = time.monotonic()
-        if now - self.last < 0.2 and p.bytes_done < p.bytes_total:
-            return
-        self.last = now
-        filled = int(self.width * p.fraction)
-        self.out.write(
-            f"\r[{'#' * filled}{'.' * (self.width - filled)}] {100 * p.fraction:5.1f}% "
-            f"{p.bytes_done / 1e6:,.1f}/{p.bytes_total / 1e6:,.1f} MB "
-            f"{p.events_done:,}/{p.events_total:,} events ({p.engine}, {p.partitions} partitions)"
-        )
-        self.out.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.out.write("\n")
-            self.out.flush()
-
-
 def _decode(args: argparse.Namespace) -> int:
     render = rollback.record_json if args.format == "jsonl" else rollback.record_text
     out = sys.stdout
+    counts: Counter[tuple[str, str]] = Counter()
+    args.outcome.range_asked = {
+        "files": [os.path.basename(f) for f in args.files],
+        "start_position": args.start_position,
+        "stop_position": args.stop_position,
+    }
     with rollback.file_records(
         args.files, args.start_position, args.stop_position, not args.no_verify
     ) as records:
         try:
             for record in records:
+                counts[(f"{record['database']}.{record['table']}", record["type"])] += 1
                 out.write(render(record))
                 out.write("\n")
             out.flush()
         except BrokenPipeError:
             # whoever read our output went away (`| head`): stop quietly, as cat does
             os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+        finally:
+            args.outcome.counts = [{"table": t, "type": k, "rows": n} for (t, k), n in sorted(counts.items())]
     return 0
 
 
@@ -587,30 +696,74 @@ def _say(json_lines: bool, what: str, message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     from rollback import configure_logging
 
+    raw = list(sys.argv[1:] if argv is None else argv)
     try:
         json_lines = configure_logging() == "json"
     except RollbackError as exc:
         print(f"mysql-rollback: error: {exc.one_line()}", file=sys.stderr)
         return exc.exit_code
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(bare_password(raw))
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            _report_bad_arguments(raw, _Parser.last_error)
+        raise
+    args.outcome = outcome = CommandReport(args.command)
+    code = _run(args, json_lines)
+    outcome.exit_code = code
+    try:
+        write_outputs(args, outcome)
+    except OSError as exc:
+        _say(json_lines, "error", f"cannot write the report: {' '.join(str(exc).split())}")
+        return code or EXIT_REFUSED
+    return code
+
+
+def _run(args: argparse.Namespace, json_lines: bool) -> int:
+    outcome: CommandReport = args.outcome
     try:
         return int(args.func(args) or 0)
     except RollbackError as exc:
         _say(json_lines, "error", exc.one_line())
+        outcome.error = exc.one_line()
+        if exc.exit_code == EXIT_REFUSED:
+            outcome.refusals.append(exc.one_line())
+        result = getattr(exc, "result", None)
+        if result is not None and hasattr(result, "to_dict"):
+            outcome.extra["execution"] = result.to_dict()
+            outcome.conflicts = list(getattr(result, "conflicts", []))
+        if getattr(args, "execute", False) and len(outcome.cases) == 1:
+            outcome.cases.append(("execute on the target", exc.one_line()))
         return exc.exit_code
     except KeyboardInterrupt:
         _say(json_lines, "", "interrupted")
+        outcome.error = "interrupted"
         return EXIT_INTERRUPTED
     except OSError as exc:  # an output path that cannot be written, a file that vanished...
         _say(json_lines, "error", " ".join(str(exc).split()))
+        outcome.error = " ".join(str(exc).split())
         return EXIT_REFUSED
     except Exception as exc:  # a bug: still one line, never a traceback (MYSQL_ROLLBACK_DEBUG=1 shows it)
         if os.environ.get("MYSQL_ROLLBACK_DEBUG"):
             raise
         text = " ".join(str(exc).split())[:500]
         _say(json_lines, "internal error", f"{type(exc).__name__}: {text} (please report it)")
+        outcome.error = f"internal error: {type(exc).__name__}: {text}"
         return EXIT_INTERNAL
+
+
+def _report_bad_arguments(raw: list[str], message: str | None) -> None:
+    """A command line argparse refused still leaves its --report, when one was named."""
+    command, path = report_path_in(raw)
+    if not path:
+        return
+    refused = CommandReport(command or "", exit_code=EXIT_REFUSED, error=message or "bad arguments")
+    refused.refusals.append(refused.error or "")
+    try:
+        write_outputs(argparse.Namespace(report=path), refused)
+    except OSError:
+        pass  # the one line argparse printed says what is wrong
 
 
 if __name__ == "__main__":

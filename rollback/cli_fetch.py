@@ -11,6 +11,13 @@ import os
 import sys
 from pathlib import Path
 
+from rollback.cli_connection import (
+    add_connection_options,
+    complete_dsn,
+    connection_given,
+    server_from_options,
+)
+from rollback.cli_report import add_report_options
 from rollback.errors import SourceError
 from rollback.sources.ranges import position_range
 from rollback.sources.server import BinlogServer
@@ -26,15 +33,17 @@ def default_fetch_dir() -> Path:
 def add_fetch_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "fetch",
+        add_help=False,
         help="copy a server's binlog range into local binlog files",
         description="Read a range of a server's binary log over the replication protocol and write it "
         "as local binlog files (like mysqlbinlog --read-from-remote-server --raw). Prints the files.",
     )
+    parser.add_argument("--help", action="help", help="show this help (-h is the host, as in mysql)")
     parser.add_argument(
         "--server",
-        required=True,
         metavar="DSN",
-        help="mysql://user:password@host:port/ (without a password, $MYSQL_PWD is used)",
+        help="mysql://user:password@host:port/ (without a password: -p, an option file or $MYSQL_PWD); "
+        "or -h/-P/-u/-p",
     )
     parser.add_argument(
         "--start-file", required=True, metavar="FILE", help="first binlog file, e.g. mysql-bin.000042"
@@ -63,19 +72,37 @@ def add_fetch_command(subparsers: argparse._SubParsersAction) -> argparse.Argume
     parser.add_argument(
         "--name", default=None, help="the server's directory in the spool (default: host_port)"
     )
+    add_connection_options(parser, "the server")
+    add_report_options(parser)
     parser.set_defaults(func=run_fetch)
     return parser
 
 
 def run_fetch(args: argparse.Namespace) -> int:
+    if args.server and connection_given(args):
+        raise SourceError("give the server as --server DSN or as -h/-P/-u/-p, not both")
+    if not args.server and not connection_given(args):
+        raise SourceError("fetch needs the server: --server DSN, or -h HOST -u USER -p")
+    dsn = complete_dsn(args.server, args) if args.server else server_from_options(args)
     spool_dir = args.spool if args.spool is not None else default_fetch_dir()
-    with BinlogServer(args.server, server_id=args.server_id) as server:
+    with BinlogServer(dsn, server_id=args.server_id) as server:
         server.check()
         rng = position_range(server, args.start_file, args.start_position, args.stop_file, args.stop_position)
         try:
             spool = spool_range(server, rng, spool_dir, args.name)
         except OSError as exc:
             raise SourceError(f"cannot write the spool in {spool_dir}: {exc.strerror or exc}") from None
+    args.outcome.range_asked = {
+        k: v
+        for k, v in (
+            ("start_file", args.start_file),
+            ("start_position", args.start_position),
+            ("stop_file", args.stop_file),
+            ("stop_position", args.stop_position),
+        )
+        if v is not None
+    }
+    args.outcome.range_read = {"files": [str(spooled.path) for spooled in spool.files]}
     for spooled in spool.files:
         print(spooled.path)
     sys.stdout.flush()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from pathlib import Path
 
 from rollback.checksum import (
     ChecksumError,
@@ -19,6 +21,14 @@ from rollback.checksum import (
     tables_of_database,
     take_from_server,
 )
+from rollback.cli_connection import (
+    add_connection_options,
+    complete_dsn,
+    connection_given,
+    server_from_options,
+)
+from rollback.cli_report import CommandReport, add_report_options
+from rollback.cli_service import add_service_options, fetch_plan
 from rollback.errors import EXIT_DIFFERS, RollbackError
 from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT, connect, redact
 from rollback.verify import VerifyResult, junit_xml, plan_tables, verify_plan
@@ -27,15 +37,21 @@ from rollback.verify import VerifyResult, junit_xml, plan_tables, verify_plan
 def add_verify_commands(sub: argparse._SubParsersAction) -> None:
     checksum = sub.add_parser(
         "checksum",
+        add_help=False,
         help="record what tables hold (JSON), to verify a rollback against later",
         description="Write a checksum of each table: its columns, its key and a digest per row.",
     )
-    checksum.add_argument("dsn", metavar="DSN", help="mysql://user:password@host:port/")
+    checksum.add_argument("--help", action="help", help="show this help (-h is the host, as in mysql)")
+    checksum.add_argument(
+        "dsn", nargs="?", metavar="DSN", help="mysql://user:password@host:port/ (or -h/-P/-u/-p)"
+    )
+    add_connection_options(checksum, "the server")
     checksum.add_argument("--table", "-t", action="append", default=[], metavar="DB.TABLE")
     checksum.add_argument(
         "--database", "-d", action="append", default=[], metavar="DB", help="every table of DB"
     )
     checksum.add_argument("--output", "-o", metavar="FILE", help="write here instead of standard output")
+    add_report_options(checksum)
     checksum.set_defaults(func=_checksum)
 
     verify = sub.add_parser(
@@ -46,7 +62,10 @@ def add_verify_commands(sub: argparse._SubParsersAction) -> None:
         epilog=f"exit codes: 0 every table restored; 2 bad input or refusal; 3 a conflict or a failed "
         f"statement; {EXIT_DIFFERS} a table differs from its expected state",
     )
-    verify.add_argument("--plan", required=True, help="the plan of `flashback --plan FILE`")
+    plan = verify.add_mutually_exclusive_group(required=True)
+    plan.add_argument("--plan", help="the plan of `flashback --plan FILE`")
+    plan.add_argument("--job", metavar="ID", help="the plan of this service job (with --service and a token)")
+    add_service_options(verify)
     verify.add_argument("--target", required=True, metavar="DSN", help="the scratch server holding the copy")
     expected = verify.add_mutually_exclusive_group(required=True)
     expected.add_argument("--expected", metavar="FILE", help="checksums taken before the change")
@@ -59,14 +78,19 @@ def add_verify_commands(sub: argparse._SubParsersAction) -> None:
     verify.add_argument("--accept-cascades", action="store_true")
     verify.add_argument("--accept-non-transactional", action="append", default=[], metavar="TABLE[,TABLE]")
     verify.add_argument("--lock-wait-timeout", type=int, default=DEFAULT_LOCK_WAIT_TIMEOUT, metavar="SECONDS")
-    verify.add_argument("--report", metavar="FILE", help="write the result as JSON (on failure too)")
-    verify.add_argument("--junit", metavar="FILE", help="write a JUnit XML file, one case per table")
+    add_report_options(verify, junit="one case per table (and one for the execution when it failed)")
     verify.set_defaults(func=_verify)
 
 
 def _checksum(args: argparse.Namespace) -> int:
     if not args.table and not args.database:
         raise ChecksumError("give --table DB.TABLE or --database DB (repeatable)")
+    for name in args.table:
+        if "." not in name:
+            raise ChecksumError(f"--table {name}: give it as DB.TABLE")
+    if args.dsn and connection_given(args):
+        raise ChecksumError("give the server as DSN or as -h/-P/-u/-p, not both")
+    args.dsn = complete_dsn(args.dsn, args) if args.dsn else server_from_options(args)
     conn = connect(args.dsn)
     try:
         tables = list(args.table)
@@ -78,6 +102,8 @@ def _checksum(args: argparse.Namespace) -> int:
         taken = take_from_server(conn, tables)
     finally:
         conn.close()
+    args.outcome.extra["server"] = redact(args.dsn)
+    args.outcome.extra["tables"] = [{"table": name, "rows": t.row_count} for name, t in sorted(taken.items())]
     text = json.dumps(document(taken, server=redact(args.dsn)), ensure_ascii=False, indent=1) + "\n"
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -98,7 +124,21 @@ def _expected(args: argparse.Namespace, tables: list[str]) -> dict[str, TableChe
 
 
 def _verify(args: argparse.Namespace) -> int:
-    result = VerifyResult(args.plan, redact(args.target), args.keep)
+    args.target = complete_dsn(args.target, args)
+    if args.expected_server:
+        args.expected_server = complete_dsn(args.expected_server, args)
+    if args.job is None:
+        return _verify_plan(args)
+    args.outcome.extra.update(job=args.job)
+    args.plan_label = f"job {args.job}"
+    with tempfile.TemporaryDirectory(prefix="mysql-rollback-") as tmp:
+        args.plan = str(Path(tmp) / f"job-{args.job}.plan.jsonl")
+        fetch_plan(args, Path(args.plan))
+        return _verify_plan(args)
+
+
+def _verify_plan(args: argparse.Namespace) -> int:
+    result = VerifyResult(getattr(args, "plan_label", None) or args.plan, redact(args.target), args.keep)
     try:
         tables = sorted(set(plan_tables(args.plan)) | set(args.table))
         verify_plan(
@@ -118,9 +158,9 @@ def _verify(args: argparse.Namespace) -> int:
         result.error = exc.one_line()
         result.exit_code = exc.exit_code
         result.execution = getattr(exc, "result", None) or result.execution
-        _write(args, result)
+        _record(args.outcome, result)
         raise
-    _write(args, result)
+    _record(args.outcome, result)
     for verdict in result.verdicts:
         print(verdict.line(), file=sys.stderr if not verdict.ok else sys.stdout)
     if result.exit_code:
@@ -129,11 +169,11 @@ def _verify(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def _write(args: argparse.Namespace, result: VerifyResult) -> None:
-    if args.report:
-        with open(args.report, "w", encoding="utf-8") as f:
-            json.dump(result.to_dict(), f, ensure_ascii=False, indent=1)
-            f.write("\n")
-    if args.junit:
-        with open(args.junit, "wb") as f:
-            f.write(junit_xml(result))
+def _record(outcome: CommandReport, result: VerifyResult) -> None:
+    """verify's report: the common fields, its own result words and per-table verdicts, its JUnit."""
+    facts = result.to_dict()
+    outcome.result = facts["result"]
+    outcome.extra.update(facts)
+    if result.execution is not None:
+        outcome.conflicts = list(result.execution.conflicts)
+    outcome.junit = junit_xml(result)

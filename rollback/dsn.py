@@ -1,7 +1,9 @@
 """Server DSNs, `mysql://user:password@host:port/[database]`: the one parser (SQLAlchemy's make_url).
 
-User and password are percent-decoded (`p%40ss` is `p@ss`). Each caller states what it needs of
-the parsed form (a host, no database) and says so in its own words.
+User and password are percent-decoded (`p%40ss` is `p@ss`): a password holding `@ : / % # ?` is
+written with those characters percent-encoded (`%40 %3A %2F %25 %23 %3F`). An `@` left unencoded
+is refused with that advice rather than read as part of the host. Each caller states what it
+needs of the parsed form (a host, no database) and says so in its own words.
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ from rollback.errors import SourceError
 SCHEMES = ("mysql", "mariadb")
 DEFAULT_PORT = 3306
 SHAPE = "mysql://user:password@host:3306/"
+ENCODING = (
+    "write a user's or password's special characters percent-encoded "
+    "(@ as %40, : as %3A, / as %2F, % as %25, # as %23, ? as %3F, space as %20), or give the password "
+    "apart (-p, $MYSQL_PWD, an option file)"
+)
+ENCODE_ADVICE = f"server DSN holds more than one '@': {ENCODING}"
 
 
 class DsnError(SourceError):
@@ -39,9 +47,13 @@ def parse_dsn(text: str) -> Dsn:
         url = make_url(text)
         port = url.port
     except (ArgumentError, ValueError):
-        raise DsnError(f"malformed server DSN (expected {SHAPE})") from None
+        if text.count("@") > 1:
+            raise DsnError(ENCODE_ADVICE) from None
+        raise DsnError(f"malformed server DSN (expected {SHAPE}; {ENCODING})") from None
     if url.drivername not in SCHEMES:
         raise DsnError(f"server DSN must look like {SHAPE} (got scheme {url.drivername!r})")
+    if "@" in (url.host or "") or "@" in (url.database or "").split("#", 1)[0]:
+        raise DsnError(ENCODE_ADVICE)
     database = url.database or ""
     fragment = "#" in database
     return Dsn(

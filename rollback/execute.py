@@ -477,6 +477,21 @@ def _preflight(factory: Callable[[], Any], plan: list[dict[str, Any]]) -> SideEf
         _close_quietly(conn)
 
 
+def _refuse_ddl(plan: list[dict[str, Any]]) -> None:
+    """A `--ddl reverse` plan holds inverse DDL: it commits implicitly, so neither the dry run nor the
+    one checked transaction could hold it. Refused before connecting."""
+    ddl = next((step for step in plan if step.get("type") == "ddl"), None)
+    if ddl is None:
+        return
+    count = sum(1 for step in plan if step.get("type") == "ddl")
+    raise ExecutionRefused(
+        f"refused, nothing was run: the plan holds {count} inverse DDL statement(s) (--ddl reverse), "
+        f"the first at {ddl.get('file')}:{ddl.get('pos')}: {str(ddl.get('sql'))[:120]}; DDL commits "
+        "implicitly and cannot run inside the checked transaction: review the script and apply it with "
+        "the mysql client, or generate it with --ddl keep to execute it here"
+    )
+
+
 def execute_plan(
     plan_path: str | Path,
     target: Callable[[], Any] | str,
@@ -508,6 +523,7 @@ def execute_plan(
     if lock_wait_timeout < 1:
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
     plan = list(read_plan(plan_path))
+    _refuse_ddl(plan)
     factory = (lambda: connect(target)) if isinstance(target, str) else target
     found = _preflight(factory, plan)
     accepted = {t.strip().lower() for t in accept_non_transactional if t.strip()}

@@ -131,7 +131,8 @@ def check_server_range(
     gtid: str | None,
     timed: bool,
 ) -> None:
-    """A server range is one of: a start file (+ positions, stop file), GTIDs, a time window."""
+    """A server range is one of: a start file (+ positions, stop file), GTIDs, a time window; or a time
+    window within the files from a start file on."""
     if start_file is None and (start_position is not None or stop_file or stop_position is not None):
         raise RangeError("a position or a stop file on a server needs the start file it refers to")
     kinds = [
@@ -139,6 +140,8 @@ def check_server_range(
     ]
     if not kinds:
         raise RangeError("a server range needs a start file (with positions), GTIDs, or a time window")
+    if kinds == ["start file", "time window"]:
+        return  # a time window searched from the start file on, as binlog2sql and mysqlbinlog -R take it
     if len(kinds) > 1:
         raise RangeError(
             f"a server range is given by a start file, by GTIDs, or by a time window, not by {' and '.join(kinds)}"

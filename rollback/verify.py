@@ -49,7 +49,13 @@ class VerifyResult:
 
 
 def plan_tables(plan_path: str) -> list[str]:
-    tables = sorted({str(step["table"]) for step in read_plan(plan_path) if step.get("table")})
+    tables = sorted(
+        {
+            str(step["table"])
+            for step in read_plan(plan_path)
+            if step.get("table") and step.get("type") != "ddl"
+        }
+    )
     if not tables:
         raise RollbackError(f"{plan_path}: the plan holds no statement, so there is nothing to verify")
     return tables

@@ -564,6 +564,8 @@ def _append(plan: PartitionPlan, sub: PartitionPlan, ordinal: int) -> None:
     for key, found in sub.table_maps.items():
         plan.table_maps.setdefault(key, found)
     plan.signatures |= sub.signatures
+    plan.ddl.extend(sub.ddl)  # files come in log order, and so do their DDL and table-map epochs
+    plan.map_epochs.extend(sub.map_epochs)
     plan.notes.extend(sub.notes)
     plan.unchecked.extend(sub.unchecked)
     plan.times.extend(sub.times)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from rollback.errors import DDLInRange, SchemaMismatch, SchemaUnproven
+from rollback.execute import ExecutionRefused, execute_plan
 from tests.support.restore import apply_with_client, flashback, range_args, run_cli, snapshot, span
 
 CREATE = "CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT, b VARCHAR(20), c DATE)"
@@ -129,7 +130,7 @@ def test_reverse_returns_schema_and_data_to_before_the_range(
     last = scratch_server.run_sql(
         [f"UPDATE {db}.t2 SET a = 12345678901 WHERE id = 3", f"DELETE FROM {db}.t2 WHERE id = 1"]
     )
-    script, _plan, report = flashback(
+    script, plan, report = flashback(
         scratch_server,
         span(scratch_server, first, last),
         tmp_path,
@@ -140,6 +141,13 @@ def test_reverse_returns_schema_and_data_to_before_the_range(
     text = script.read_text()
     assert f"RENAME TABLE `{db}`.`t2` TO `{db}`.`t`;" in text
     assert f"ALTER TABLE `{db}`.`t` DROP COLUMN `d`;" in text
+    # DDL commits implicitly: the checked execution refuses the plan before connecting, nothing runs.
+    state_after = snapshot(scratch_server, [f"{db}.t2"])
+    with pytest.raises(
+        ExecutionRefused, match=r"4 inverse DDL statement\(s\) \(--ddl reverse\).*mysql client"
+    ):
+        execute_plan(plan, scratch_server.dsn, commit=True)
+    assert snapshot(scratch_server, [f"{db}.t2"]) == state_after
     apply_with_client(scratch_server, script)
     assert scratch_server.query(f"SHOW CREATE TABLE {db}.t")[0][1] == create_before
     assert snapshot(scratch_server, [f"{db}.t"]) == state_before

@@ -146,10 +146,13 @@ def test_progress_reaches_the_totals_of_the_plan(engine, corpus_file, tmp_path, 
     seen: list[Progress] = []
     options = Options(mode="changes", engine=engine, partition_bytes=128 << 10)
     report = generate(rng, Filters(), options, tmp_path / "s.sql", progress=seen.append)
-    assert seen and seen[-1].bytes_done == seen[-1].bytes_total == report.bytes_total
-    assert seen[-1].events_done == seen[-1].events_total == report.events_total
-    assert [p.bytes_done for p in seen] == sorted(p.bytes_done for p in seen)
-    assert {p.engine for p in seen} == {engine} and seen[0].partitions == report.partitions > 5
+    assert seen[-1].phase == "merging" and {p.phase for p in seen[:-1]} == {"decoding"}
+    assert seen[-1].rows == sum(report.counts.values()) > 0
+    decoding = [p for p in seen if p.phase == "decoding"]
+    assert decoding and decoding[-1].bytes_done == decoding[-1].bytes_total == report.bytes_total
+    assert decoding[-1].events_done == decoding[-1].events_total == report.events_total
+    assert [p.bytes_done for p in decoding] == sorted(p.bytes_done for p in decoding)
+    assert {p.engine for p in decoding} == {engine} and decoding[0].partitions == report.partitions > 5
 
 
 class _Stop(Exception):

@@ -37,6 +37,24 @@ NOT_RUNNABLE: list[tuple[str, str, str]] = [
     ("*", "docker ", "no Docker daemon on the test machine (tests/unit lints the Dockerfile with hadolint)"),
     (
         "README.md",
+        "mysql-rollback sql -h127.0.0.1 -P3306 -uadmin -p ",
+        "-p asks on a terminal and the times are an incident's: tests/server/test_cli_habits.py runs these "
+        "binlog2sql command lines (a pty for the prompt) against the scratch server",
+    ),
+    (
+        "README.md",
+        "mysql-rollback flashback --read-from-remote-server -h db1",
+        "-p asks on a terminal and the times are an incident's: tests/server/test_cli_habits.py runs these "
+        "mysqlbinlog command lines against the scratch server",
+    ),
+    (
+        "docs/ci.md",
+        "",
+        "its block runs whole, with the variables it documents ($SCRATCH_HOST, $SCRATCH_PORT, $SCRATCH_USER, "
+        "$MYSQL_PWD, change.sql), in tests/server/test_ci_doc.py: restored, and not restored",
+    ),
+    (
+        "README.md",
         'mysql-rollback flashback "$BINLOG" --engine spark --spark-master "$SPARK_MASTER"',
         "needs a Spark cluster: tests/cluster/test_readme_cluster.py runs it on the suite's standalone cluster",
     ),

@@ -210,3 +210,15 @@ def test_output_to_a_closed_pipe_stops_quietly(corpus_dir):
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=120) == 0
     assert stderr == ""
+
+
+def test_decode_report_counts_rows_per_table_and_type_and_a_failure(corpus_file, tmp_path):
+    report = tmp_path / "decode.json"
+    records(run(corpus_file(MINIMAL), "--report", report))
+    facts = json.loads(report.read_text())
+    assert facts["command"] == "decode" and facts["result"] == "ok" and facts["exit_code"] == 0
+    assert {(c["type"], c["rows"]) for c in facts["counts"]} == {("insert", 2), ("update", 1), ("delete", 1)}
+    assert facts["range_asked"]["files"] == ["minimal.binlog"]
+    one_line_error(run(corpus_file(MINIMAL), "--start-position", "5", "--report", report))
+    facts = json.loads(report.read_text())
+    assert facts["result"] == "refused" and facts["exit_code"] == 2 and facts["error"]

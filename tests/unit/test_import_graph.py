@@ -61,7 +61,20 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("execute", ("rollback.execute", "rollback.checksum", "rollback.verify", "rollback.target_rows")),
     ("job", ("rollback.job",)),
     ("door", ("rollback",)),
-    ("cli", ("rollback.cli", "rollback.cli_fetch", "rollback.cli_verify")),
+    (
+        "cli",
+        (
+            "rollback.cli",
+            "rollback.cli_fetch",
+            "rollback.cli_verify",
+            "rollback.cli_connection",
+            "rollback.cli_option_files",
+            "rollback.cli_habits",
+            "rollback.cli_report",
+            "rollback.cli_progress",
+            "rollback.cli_service",
+        ),
+    ),
 ]
 
 

@@ -323,6 +323,37 @@ def changes(
     return _paged(path, offset, limit, "application/x-ndjson", request)
 
 
+def plan_file(services: Services, job: Job) -> Path:
+    """The job's execution plan (the statements with their checks, JSON lines), as executions read
+    it; produced on the first request when the job did not ask for it (app/services/outputs.py)."""
+    return services.outputs.plan(job.id)
+
+
+@router.get(
+    "/{job_id}/plan",
+    description="The execution plan: one JSON object a line, each statement of the script with its check "
+    "(what `mysql-rollback verify --job` applies to a scratch copy). " + PAGE_DOC,
+    responses={
+        **ERRORS,
+        **NOT_FOUND,
+        **NOT_READY,
+        200: {"content": {"application/x-ndjson": {}}, "description": "the plan, one statement a line"},
+        206: {"content": {"application/x-ndjson": {}}, "description": "a byte range"},
+    },
+    response_class=FileResponse,
+)
+def plan(
+    job_id: str,
+    request: Request,
+    services: ServicesDep,
+    _: Viewer,
+    offset: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
+) -> Any:
+    job = finished_job(services, job_id)
+    return _paged(plan_file(services, job), offset, limit, "application/x-ndjson", request)
+
+
 @router.get("/{job_id}/summary", response_model=SummaryOut, responses={**ERRORS, **NOT_FOUND, **NOT_READY})
 def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
     """Rows per table and type, the largest transactions, warnings."""

@@ -24,16 +24,23 @@ def test_the_job_writes_to_open_text_streams_as_to_files(corpus_file, tmp_path):
     assert report.to_dict() == files.report.to_dict()
 
 
-def test_the_cli_progress_bar_shows_bytes_events_and_ends_its_line():
+def test_the_cli_progress_display_shows_each_phase_with_its_figures():
     import io
+    import re
 
-    from rollback.cli import _ProgressBar
+    from rollback import ExecutionProgress
+    from rollback.cli_progress import TerminalProgress, for_stream
 
+    assert for_stream(io.StringIO()) is None  # not a terminal: nothing drawn
     out = io.StringIO()
-    bar = _ProgressBar(out, width=10)
+    bar = TerminalProgress(out)  # planning until the first partition reports
     bar(Progress(5 << 20, 10 << 20, 50, 100, 4, "spark"))
     bar(Progress(10 << 20, 10 << 20, 100, 100, 4, "spark"))
+    bar(Progress(10 << 20, 10 << 20, 100, 100, 4, "spark", phase="merging", rows=1234))
+    bar.progress(ExecutionProgress("check", 7, 10, 7, None))
     bar.close()
-    text = out.getvalue()
-    assert text.startswith("\r[#####.....]  50.0% 5.2/10.5 MB 50/100 events (spark, 4 partitions)")
-    assert "\r[##########] 100.0% 10.5/10.5 MB 100/100 events" in text and text.endswith("\n")
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    for phase in ("planning", "decoding+rendering", "merging", "applying"):
+        assert phase in text, text
+    assert "10.5/10.5 MB · 100/100 events · 4 partition(s), spark" in text
+    assert "1,234 rows" in text and "7/10 statements · 7 rows (dry run)" in text and "eta" in text

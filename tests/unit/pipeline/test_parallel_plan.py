@@ -46,3 +46,19 @@ def test_an_error_in_a_later_file_is_the_same_typed_error(corpus_file):
             plan_range(rng, 256 << 10, processes=processes)
         errors.append(str(caught.value))
     assert errors[0] == errors[1] and errors[0].startswith(f"{second}: stop position")
+
+
+def test_a_range_of_several_files_keeps_every_files_ddl_and_table_map_epochs(corpus_file):
+    """The schema history (--ddl keep | reverse) reads the plan's DDL and table-map epochs: a range of
+    two files holds each file's own, in log order, with the second file's index."""
+    first, second = str(corpus_file(FOLDER + "binlog.000693")), str(corpus_file(FOLDER + "binlog.000694"))
+    alone = [plan_range(RangeSpec([path]), 256 << 10) for path in (first, second)]
+    assert alone[0].ddl or alone[1].ddl, "the files hold DDL"
+    expected_ddl = [d for d in alone[0].ddl] + [(1, *d[1:]) for d in alone[1].ddl]
+    expected_epochs = [(0, pos) for _, pos, _ in alone[0].map_epochs] + [
+        (1, pos) for _, pos, _ in alone[1].map_epochs
+    ]
+    for processes in (1, 2):
+        both = plan_range(RangeSpec([first, second]), 256 << 10, processes=processes)
+        assert both.ddl == expected_ddl
+        assert [(fi, pos) for fi, pos, _ in both.map_epochs] == expected_epochs
