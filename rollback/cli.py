@@ -552,14 +552,17 @@ def _flashback(args: argparse.Namespace) -> int:
             )
             if bar is not None:
                 bar.close()
-            print(json.dumps({"execution": result.to_dict()}), file=sys.stderr)
+            # One line on standard error: the execution's result, with the engine that wrote the plan.
+            engine = {"name": report.engine, "reason": report.engine_reason, "partitions": report.partitions}
+            print(json.dumps({"execution": result.to_dict(), "engine": engine}), file=sys.stderr)
             outcome.extra["execution"] = result.to_dict()
             outcome.conflicts = list(result.conflicts)
             outcome.cases.append(("execute on the target", None))
-    print(
-        f"mysql-rollback: engine {report.engine} ({report.engine_reason}), {report.partitions} partition(s)",
-        file=sys.stderr,
-    )
+    if not args.execute:
+        print(
+            f"mysql-rollback: engine {report.engine} ({report.engine_reason}), {report.partitions} partition(s)",
+            file=sys.stderr,
+        )
     if report.irreversible_count:
         print(
             f"mysql-rollback: {report.irreversible_count} row change(s) could not be restored (listed in the script header)",

@@ -193,13 +193,13 @@ def test_cli_execute_dry_run_then_commit(scratch_server, incident, tmp_path):
     out = tmp_path / "r.sql"
     dry = _cli(incident, scratch_server, "-o", str(out), "--execute", "--target", scratch_server.dsn)
     assert dry.returncode == 0, dry.stderr
-    assert json.loads(dry.stderr)["execution"]["dry_run"] is True
+    assert json.loads(dry.stderr.splitlines()[-1])["execution"]["dry_run"] is True
     assert snapshot(scratch_server, TABLES) == incident["after"]
     done = _cli(
         incident, scratch_server, "-o", str(out), "--execute", "--target", scratch_server.dsn, "--commit"
     )
     assert done.returncode == 0, done.stderr
-    execution = json.loads(done.stderr)["execution"]
+    execution = json.loads(done.stderr.splitlines()[-1])["execution"]
     assert execution["committed"] is True and execution["statements"] == 8
     assert snapshot(scratch_server, TABLES) == incident["before"]
     assert scratch_server.password not in dry.stdout + dry.stderr + done.stdout + done.stderr
@@ -227,7 +227,7 @@ def test_cli_conflict_exits_3_with_one_line(scratch_server, incident):
         "skip",
     )
     assert skipped.returncode == 0, skipped.stderr
-    assert json.loads(skipped.stderr)["execution"]["skipped"] == 1
+    assert json.loads(skipped.stderr.splitlines()[-1])["execution"]["skipped"] == 1
 
 
 def test_cli_failed_execution_exits_3_with_one_line(scratch_server, incident):
