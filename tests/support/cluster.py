@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -69,6 +70,28 @@ class SparkCluster:
     def executor_logs(self, work: Path) -> str:
         """Every executor's stderr under a worker's work dir (app-*/N/stderr)."""
         return "\n".join(p.read_text(errors="replace") for p in sorted(work.glob("app-*/*/stderr")))
+
+
+def _hiding_script(base: Path) -> str:
+    """The shell lines that hide the temporary directory from a worker. What every node has installed
+    (this checkout and its virtual environment, with pyspark) stays visible even when it lies under
+    the temporary directory, as a clone in /tmp does: it is bind-mounted aside first, then back."""
+    tmp = Path(tempfile.gettempdir()).resolve()
+    installed = {Path(__file__).resolve().parents[2], Path(sys.prefix).resolve(), spark_home().resolve()}
+    keep = sorted(p for p in installed if p.is_relative_to(tmp))
+    lines = ["set -e"]
+    holds = []
+    for index, path in enumerate(keep):
+        hold = base / "keep" / str(index)
+        hold.mkdir(parents=True, exist_ok=True)
+        holds.append(hold)
+        lines.append(f"mount --bind {shlex.quote(str(path))} {shlex.quote(str(hold))}")
+    lines.append(f"mount -t tmpfs tmpfs {shlex.quote(str(tmp))}")
+    for path, hold in zip(keep, holds, strict=True):
+        lines.append(f"mkdir -p {shlex.quote(str(path))}")
+        lines.append(f"mount --bind {shlex.quote(str(hold))} {shlex.quote(str(path))}")
+    lines.append('exec "$@"')
+    return "\n".join(lines)
 
 
 def _spawn(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
@@ -149,17 +172,7 @@ def spark_cluster() -> Iterator[SparkCluster]:
 
         cluster.processes.append(_spawn(worker(1), base / "logs" / "worker-1.log", env))
         # Another machine: a private tmpfs over the temporary directory, in its own mount namespace.
-        hide = [
-            "unshare",
-            "-m",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            'mount -t tmpfs tmpfs "$1" && shift && exec "$@"',
-            "sh",
-            tempfile.gettempdir(),
-        ]
+        hide = ["unshare", "-m", "--propagation", "private", "sh", "-c", _hiding_script(base), "sh"]
         cluster.processes.append(_spawn([*hide, *worker(2)], base / "logs" / "worker-2.log", env))
         deadline = time.monotonic() + START_SECONDS
         while True:
