@@ -3,62 +3,139 @@
 This package is the engine's one door: the service (app/) and the CLI import engine names only
 from here. `__all__` is the stable list of those names; docs/ARCHITECTURE.md says what each is for.
 Importing the package loads no Spark and opens no connection.
+
+The names load on first use (a module `__getattr__`, PEP 562): `import rollback` imports nothing
+else, and a command pays only for the modules of the names it uses (a plain `mysql-rollback
+flashback FILE` never imports the execution, the schema-history or the service's modules). The
+imports under TYPE_CHECKING are the same names for type checkers and for the import-graph test;
+`_WHERE` says where each lives at run time (tests/unit/test_import_graph.py holds the two and
+`__all__` to the same names).
 """
 
-from rollback.binlog.events import gtid_of
-from rollback.binlog.reader import BinlogFile
-from rollback.decode_files import file_records
-from rollback.dsn import Dsn, DsnError, parse_dsn, redact
-from rollback.errors import (
-    EXIT_INCOMPLETE,
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_REFUSED,
-    ConflictError,
-    RangeError,
-    RollbackError,
-    SourceError,
-)
-from rollback.execute import (
-    DEFAULT_LOCK_WAIT_TIMEOUT,
-    ExecutionCancelled,
-    ExecutionConflict,
-    ExecutionFailed,
-    ExecutionObserver,
-    ExecutionProgress,
-    ExecutionRefused,
-    connect,
-    execute_plan,
-)
-from rollback.hotpath import describe as hot_path
-from rollback.job import Job, generate
-from rollback.logs import configure_logging
-from rollback.pipeline.session import spark_status
-from rollback.pipeline.storage import missing_local_files
-from rollback.pipeline.warm import warm_spark
-from rollback.records import record_json, record_text
-from rollback.render_text import check_plain
-from rollback.report import Progress, ProgressCallback, Report
-from rollback.request import (
-    AUTO_SPARK_BYTES,
-    DEFAULT_ENGINE,
-    EngineKind,
-    Filters,
-    GtidFilter,
-    Options,
-    RangeSpec,
-    check_server_range,
-    check_window,
-    parse_datetime,
-    parse_engine,
-)
-from rollback.schema import SchemaSource, ServerSchema, schema_from_file
-from rollback.side_effects import SideEffects
-from rollback.sources.resolve import ServerSource, default_spool_dir, resolve_server_range
-from rollback.sources.spool import MANIFEST_SUFFIX
-from rollback.target_rows import RowNow, rows_now
-from rollback.version import __version__
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rollback.binlog.events import gtid_of
+    from rollback.binlog.reader import BinlogFile
+    from rollback.decode_files import file_records
+    from rollback.dsn import Dsn, DsnError, parse_dsn, redact
+    from rollback.errors import (
+        EXIT_INCOMPLETE,
+        EXIT_INTERNAL,
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_REFUSED,
+        ConflictError,
+        RangeError,
+        RollbackError,
+        SourceError,
+    )
+    from rollback.execute import (
+        DEFAULT_LOCK_WAIT_TIMEOUT,
+        ExecutionCancelled,
+        ExecutionConflict,
+        ExecutionFailed,
+        ExecutionObserver,
+        ExecutionProgress,
+        ExecutionRefused,
+        connect,
+        execute_plan,
+    )
+    from rollback.hotpath import describe as hot_path
+    from rollback.job import Job, generate
+    from rollback.logs import configure_logging
+    from rollback.pipeline.session import spark_status
+    from rollback.pipeline.storage import missing_local_files
+    from rollback.pipeline.warm import warm_spark
+    from rollback.records import record_json, record_text
+    from rollback.render_text import check_plain
+    from rollback.report import Progress, ProgressCallback, Report
+    from rollback.request import (
+        AUTO_SPARK_BYTES,
+        DEFAULT_ENGINE,
+        EngineKind,
+        Filters,
+        GtidFilter,
+        Options,
+        RangeSpec,
+        check_server_range,
+        check_window,
+        parse_datetime,
+        parse_engine,
+    )
+    from rollback.schema import SchemaSource, ServerSchema, schema_from_file
+    from rollback.side_effects import SideEffects
+    from rollback.sources.resolve import ServerSource, default_spool_dir, resolve_server_range
+    from rollback.sources.spool import MANIFEST_SUFFIX
+    from rollback.target_rows import RowNow, rows_now
+    from rollback.version import __version__
+
+# door name -> (module, name in it)
+_WHERE: dict[str, tuple[str, str]] = {
+    "gtid_of": ("rollback.binlog.events", "gtid_of"),
+    "BinlogFile": ("rollback.binlog.reader", "BinlogFile"),
+    "file_records": ("rollback.decode_files", "file_records"),
+    "Dsn": ("rollback.dsn", "Dsn"),
+    "DsnError": ("rollback.dsn", "DsnError"),
+    "parse_dsn": ("rollback.dsn", "parse_dsn"),
+    "redact": ("rollback.dsn", "redact"),
+    "EXIT_INCOMPLETE": ("rollback.errors", "EXIT_INCOMPLETE"),
+    "EXIT_INTERNAL": ("rollback.errors", "EXIT_INTERNAL"),
+    "EXIT_INTERRUPTED": ("rollback.errors", "EXIT_INTERRUPTED"),
+    "EXIT_OK": ("rollback.errors", "EXIT_OK"),
+    "EXIT_REFUSED": ("rollback.errors", "EXIT_REFUSED"),
+    "ConflictError": ("rollback.errors", "ConflictError"),
+    "RangeError": ("rollback.errors", "RangeError"),
+    "RollbackError": ("rollback.errors", "RollbackError"),
+    "SourceError": ("rollback.errors", "SourceError"),
+    "DEFAULT_LOCK_WAIT_TIMEOUT": ("rollback.execute", "DEFAULT_LOCK_WAIT_TIMEOUT"),
+    "ExecutionCancelled": ("rollback.execute", "ExecutionCancelled"),
+    "ExecutionConflict": ("rollback.execute", "ExecutionConflict"),
+    "ExecutionFailed": ("rollback.execute", "ExecutionFailed"),
+    "ExecutionObserver": ("rollback.execute", "ExecutionObserver"),
+    "ExecutionProgress": ("rollback.execute", "ExecutionProgress"),
+    "ExecutionRefused": ("rollback.execute", "ExecutionRefused"),
+    "connect": ("rollback.execute", "connect"),
+    "execute_plan": ("rollback.execute", "execute_plan"),
+    "hot_path": ("rollback.hotpath", "describe"),
+    "Job": ("rollback.job", "Job"),
+    "generate": ("rollback.job", "generate"),
+    "configure_logging": ("rollback.logs", "configure_logging"),
+    "spark_status": ("rollback.pipeline.session", "spark_status"),
+    "missing_local_files": ("rollback.pipeline.storage", "missing_local_files"),
+    "warm_spark": ("rollback.pipeline.warm", "warm_spark"),
+    "record_json": ("rollback.records", "record_json"),
+    "record_text": ("rollback.records", "record_text"),
+    "check_plain": ("rollback.render_text", "check_plain"),
+    "Progress": ("rollback.report", "Progress"),
+    "ProgressCallback": ("rollback.report", "ProgressCallback"),
+    "Report": ("rollback.report", "Report"),
+    "AUTO_SPARK_BYTES": ("rollback.request", "AUTO_SPARK_BYTES"),
+    "DEFAULT_ENGINE": ("rollback.request", "DEFAULT_ENGINE"),
+    "EngineKind": ("rollback.request", "EngineKind"),
+    "Filters": ("rollback.request", "Filters"),
+    "GtidFilter": ("rollback.request", "GtidFilter"),
+    "Options": ("rollback.request", "Options"),
+    "RangeSpec": ("rollback.request", "RangeSpec"),
+    "check_server_range": ("rollback.request", "check_server_range"),
+    "check_window": ("rollback.request", "check_window"),
+    "parse_datetime": ("rollback.request", "parse_datetime"),
+    "parse_engine": ("rollback.request", "parse_engine"),
+    "SchemaSource": ("rollback.schema", "SchemaSource"),
+    "ServerSchema": ("rollback.schema", "ServerSchema"),
+    "schema_from_file": ("rollback.schema", "schema_from_file"),
+    "SideEffects": ("rollback.side_effects", "SideEffects"),
+    "ServerSource": ("rollback.sources.resolve", "ServerSource"),
+    "default_spool_dir": ("rollback.sources.resolve", "default_spool_dir"),
+    "resolve_server_range": ("rollback.sources.resolve", "resolve_server_range"),
+    "MANIFEST_SUFFIX": ("rollback.sources.spool", "MANIFEST_SUFFIX"),
+    "RowNow": ("rollback.target_rows", "RowNow"),
+    "rows_now": ("rollback.target_rows", "rows_now"),
+    "__version__": ("rollback.version", "__version__"),
+}
 
 __all__ = [
     # the request
@@ -129,3 +206,18 @@ __all__ = [
     "__version__",
     "hot_path",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A door name's value, imported on first use and kept in the package's namespace after."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'rollback' has no attribute {name!r}")
+    module, attribute = where
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -15,9 +15,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import pymysql
-import pymysql.cursors
-
 from rollback.errors import RollbackError, SourceError
 
 FORMAT = "mysql-rollback-checksum/1"
@@ -119,6 +116,8 @@ class TableChecksum:
 
 def take_table(conn: Any, name: str) -> TableChecksum:
     """Checksum one table on an open connection (inside its current transaction, if any)."""
+    import pymysql.cursors
+
     database, table = split_table(name)
     with conn.cursor() as cur:
         cur.execute(
@@ -167,6 +166,8 @@ def take_tables(conn: Any, tables: list[str]) -> dict[str, TableChecksum]:
 
 def take_from_server(conn: Any, tables: list[str]) -> dict[str, TableChecksum]:
     """take_tables, with a server error as one line."""
+    import pymysql.cursors
+
     try:
         return take_tables(conn, tables)
     except pymysql.err.MySQLError as exc:

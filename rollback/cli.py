@@ -8,7 +8,6 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 from typing import Any, NoReturn
 
 import rollback
@@ -128,7 +127,10 @@ def _add_pick_arguments(cmd: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given the `command` asked for, without the other packages' commands
+    unless it is one of them (loading them imports the service's CLI and pydantic: a tenth of a
+    second that `flashback FILE` does not need)."""
     parser = _Parser(prog="mysql-rollback", description="Undo mistaken changes from the binlog.")
     parser.add_argument(
         "--version",
@@ -172,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     from rollback.cli_verify import add_verify_commands
 
     add_verify_commands(sub)
-    _add_plugin_commands(sub)
+    if command is None or (command not in sub.choices and command != "completion"):
+        _add_plugin_commands(sub)
     completion = sub.add_parser(
         "completion",
         help='print a shell completion script: eval "$(mysql-rollback completion bash)"',
@@ -681,6 +684,8 @@ def _decode(args: argparse.Namespace) -> int:
 
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
     """Commands of other installed packages (the service adds `serve` and `db`); the engine imports none of them."""
+    from importlib.metadata import entry_points
+
     for entry in entry_points(group="mysql_rollback.commands"):
         entry.load()(sub)
 
@@ -701,13 +706,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     raw = list(sys.argv[1:] if argv is None else argv)
     try:
-        json_lines = configure_logging() == "json"
+        json_lines = configure_logging(deferred=True) == "json"
     except RollbackError as exc:
         print(f"mysql-rollback: error: {exc.one_line()}", file=sys.stderr)
         return exc.exit_code
-    parser = build_parser()
+    argv_checked = bare_password(raw)
+    parser = build_parser(next((a for a in argv_checked if not a.startswith("-")), None))
     try:
-        args = parser.parse_args(bare_password(raw))
+        args = parser.parse_args(argv_checked)
     except SystemExit as exc:
         if exc.code not in (0, None):
             _report_bad_arguments(raw, _Parser.last_error)

@@ -19,9 +19,6 @@ from rollback.cli_connection import (
 )
 from rollback.cli_report import add_report_options
 from rollback.errors import SourceError
-from rollback.sources.ranges import position_range
-from rollback.sources.server import BinlogServer
-from rollback.sources.spool import spool_range
 
 SPOOL_ENV = "MYSQL_ROLLBACK_SPOOL"
 
@@ -79,6 +76,10 @@ def add_fetch_command(subparsers: argparse._SubParsersAction) -> argparse.Argume
 
 
 def run_fetch(args: argparse.Namespace) -> int:
+    from rollback.sources.ranges import position_range  # the server side: only for this command
+    from rollback.sources.server import BinlogServer
+    from rollback.sources.spool import spool_range
+
     if args.server and connection_given(args):
         raise SourceError("give the server as --server DSN or as -h/-P/-u/-p, not both")
     if not args.server and not connection_given(args):

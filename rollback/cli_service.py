@@ -7,12 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rollback import SourceError
+
+if TYPE_CHECKING:
+    import urllib.error
 
 TOKEN_ENV = "MYSQL_ROLLBACK_TOKEN"
 SERVICE_ENV = "MYSQL_ROLLBACK_SERVICE"
@@ -48,6 +50,9 @@ def service_token(args: argparse.Namespace) -> str:
 
 def fetch_plan(args: argparse.Namespace, dest: Path) -> None:
     """Write job `args.job`'s plan to `dest`; SourceError with the service's own reason otherwise."""
+    import urllib.error  # http.client and email: only when a plan is fetched
+    import urllib.request
+
     service = (args.service or os.environ.get(SERVICE_ENV, "")).rstrip("/")
     if not service:
         raise SourceError(f"--job needs the service: --service URL (or ${SERVICE_ENV})")

@@ -12,15 +12,8 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rollback.checksum import (
-    ChecksumError,
-    TableChecksum,
-    document,
-    load,
-    tables_of_database,
-    take_from_server,
-)
 from rollback.cli_connection import (
     add_connection_options,
     complete_dsn,
@@ -31,7 +24,10 @@ from rollback.cli_report import CommandReport, add_report_options
 from rollback.cli_service import add_service_options, fetch_plan
 from rollback.errors import EXIT_DIFFERS, RollbackError
 from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT, connect, redact
-from rollback.verify import VerifyResult, junit_xml, plan_tables, verify_plan
+
+if TYPE_CHECKING:
+    from rollback.checksum import TableChecksum
+    from rollback.verify import VerifyResult
 
 
 def add_verify_commands(sub: argparse._SubParsersAction) -> None:
@@ -83,6 +79,9 @@ def add_verify_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _checksum(args: argparse.Namespace) -> int:
+    # the checksum and verify modules load when their command runs (not on every command's start)
+    from rollback.checksum import ChecksumError, document, tables_of_database, take_from_server
+
     if not args.table and not args.database:
         raise ChecksumError("give --table DB.TABLE or --database DB (repeatable)")
     for name in args.table:
@@ -114,6 +113,8 @@ def _checksum(args: argparse.Namespace) -> int:
 
 
 def _expected(args: argparse.Namespace, tables: list[str]) -> dict[str, TableChecksum]:
+    from rollback.checksum import load, take_from_server
+
     if args.expected:
         return load(args.expected)
     conn = connect(args.expected_server)
@@ -138,6 +139,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _verify_plan(args: argparse.Namespace) -> int:
+    from rollback.verify import VerifyResult, plan_tables, verify_plan
+
     result = VerifyResult(getattr(args, "plan_label", None) or args.plan, redact(args.target), args.keep)
     try:
         tables = sorted(set(plan_tables(args.plan)) | set(args.table))
@@ -171,6 +174,8 @@ def _verify_plan(args: argparse.Namespace) -> int:
 
 def _record(outcome: CommandReport, result: VerifyResult) -> None:
     """verify's report: the common fields, its own result words and per-table verdicts, its JUnit."""
+    from rollback.verify import junit_xml
+
     facts = result.to_dict()
     outcome.result = facts["result"]
     outcome.extra.update(facts)

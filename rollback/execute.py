@@ -23,9 +23,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pymysql
+from typing import TYPE_CHECKING, Any
 
 from rollback.dsn import parse_dsn, redact
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
@@ -36,6 +34,9 @@ from rollback.side_effects import (
     plan_statement_kinds,
     trigger_warning,
 )
+
+if TYPE_CHECKING:
+    import pymysql  # imported where a connection is made: a script-only run never loads it
 
 PRELUDE = ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
 LOCKING = " FOR UPDATE"
@@ -163,6 +164,8 @@ def connect_args(dsn: str) -> dict[str, Any]:
 
 
 def connect(dsn: str) -> pymysql.connections.Connection:
+    import pymysql
+
     try:
         return pymysql.connect(**connect_args(dsn))
     except pymysql.err.MySQLError as exc:
@@ -248,6 +251,8 @@ class _Pass:
             raise ExecutionCancelled(f"cancelled; {_applied(self.result)}", self.result)
 
     def _execute(self, cur: Any, sql: str, step: dict[str, Any]) -> int:
+        import pymysql
+
         try:
             return int(cur.execute(sql))
         except pymysql.err.MySQLError as exc:
@@ -344,6 +349,8 @@ class _Pass:
 
 
 def _rollback_quietly(conn: Any) -> None:
+    import pymysql
+
     try:
         conn.rollback()
     except pymysql.err.MySQLError:
@@ -351,6 +358,8 @@ def _rollback_quietly(conn: Any) -> None:
 
 
 def _close_quietly(conn: Any) -> None:
+    import pymysql
+
     try:
         conn.close()
     except pymysql.err.MySQLError:
@@ -362,6 +371,8 @@ def _attempt(
 ) -> None:
     """One pass over the plan on a fresh connection; commit at the end or roll everything back.
     inspect, if given, reads the connection after the last statement, inside the transaction."""
+    import pymysql
+
     conn = factory()
     result = one.result
     try:
@@ -460,6 +471,8 @@ def _refusals(
 
 def _preflight(factory: Callable[[], Any], plan: list[dict[str, Any]]) -> SideEffects:
     """The target's max_allowed_packet against every statement, and what the statements set off."""
+    import pymysql
+
     conn = factory()
     try:
         with conn.cursor() as cur:

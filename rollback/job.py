@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from rollback.ddl import shorten
 from rollback.ddl_guard import (
@@ -20,7 +20,6 @@ from rollback.ddl_guard import (
     refuse_schema_change_mid_range,
     refuse_selected_ddl,
 )
-from rollback.ddl_modes import DdlPlan, ddl_events, dropped_columns, plan_ddl
 from rollback.errors import EmptyRange, IrreversibleChange, PartialTransaction, SchemaMismatch, SchemaUnproven
 from rollback.header import script_header
 from rollback.merge import (
@@ -55,7 +54,11 @@ from rollback.pipeline.session import spark_slots
 from rollback.report import IRREVERSIBLE_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
-from rollback.schema_proof import LaterDdl, NotProven, Scan, scan_files, scan_server
+
+if TYPE_CHECKING:
+    # imported where used: the schema history (sqlglot) and the proof scan are not on a plain run's path
+    from rollback.ddl_modes import DdlPlan
+    from rollback.schema_proof import LaterDdl, Scan
 from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
 
 RunPartitions = Callable[[list[Partition]], list[Summary]]
@@ -248,6 +251,9 @@ class Job:
     def _schema_history(self, plan: PartitionPlan) -> DdlPlan:
         """--ddl keep | reverse: each selected table's definitions from the schema source (now) back
         through the DDL after the range and in it (rollback.schema_history, rollback.ddl_modes)."""
+        from rollback.ddl_modes import ddl_events, dropped_columns, plan_ddl
+        from rollback.schema_proof import NotProven, scan_files, scan_server
+
         report = self.report
         report.ddl_mode = self.options.ddl
         if self.options.schema is None:
@@ -454,6 +460,8 @@ class Job:
 
     def _prove(self, plan: PartitionPlan, tables: set[str], source: SchemaSource) -> str:
         """Look for DDL on `tables` after the range up to the present (rollback.schema_proof)."""
+        from rollback.schema_proof import NotProven, scan_files, scan_server
+
         last = plan.partitions[-1]
         scan: Scan | None = None
         reasons: list[str] = []

@@ -14,8 +14,6 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-import structlog
-
 from rollback.errors import RangeError
 
 LOG_FORMAT_ENV = "MYSQL_ROLLBACK_LOG_FORMAT"
@@ -64,10 +62,10 @@ class _StandardError(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def configure_logging(stream: TextIO | None = None, environ: Mapping[str, str] | None = None) -> str:
-    """Route every log record of this process to `stream` (standard error) in the configured format;
-    returns the format. Called again, it replaces its own handler (never adds a second one)."""
-    fmt, level = log_settings(environ)
+def _structlog_formatter(fmt: str) -> logging.Formatter:
+    """The formatter of our handler (and structlog configured to feed it): imports structlog."""
+    import structlog
+
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -81,10 +79,43 @@ def configure_logging(stream: TextIO | None = None, environ: Mapping[str, str] |
     else:
         shared.append(structlog.processors.format_exc_info)
         renderer = _text_line
-    formatter = structlog.stdlib.ProcessorFormatter(
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    return structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=shared,
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
     )
+
+
+class _OnFirstRecord(logging.Formatter):
+    """Builds the structlog formatter when the first record is written: a command that logs nothing
+    (a plain `mysql-rollback flashback FILE`) never imports structlog and rich (60 ms)."""
+
+    def __init__(self, fmt: str) -> None:
+        super().__init__()
+        self._fmt_name = fmt
+        self._real: logging.Formatter | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self._real is None:
+            self._real = _structlog_formatter(self._fmt_name)
+        return self._real.format(record)
+
+
+def configure_logging(
+    stream: TextIO | None = None, environ: Mapping[str, str] | None = None, deferred: bool = False
+) -> str:
+    """Route every log record of this process to `stream` (standard error) in the configured format;
+    returns the format. Called again, it replaces its own handler (never adds a second one).
+    `deferred`: structlog is loaded and configured at the first record written (the CLI's commands
+    use the standard `logging` module only; the service binds structlog's contextvars and wants it
+    configured at once)."""
+    fmt, level = log_settings(environ)
+    formatter = _OnFirstRecord(fmt) if deferred else _structlog_formatter(fmt)
     handler = logging.StreamHandler(stream) if stream is not None else _StandardError()
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(formatter)
@@ -96,10 +127,4 @@ def configure_logging(stream: TextIO | None = None, environ: Mapping[str, str] |
     # py4j (the JVM bridge) reports every connection at INFO: the JVM stays off the terminal
     logging.getLogger("py4j").setLevel(max(logging.WARNING, root.level))
     logging.getLogger("alembic.runtime.plugins").setLevel(max(logging.WARNING, root.level))
-    structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
-    )
     return fmt

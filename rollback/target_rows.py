@@ -8,8 +8,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import pymysql
-
 from rollback.checksum import _key_columns, prepare_session, quote
 from rollback.errors import SourceError
 from rollback.execute import connect
@@ -65,6 +63,8 @@ class _Table:
 def rows_now(dsn: str, wanted: Iterable[tuple[str, dict[str, Any]]]) -> list[RowNow]:
     """For each (db.table, image) the row with the image's key (primary key, else a NOT NULL unique
     key, else every column of the image) as the target holds it now. At most MAX_ROWS lookups."""
+    import pymysql
+
     conn = connect(dsn)
     try:
         prepare_session(conn)

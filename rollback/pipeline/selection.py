@@ -5,13 +5,15 @@ by a `--where` predicate over their images)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollback.binlog.decode import TxContext
 from rollback.errors import RangeError
-from rollback.predicate import MissingColumn, Predicate, RowTest, selects
 from rollback.request import Filters, GtidFilter, parse_pattern, parse_position
 from rollback.schema import TableSchema
+
+if TYPE_CHECKING:
+    from rollback.predicate import Predicate, RowTest
 
 
 class Selection:
@@ -30,7 +32,11 @@ class Selection:
         self.exclude_query = (
             parse_pattern("--exclude-query", filters.exclude_query) if filters.exclude_query else None
         )
-        self.predicate = Predicate(filters.where) if filters.where else None
+        self.predicate: Predicate | None = None
+        if filters.where:
+            from rollback.predicate import Predicate  # sqlglot: only for a --where
+
+            self.predicate = Predicate(filters.where)
         self._tests: dict[int, RowTest] = {}
         # The last transaction judged: a TxContext lives for one transaction, judged at its first rows event.
         self._last_tx: TxContext | None = None
@@ -103,6 +109,8 @@ class Selection:
     def row_selected(test: RowTest, kind: str, row: Any, where: str) -> bool:
         """Whether --where takes a row change: the inserted or deleted image, or for an UPDATE either
         image (the row as it was or as it became)."""
+        from rollback.predicate import MissingColumn, selects
+
         try:
             if kind == "update":
                 before, after = row

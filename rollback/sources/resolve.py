@@ -28,8 +28,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pymysql
-
 from rollback.binlog.gtid import MariaGtidPos, MariaGtidRange
 from rollback.errors import RangeError, SourceError
 from rollback.request import GtidFilter, RangeSpec, check_server_range, parse_datetime
@@ -188,6 +186,8 @@ def resolve_server_range(
 
 def _schema_connection(address: ServerAddress) -> Any:
     """A session for information_schema, as the DSN was read for replication ($MYSQL_PWD included)."""
+    import pymysql
+
     try:
         return pymysql.connect(
             host=address.host,

@@ -32,8 +32,6 @@ from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pymysql
-
 from rollback.binlog.constants import LOG_EVENT_BINLOG_IN_USE_F, V4_HEADER_LEN, EventType
 from rollback.binlog.gtid import (
     GtidSet,
@@ -436,6 +434,8 @@ class BinlogServer:
     # ---- sessions
 
     def _connect(self, read_timeout: float | None = None) -> Any:
+        import pymysql  # here, not at the top: a run on local files never loads it
+
         try:
             return pymysql.connect(
                 host=self.address.host,
@@ -457,6 +457,8 @@ class BinlogServer:
         self.close()
 
     def close(self) -> None:
+        import pymysql
+
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
@@ -467,6 +469,8 @@ class BinlogServer:
     def query(
         self, sql: str, args: Sequence[Any] | None = None, action: str = "query the server"
     ) -> list[tuple]:
+        import pymysql
+
         if self._conn is None:
             self._conn = self._connect(read_timeout=self.read_timeout)
         try:
@@ -581,6 +585,8 @@ class BinlogServer:
     def _stream(
         self, packet: bytes, extra: list[str], file_name: str, start: tuple[str, int] | None
     ) -> Generator[DumpedEvent, None, None]:
+        import pymysql
+
         info = self.info
         statements = session_statements(
             info.flavor, info.version_tuple, self.heartbeat_seconds, _replica_uuid(self.server_id)
@@ -711,6 +717,8 @@ class _WireError(Exception):
 
 def _packets(conn: Any) -> Iterator[bytes]:
     """The raw payloads of the dump, read through PyMySQL (which joins packets over 16 MiB)."""
+    import pymysql
+
     while True:
         try:
             packet = conn._read_packet()

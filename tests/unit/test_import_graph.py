@@ -203,12 +203,21 @@ def test_the_cli_imports_the_engine_only_through_its_door():
 
 def test_the_door_lists_every_name_it_exports_and_nothing_more():
     tree = ast.parse((REPO / "rollback" / "__init__.py").read_text(encoding="utf-8"))
-    imported = {
-        alias.asname or alias.name
-        for node in tree.body
-        if isinstance(node, ast.ImportFrom)
+    # the door's names load on first use: the imports for type checkers (under TYPE_CHECKING) and
+    # `_WHERE`, the table its `__getattr__` reads, must name the same things in the same modules
+    imports = {
+        alias.asname or alias.name: (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rollback")
         for alias in node.names
     }
+    (where,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_WHERE" and node.value
+    ]
+    assert {name: tuple(at) for name, at in where.items()} == imports
+    imported = set(imports)
     (listed,) = [
         ast.literal_eval(node.value)
         for node in tree.body
@@ -216,6 +225,18 @@ def test_the_door_lists_every_name_it_exports_and_nothing_more():
     ]
     assert sorted(listed) == sorted(set(listed)), "a name is listed twice in __all__"
     assert set(listed) == imported, set(listed) ^ imported
+
+
+def test_every_door_name_loads_and_importing_the_door_loads_no_engine_module():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, rollback; before = sorted(m for m in sys.modules if m.startswith('rollback.')); "
+        "[getattr(rollback, name) for name in rollback.__all__]; print(before)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_docs_list_every_name_of_the_door_and_every_layer():
