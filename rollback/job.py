@@ -37,6 +37,7 @@ from rollback.pipeline.contents import held, table_hints
 from rollback.pipeline.dependencies import DEPENDENTS_KEPT, Seen, dependents, merge_lines
 from rollback.pipeline.dependencies import describe as describe_dependency
 from rollback.pipeline.engines import choose_engine, engine_for
+from rollback.pipeline.engines.local import FORK_BYTES, usable_cpus
 from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.partition import JobSpec
 from rollback.pipeline.parts import Summary, decode_error, part_path
@@ -77,6 +78,7 @@ class Job:
         self._engine = EngineKind.LOCAL
         self._target: int | None = None
         self._plan_processes = 1
+        self._local_processes = 1  # forked workers of the local engine
         self._history: DdlPlan | None = None  # --ddl keep | reverse
         self._history_check = ""
 
@@ -89,7 +91,7 @@ class Job:
         """The engine (auto: by the range's size) and the partition size (by the slots it has)."""
         asked = EngineKind(self.options.engine)
         size = 0
-        if asked == EngineKind.AUTO or (asked == EngineKind.SPARK and not self.options.partition_bytes):
+        if asked != EngineKind.SPARK or not self.options.partition_bytes:
             try:
                 size = range_bytes(self.rng)
             except OSError:
@@ -103,6 +105,11 @@ class Job:
             self._target = partition_target(size, spark_slots(self.options.spark_master))
         else:
             self._target = TARGET_BYTES
+        if self._engine == EngineKind.LOCAL and (self.options.partition_bytes or size >= FORK_BYTES):
+            # the local engine forks a worker per usable CPU, with partitions sized for them
+            self._local_processes = usable_cpus()
+            if not self.options.partition_bytes:
+                self._target = partition_target(size, self._local_processes)
 
     def _partition_bytes(self) -> int:
         if self._target is None:
@@ -229,7 +236,7 @@ class Job:
         if chosen == EngineKind.SPARK and len(plan.partitions) == 1:
             chosen = EngineKind.LOCAL  # nothing to distribute
             report.engine_reason = "the range fits in one partition"
-        engine = engine_for(chosen, self.options.spark_master, self.options.work_dir)
+        engine = engine_for(chosen, self.options.spark_master, self.options.work_dir, self._local_processes)
         report.engine = chosen.value
         note = None
         if progress is not None:

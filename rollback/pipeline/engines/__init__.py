@@ -10,15 +10,18 @@ from rollback.pipeline.engines.base import Engine
 from rollback.request import EngineKind
 
 
-def engine_for(kind: EngineKind, spark_master: str | None = None, work_dir: str | None = None) -> Engine:
-    """The engine of that kind; Spark on `spark_master` (None: the process's setting)."""
+def engine_for(
+    kind: EngineKind, spark_master: str | None = None, work_dir: str | None = None, processes: int = 1
+) -> Engine:
+    """The engine of that kind; Spark on `spark_master` (None: the process's setting); the local
+    engine with up to `processes` forked workers."""
     if kind == EngineKind.SPARK:
         from rollback.pipeline.engines.spark import SparkEngine  # pyspark only when asked for
 
         return SparkEngine(spark_master, work_dir)
     from rollback.pipeline.engines.local import LocalEngine
 
-    return LocalEngine()
+    return LocalEngine(processes)
 
 
 def _mb(size: int) -> str:

@@ -1,0 +1,65 @@
+"""The local engine in forked processes gives what it gives in one: the same outputs and report, the
+summaries in partition order up to the first failure; it forks only a process without other threads."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from rollback import RangeSpec
+from rollback.pipeline.engines import local
+from rollback.pipeline.parts import Summary
+from tests.support.jobs import run, sakila
+
+
+@pytest.mark.corpus
+def test_partitions_in_forked_processes_give_the_outputs_of_one_process(corpus_file, tmp_path, monkeypatch):
+    rng = RangeSpec([str(sakila(corpus_file))])
+    forks: list[int] = []
+    forked = local.run_forked
+    monkeypatch.setattr(local, "run_forked", lambda *a: forks.append(a[-1]) or forked(*a))
+    monkeypatch.setattr(local, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(local, "can_fork", lambda: True)  # under xdist the test process has threads
+    in_two = run(rng, tmp_path, "two", mode="changes", partition_bytes=256 << 10)
+    assert forks == [2]
+    monkeypatch.setattr(local, "usable_cpus", lambda: 1)
+    in_one = run(rng, tmp_path, "one", mode="changes", partition_bytes=256 << 10)
+    assert in_one.report.partitions == in_two.report.partitions > 4
+    assert in_two.same(in_one) and in_two.changes
+    assert in_two.report.to_dict() == in_one.report.to_dict()
+
+
+def test_forked_summaries_stop_after_the_first_failure_as_in_one_process(monkeypatch, tmp_path):
+    class Part:
+        def __init__(self, index: int):
+            self.index, self.size, self.events = index, 100 * (index + 1), 1
+
+    def fake(job, part, progress=None):
+        summary = Summary(part.index, bytes=part.size, events=1)
+        if part.index == 2:
+            summary.error = {"type": "RangeError", "message": "bad"}
+        return summary
+
+    monkeypatch.setattr(local, "run_partition", fake)
+    parts = [Part(i) for i in range(5)]
+    heard: list[tuple[int, int]] = []
+    forked = local.run_forked(None, parts, lambda done, events: heard.append((done, events)), 2)  # type: ignore[arg-type]
+    alone = local.run_local(None, parts)  # type: ignore[arg-type]
+    assert [s.index for s in forked] == [s.index for s in alone] == [0, 1, 2]
+    assert forked[2].error == alone[2].error
+    assert heard[-1] == (sum(p.size for p in parts), 5)  # every partition ran and was heard of
+
+
+def test_a_process_with_other_threads_runs_its_partitions_in_order_here(monkeypatch):
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        assert not local.can_fork()
+        monkeypatch.setattr(local, "run_forked", lambda *a: pytest.fail("forked beside a thread"))
+        monkeypatch.setattr(local, "run_local", lambda job, parts, progress=None: ["serial"])
+        assert local.LocalEngine(2).run(None, [object(), object()]) == ["serial"]  # type: ignore[arg-type]
+    finally:
+        stop.set()
+        worker.join()
