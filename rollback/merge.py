@@ -8,6 +8,7 @@ BEGIN and COMMIT of the transactions whose pieces lie in several partitions.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
 import shutil
@@ -123,6 +124,22 @@ def partial_picks(summaries: list[Summary]) -> list[dict[str, Any]]:
 
 
 def copy_range(src: IO[bytes], dst: Sink, start: int, length: int) -> None:
+    if length > 0 and isinstance(dst, io.BufferedWriter) and hasattr(os, "copy_file_range"):
+        # file to file: the kernel copies (no read into and write out of this process's memory)
+        dst.flush()
+        source, target = src.fileno(), dst.fileno()
+        while length > 0:
+            try:
+                copied = os.copy_file_range(source, target, length, start)
+            except OSError:
+                break  # a file system that cannot: copy through memory below
+            if copied <= 0:
+                raise RuntimeError("a part file is shorter than its summary says")
+            start += copied
+            length -= copied
+        dst.seek(0, os.SEEK_END)  # the buffered writer's idea of the position follows the file's
+        if length <= 0:
+            return
     src.seek(start)
     while length > 0:
         data = src.read(min(length, 8 << 20))
