@@ -260,8 +260,10 @@ cdef object _timestamp2(uint64_t r, int fsp, object fn):
     return _ascii(text, n)
 
 
-cdef object _decimal_value(const unsigned char *p, _Decimal dec):
-    """NEWDECIMAL as ``columns.decimal_converter`` makes it: Decimal('[-]<unscaled>E-<scale>')."""
+cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
+    """NEWDECIMAL as ``columns.decimal_converter`` makes it: Decimal('[-]<unscaled>E-<scale>');
+    with ``as_text`` (up to 18 digits) the text the statement renderer writes for that Decimal,
+    ``format(value, "f")``, as a str (see decode_rows)."""
     cdef int k, nbytes, d
     cdef uint64_t g, top, unscaled = 0
     cdef bint negative = False
@@ -291,6 +293,8 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec):
         if g >= _POW10[d]:
             raise Fallback
         unscaled = unscaled * _POW10[d] + g
+    if as_text:
+        return _decimal_text(negative, unscaled, dec.scale)
     if negative:
         text[n] = b'-'
         n += 1
@@ -301,6 +305,39 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec):
         n += 2
         n += _put_uint(text + n, dec.scale)
     return _decimal(_ascii(text, n))
+
+
+cdef object _decimal_text(bint negative, uint64_t unscaled, int scale):
+    """format(Decimal('[-]<unscaled>E-<scale>'), "f"): the digits with the point `scale` from the
+    right, a 0 before a point with nothing left of it. A negative zero (-0.00) is a Decimal equal
+    to 0.00 with another text: left to the Decimal path (an UPDATE compares values)."""
+    cdef char digits[24]
+    cdef char text[48]
+    cdef int nd, n = 0, i
+    if negative and unscaled == 0:
+        raise Fallback
+    nd = _put_uint(digits, unscaled)
+    if negative:
+        text[n] = b'-'
+        n += 1
+    if scale == 0:
+        memcpy(text + n, digits, nd)
+        return _ascii(text, n + nd)
+    if nd <= scale:
+        text[n] = b'0'
+        text[n + 1] = b'.'
+        n += 2
+        for i in range(scale - nd):
+            text[n] = b'0'
+            n += 1
+        memcpy(text + n, digits, nd)
+        return _ascii(text, n + nd)
+    memcpy(text + n, digits, nd - scale)
+    n += nd - scale
+    text[n] = b'.'
+    n += 1
+    memcpy(text + n, digits + nd - scale, scale)
+    return _ascii(text, n + scale)
 
 
 cdef inline int _put_uint(char *out, uint64_t v) noexcept:
@@ -318,7 +355,8 @@ cdef inline int _put_uint(char *out, uint64_t v) noexcept:
     return n
 
 
-cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, object row) except -1:
+cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, object row,
+                     bint decimal_text) except -1:
     """Decode one image at ``pos`` into the (MISSING-filled) tuple ``row``; the position after it."""
     cdef int n = layout.ncols
     cdef int nb = (n + 7) // 8
@@ -369,7 +407,7 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
                 elif kind == K_TIMESTAMP2:
                     value = _timestamp2(_be(p, size), arg, layout.fns[k])
                 elif kind == K_DECIMAL:
-                    value = _decimal_value(p, <_Decimal>layout.extras[k])
+                    value = _decimal_value(p, <_Decimal>layout.extras[k], decimal_text)
                 elif kind == K_LE_UINT:
                     value = PyLong_FromUnsignedLongLong(_le(p, size))
                 elif kind == K_BE_UINT:
@@ -410,8 +448,12 @@ cdef inline void _set(object row, int i, object value):
     PyTuple_SET_ITEM(row, i, value)
 
 
-def decode_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end):
-    """Every image in ``data[pos:end]`` (WRITE_ROWS / DELETE_ROWS bodies); Fallback if one does not fit."""
+def decode_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, bint decimal_text=False):
+    """Every image in ``data[pos:end]`` (WRITE_ROWS / DELETE_ROWS bodies); Fallback if one does not fit.
+
+    ``decimal_text``: DECIMAL values of up to 18 digits come as the str FullImages writes for them
+    instead of Decimal objects (a third of the decoding's instructions): only for rows that go
+    nowhere but to FullImages (the partition decides), where equal texts mean equal values."""
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef list out = []
     cdef object row
@@ -419,13 +461,14 @@ def decode_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end):
         end = PyBytes_GET_SIZE(data)
     while pos < end:
         row = _fresh(layout)
-        pos = _row(layout, buf, pos, end, row)
+        pos = _row(layout, buf, pos, end, row, decimal_text)
         out.append(row)
     return out
 
 
-def decode_pairs(Layout before, Layout after, bytes data, Py_ssize_t pos, Py_ssize_t end):
-    """(before, after) image pairs of an UPDATE_ROWS body."""
+def decode_pairs(Layout before, Layout after, bytes data, Py_ssize_t pos, Py_ssize_t end,
+                 bint decimal_text=False):
+    """(before, after) image pairs of an UPDATE_ROWS body (``decimal_text``: as decode_rows)."""
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef list out = []
     cdef object b, a
@@ -433,9 +476,9 @@ def decode_pairs(Layout before, Layout after, bytes data, Py_ssize_t pos, Py_ssi
         end = PyBytes_GET_SIZE(data)
     while pos < end:
         b = _fresh(before)
-        pos = _row(before, buf, pos, end, b)
+        pos = _row(before, buf, pos, end, b, decimal_text)
         a = _fresh(after)
-        pos = _row(after, buf, pos, end, a)
+        pos = _row(after, buf, pos, end, a, decimal_text)
         out.append((b, a))
     return out
 
@@ -643,6 +686,8 @@ cdef int _literal(_Out out, int kind, object fn, bytes charset, object value) ex
             value = bytes(value)
         return _hex(out, <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), _BINARY)
     if kind == L_DECIMAL:
+        if PyUnicode_CheckExact(value):  # the text decode_rows(decimal_text=True) made
+            return out.text(value)
         if type(value) is _decimal:
             text = str(value)  # three times as fast as format(value, "f"), and the same text unless
             if "E" not in text:  # it is in exponent form (Decimal('1E-7'): '0.0000001' wanted)

@@ -298,12 +298,14 @@ def rows_batch(
     state: StreamState,
     unsigned_for: UnsignedFor | None = None,
     specs_for: SpecsFor | None = None,
+    decimal_text: bool = False,
 ) -> RowsBatch:
     """Decode the rows of a rows event with the table map in force.
 
     ``unsigned_for`` supplies signedness from a schema when the binlog has none; ``specs_for`` supplies
     whole column specs (a schema that knows what the binlog cannot say, such as the precision of a
-    MariaDB 'hires' TIMESTAMP(n)), or None to use the table map's.
+    MariaDB 'hires' TIMESTAMP(n)), or None to use the table map's. ``decimal_text``: see
+    RowDecoder.decode_rows (only for rows that go to the compiled statement renderer alone).
     """
     raw = decoded.raw
     tmap = state.table_maps.get(event.table_id)
@@ -335,9 +337,11 @@ def rows_batch(
                 specs, data, before, _row_decoder(key, specs, event.present_after)
             )
         elif event.kind == UPDATE:
-            rows = before.decode_pairs(data, 0, len(data), _row_decoder(key, specs, event.present_after))
+            rows = before.decode_pairs(
+                data, 0, len(data), _row_decoder(key, specs, event.present_after), decimal_text
+            )
         else:
-            rows = before.decode_rows(data, 0, len(data))
+            rows = before.decode_rows(data, 0, len(data), decimal_text)
     except BinlogFormatError as exc:
         reason = f"rows of {tmap.qualified_name}: {exc.reason}"
         hint = _schema_hint(state.facts, tmap, specs) if specs_for is None else None

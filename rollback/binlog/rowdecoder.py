@@ -629,21 +629,23 @@ class RowDecoder:
             end = len(buf)
         return self._row(buf, pos, end)
 
-    def decode_rows(self, buf: bytes, pos: int, end: int) -> list[Row]:
-        """Every row image in ``buf[pos:end]`` (WRITE_ROWS / DELETE_ROWS bodies)."""
+    def decode_rows(self, buf: bytes, pos: int, end: int, decimal_text: bool = False) -> list[Row]:
+        """Every row image in ``buf[pos:end]`` (WRITE_ROWS / DELETE_ROWS bodies). ``decimal_text``:
+        the compiled core may give DECIMAL values as the text the compiled statement renderer writes
+        for them (rows that go to nothing else; see _speedups.decode_rows)."""
         if type(buf) is not bytes:
             buf = bytes(buf)
         end = min(end, len(buf))
         if self._layout is not None:
             try:
-                rows: list[Row] = self._core.decode_rows(self._layout, buf, pos, end)
+                rows: list[Row] = self._core.decode_rows(self._layout, buf, pos, end, decimal_text)
                 return rows
             except _COMPILED_REFUSALS:
                 pass  # the generated code gives the values or the located error
         return self._rows(buf, pos, end)
 
     def decode_pairs(
-        self, buf: bytes, pos: int, end: int, after_decoder: RowDecoder
+        self, buf: bytes, pos: int, end: int, after_decoder: RowDecoder, decimal_text: bool = False
     ) -> list[tuple[Row, Row]]:
         """(before, after) pairs of an UPDATE_ROWS body; the after image may have its own
         present-columns bitmap, hence its own decoder. Both images are read by one function
@@ -654,7 +656,7 @@ class RowDecoder:
         if self._layout is not None and after_decoder._layout is not None:
             try:
                 decoded: list[tuple[Row, Row]] = self._core.decode_pairs(
-                    self._layout, after_decoder._layout, buf, pos, end
+                    self._layout, after_decoder._layout, buf, pos, end, decimal_text
                 )
                 return decoded
             except _COMPILED_REFUSALS:

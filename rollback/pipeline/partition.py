@@ -31,8 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from rollback import hotpath
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING
+from rollback.binlog.constants import ColumnType
 from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, TxContext, decode_stream, rows_batch
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
@@ -60,7 +62,7 @@ from rollback.records import batch_records, record_json
 from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
 from rollback.schema import TableSchema
-from rollback.sql import TableRenderer
+from rollback.sql import TableRenderer, decimal_literal
 
 # (bytes done, events done) within the partition; called now and then while it runs.
 PartitionProgress = Callable[[int, int], None]
@@ -195,6 +197,7 @@ class _Run:
         self.largest: list[tuple[int, int, dict[str, Any]]] = []
         self.deps = DependencyKeys() if job.track_dependencies else None
         self.kept_index: list[int] | None = None  # see _pick_rows
+        self.renderer_only: dict[int, bool] = {}  # renderer id -> see _to_renderer_only
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -312,6 +315,32 @@ class _Run:
                 self.dropped[id(renderer)] = dropped
         return renderer
 
+    def _to_renderer_only(self, renderer: TableRenderer) -> bool:
+        """Whether the decoded rows of complete images go to the compiled statement renderer and
+        nowhere else (no change log, plan, --where, hold-back or dependency keys; every DECIMAL column
+        rendered by decimal_literal): then DECIMAL values may come as that text, not as Decimals."""
+        ok = self.renderer_only.get(id(renderer))
+        if ok is None:
+            job = self.job
+            ok = (
+                job.mode != "changes"
+                and not job.changes
+                and not job.plan_lines
+                and self.hold is None
+                and self.deps is None
+                and self.selection.predicate is None
+                and renderer.full_images() is not None
+                and hotpath.CORE is not None
+                and len(renderer.columns) == len(renderer.tmap.column_types)
+                and all(
+                    column.value is decimal_literal and column.where is decimal_literal
+                    for code, column in zip(renderer.tmap.column_types, renderer.columns, strict=True)
+                    if code == ColumnType.NEWDECIMAL
+                )
+            )
+            self.renderer_only[id(renderer)] = ok
+        return ok
+
     # -- the run
     def run(self) -> Summary:
         started = time.monotonic()
@@ -426,18 +455,24 @@ class _Run:
                 renderer = self._renderer(tmap, decoded.outer_pos)
                 if renderer is None:
                     continue
+                full = (1 << event.column_count) - 1
+                complete = event.present == full == event.present_after and not event.partial
+                dropped = self.dropped.get(id(renderer))
                 picked = self._pick_rows(
                     current,
-                    rows_batch(decoded, event, state, renderer.unsigned_of),
+                    rows_batch(
+                        decoded,
+                        event,
+                        state,
+                        renderer.unsigned_of,
+                        decimal_text=complete and not dropped and self._to_renderer_only(renderer),
+                    ),
                     renderer.schema,
                     decoded.raw.pos,
                 )
                 if picked is None:
                     continue
                 batch = picked
-                full = (1 << event.column_count) - 1
-                complete = event.present == full == event.present_after and not event.partial
-                dropped = self.dropped.get(id(renderer))
                 if dropped:
                     batch = _without(batch, dropped)
                     complete = False
