@@ -63,22 +63,6 @@ def test_deferred_logging_writes_the_same_lines(fmt, restore_root_logging):
     assert lines[0] == lines[1]
 
 
-def test_a_plain_flashback_imports_neither_structlog_nor_the_service(corpus_dir, tmp_path):
-    """Start-up is a large part of a small range's run: the plain command loads what it uses only."""
-    binlog = corpus_dir / "blackbeam__rust_mysql_common/test-data/binlogs/mariadb-bin.000001"
-    probe = (
-        "import sys; from rollback.cli import main; "
-        f"code = main(['flashback', {str(binlog)!r}, '--engine', 'local', '-o', {str(tmp_path / 'r.sql')!r}]); "
-        "heavy = ('structlog', 'rich', 'pydantic', 'app.cli', 'sqlglot', 'pyspark', 'pymysql'); "
-        "print(code, sorted(m for m in heavy if m in sys.modules))"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
-    assert done.stdout.split("\n")[-2] == "0 []", done.stdout + done.stderr
-    assert (tmp_path / "r.sql").read_text().count("INSERT INTO") + (tmp_path / "r.sql").read_text().count(
-        "DELETE FROM"
-    )
-
-
 def test_debug_lines_only_at_debug_level(restore_root_logging):
     out = io.StringIO()
     configure_logging(out, {"MYSQL_ROLLBACK_LOG_LEVEL": "warning"})
