@@ -174,7 +174,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     from rollback.cli_verify import add_verify_commands
 
     add_verify_commands(sub)
-    if command is None or (command not in sub.choices and command != "completion"):
+    if command is None or (command not in sub.choices and command not in ("completion", "--version")):
         _add_plugin_commands(sub)
     completion = sub.add_parser(
         "completion",
@@ -711,7 +711,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mysql-rollback: error: {exc.one_line()}", file=sys.stderr)
         return exc.exit_code
     argv_checked = bare_password(raw)
-    parser = build_parser(next((a for a in argv_checked if not a.startswith("-")), None))
+    words = [a for a in argv_checked if not a.startswith("-")]
+    parser = build_parser(words[0] if words else "--version" if "--version" in argv_checked else None)
     try:
         args = parser.parse_args(argv_checked)
     except SystemExit as exc:

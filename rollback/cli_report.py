@@ -14,7 +14,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from xml.etree import ElementTree
 
 from rollback import redact
 
@@ -71,6 +70,8 @@ class CommandReport:
         return out
 
     def junit_xml(self) -> bytes:
+        from xml.etree import ElementTree  # only for --junit
+
         if self.junit is not None:
             return self.junit
         cases = list(self.cases) or [(self.command, None)]
