@@ -13,6 +13,11 @@ from rollback.pipeline.parts import Summary
 from tests.support.jobs import run, sakila
 
 
+class _Part:
+    def __init__(self, index: int):
+        self.index, self.size, self.events = index, 100 * (index + 1), 1
+
+
 @pytest.mark.corpus
 def test_partitions_in_forked_processes_give_the_outputs_of_one_process(corpus_file, tmp_path, monkeypatch):
     rng = RangeSpec([str(sakila(corpus_file))])
@@ -31,10 +36,6 @@ def test_partitions_in_forked_processes_give_the_outputs_of_one_process(corpus_f
 
 
 def test_forked_summaries_stop_after_the_first_failure_as_in_one_process(monkeypatch, tmp_path):
-    class Part:
-        def __init__(self, index: int):
-            self.index, self.size, self.events = index, 100 * (index + 1), 1
-
     def fake(job, part, progress=None):
         summary = Summary(part.index, bytes=part.size, events=1)
         if part.index == 2:
@@ -42,7 +43,7 @@ def test_forked_summaries_stop_after_the_first_failure_as_in_one_process(monkeyp
         return summary
 
     monkeypatch.setattr(local, "run_partition", fake)
-    parts = [Part(i) for i in range(5)]
+    parts = [_Part(i) for i in range(5)]
     heard: list[tuple[int, int]] = []
     forked = local.run_forked(None, parts, lambda done, events: heard.append((done, events)), 2)  # type: ignore[arg-type]
     alone = local.run_local(None, parts)  # type: ignore[arg-type]
@@ -63,3 +64,27 @@ def test_a_process_with_other_threads_runs_its_partitions_in_order_here(monkeypa
     finally:
         stop.set()
         worker.join()
+
+
+def test_an_exception_in_a_worker_is_raised_here_after_every_worker_ended(monkeypatch):
+    def fake(job, part, progress=None):
+        if part.index == 3:
+            raise ValueError("a bug in partition 3")
+        return Summary(part.index, bytes=part.size, events=1)
+
+    monkeypatch.setattr(local, "run_partition", fake)
+    with pytest.raises(ValueError, match="a bug in partition 3"):
+        local.run_forked(None, [_Part(i) for i in range(6)], None, 2)  # type: ignore[arg-type]
+
+
+def test_a_worker_that_dies_is_an_error_not_a_hang(monkeypatch):
+    import os
+
+    def fake(job, part, progress=None):
+        if part.index == 1:
+            os._exit(9)
+        return Summary(part.index, bytes=part.size, events=1)
+
+    monkeypatch.setattr(local, "run_partition", fake)
+    with pytest.raises(RuntimeError, match="ended unexpectedly .exit status 9"):
+        local.run_forked(None, [_Part(i) for i in range(4)], None, 2)  # type: ignore[arg-type]
