@@ -7,7 +7,9 @@ skips at most STRIDE-1 lines.
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from array import array
 from collections.abc import Iterator
 from itertools import accumulate
@@ -54,7 +56,8 @@ def build_line_index(path: Path) -> int:
     header = array("Q", [lines])
     if header.itemsize != 8:  # pragma: no cover - 'Q' is 8 bytes on every platform we run on
         raise RuntimeError("unsigned long long is not 8 bytes")
-    tmp = index_path(path).with_suffix(".idx.part")
+    # two readers may build it at once: each writes its own file, the last rename wins (same bytes)
+    tmp = index_path(path).with_name(f"{index_path(path).name}.{os.getpid()}.{threading.get_ident()}.part")
     with open(tmp, "wb") as out:
         header.tofile(out)
         offsets.tofile(out)
