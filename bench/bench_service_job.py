@@ -158,9 +158,9 @@ def main() -> None:
             cpu = tree_cpu(pid) - cpu
             times.append(seconds)
             with httpx.Client(base_url=service.url, headers=auth(OPERATOR), timeout=60) as http:
-                summary = http.get(f"/api/jobs/{job['id']}/summary").json()
+                engine = http.get(f"/api/jobs/{job['id']}/summary").json().get("engine") or {}
             print(
-                f"  job {run + 1}: {seconds:.2f} s (CPU {cpu:.2f} s, engine {summary.get('engine')}), "
+                f"  job {run + 1}: {seconds:.2f} s (CPU {cpu:.2f} s, engine {engine.get('name')}, {engine.get('partitions')} partitions), "
                 f"{job['statements']} statements, script {job['script_bytes'] / 2**20:.1f} MB, "
                 f"load {os.getloadavg()[0]:.1f}",
                 file=sys.stderr,
