@@ -66,22 +66,31 @@ def wait_warm(service: Service, timeout: float = 300) -> dict[str, Any]:
         time.sleep(0.2)
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds of a process and every process under it (the service, its JVM, Python workers)."""
+def tree_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of a process and every process under it, by kind: the service itself, its
+    Spark JVM, the Python processes under the JVM (Spark's workers)."""
     import psutil
 
-    total = 0.0
+    found = {"service": 0.0, "jvm": 0.0, "workers": 0.0}
     try:
         root = psutil.Process(pid)
         for proc in [root, *root.children(recursive=True)]:
             try:
                 times = proc.cpu_times()
-                total += times.user + times.system
+                kind = "service" if proc.pid == pid else "jvm" if "java" in proc.name() else "workers"
+                found[kind] += times.user + times.system
             except psutil.Error:
                 pass
     except psutil.Error:
         pass
-    return total
+    return found
+
+
+def cpu_since(pid: int, before: dict[str, float]) -> tuple[float, str]:
+    """The CPU seconds since `before`, in all and by kind."""
+    now = tree_cpu(pid)
+    spent = {kind: now[kind] - before.get(kind, 0.0) for kind in now}
+    return sum(spent.values()), ", ".join(f"{kind} {seconds:.2f}" for kind, seconds in spent.items())
 
 
 def run_job(
@@ -153,14 +162,14 @@ def main() -> None:
                 out = Path.cwd() / "service-job.collapsed"
                 spy = [args.py_spy, "record", "-p", str(service.process.pid), "-r", "50", "-s", "-f", "raw"]
                 spy += ["-o", str(out)]
-            cpu = tree_cpu(pid)
+            before = tree_cpu(pid)
             seconds, job = run_job(service, uploaded.json()["id"], spy)
-            cpu = tree_cpu(pid) - cpu
+            cpu, kinds = cpu_since(pid, before)
             times.append(seconds)
             with httpx.Client(base_url=service.url, headers=auth(OPERATOR), timeout=60) as http:
                 engine = http.get(f"/api/jobs/{job['id']}/summary").json().get("engine") or {}
             print(
-                f"  job {run + 1}: {seconds:.2f} s (CPU {cpu:.2f} s, engine {engine.get('name')}, {engine.get('partitions')} partitions), "
+                f"  job {run + 1}: {seconds:.2f} s (CPU {cpu:.2f} s: {kinds}; engine {engine.get('name')}, {engine.get('partitions')} partitions), "
                 f"{job['statements']} statements, script {job['script_bytes'] / 2**20:.1f} MB, "
                 f"load {os.getloadavg()[0]:.1f}",
                 file=sys.stderr,
@@ -169,20 +178,23 @@ def main() -> None:
             references.append(
                 timed_process(["mariadb-binlog", "--flashback", str(path)], work / "reference.sql")
             )
-            print(f"  mariadb-binlog --flashback: {references[-1].seconds:.2f} s", file=sys.stderr)
+            print(
+                f"  mariadb-binlog --flashback: {references[-1].seconds:.2f} s (CPU {references[-1].cpu or 0:.2f} s)",
+                file=sys.stderr,
+            )
         reference = min(references, key=lambda r: r.seconds)
         # What the plan and the change log cost: a job that asks for them at once, and the change log
         # produced on the first GET of a job that did not.
-        cpu = tree_cpu(pid)
+        before = tree_cpu(pid)
         eager, eager_job = run_job(service, uploaded.json()["id"], None, ["plan", "changes"])
-        eager_cpu = tree_cpu(pid) - cpu
+        eager_cpu = cpu_since(pid, before)[0]
         files = {p.name: p.stat().st_size for p in (work / "data" / "jobs" / eager_job["id"]).iterdir()}
         with httpx.Client(base_url=service.url, headers=auth(OPERATOR), timeout=600) as http:
-            cpu = tree_cpu(pid)
+            before = tree_cpu(pid)
             started = time.perf_counter()
             first = http.get(f"/api/jobs/{job['id']}/changes", params={"offset": 0, "limit": 1})
             lazy = time.perf_counter() - started
-            lazy_cpu = tree_cpu(pid) - cpu
+            lazy_cpu = cpu_since(pid, before)[0]
             assert first.status_code == 200, first.text
         best = min(times)
         ours = f"service job, POST -> succeeded (best of {args.runs}: {', '.join(f'{t:.2f}' for t in times)})"
