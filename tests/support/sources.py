@@ -30,7 +30,7 @@ def table(scratch_server) -> str:
 def fetch_cli(monkeypatch, capsys) -> Callable[..., tuple[int, str, str]]:
     """Run `mysql-rollback fetch ...` through rollback.cli.main; returns (exit code, stdout, stderr)."""
 
-    def build_parser() -> argparse.ArgumentParser:
+    def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         parser = argparse.ArgumentParser(prog="mysql-rollback")
         add_fetch_command(parser.add_subparsers(dest="command", required=True))
         return parser
