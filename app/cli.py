@@ -47,7 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     import rollback
 
-    _settings()
+    settings = _settings()
     rollback.configure_logging()  # uvicorn's lines too: log_config=None leaves its loggers to ours
     logging.getLogger("mysql_rollback").info(
         "serving on http://%s:%d/ (health: /health)", args.host, args.port
@@ -58,6 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_config=None,
+        access_log=settings.access_log,
         log_level=logging.getLevelName(logging.getLogger().level).lower(),
     )
     return 0
