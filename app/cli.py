@@ -46,6 +46,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     import rollback
+    from app.core.http_protocol import JoinedWritesProtocol
 
     settings = _settings()
     rollback.configure_logging()  # uvicorn's lines too: log_config=None leaves its loggers to ours
@@ -59,6 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         log_config=None,
         access_log=settings.access_log,
+        http=JoinedWritesProtocol,
         log_level=logging.getLevelName(logging.getLogger().level).lower(),
     )
     return 0
