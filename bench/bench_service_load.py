@@ -70,6 +70,7 @@ class Window:
     routes: dict[str, Figures]
     generator_cpu: float  # seconds of CPU the load generator used
     service_cpu: float  # seconds of CPU of the service process
+    mariadb_cpu: float  # seconds of CPU of the scratch MariaDB (the executions' dry runs)
     machine: dict[str, float]  # share of the machine's CPU time: nice0, niced, system, idle
     load: float  # 1-minute load average at the end
     samples: list[tuple[int, int]] | None = None  # busy: (jobs running, executions running) per second
@@ -336,11 +337,17 @@ class Busy:
 
 
 def window(
-    measure: Any, service: Service, clients: int, seconds: float, jobs: list[str], busy: Busy | None = None
+    measure: Any,
+    service: Service,
+    mariadb: psutil.Process,
+    clients: int,
+    seconds: float,
+    jobs: list[str],
+    busy: Busy | None = None,
 ) -> Window:
     assert service.process is not None
     process = psutil.Process(service.process.pid)
-    machine, service_before = Machine(), _cpu(process)
+    machine, service_before, mariadb_before = Machine(), _cpu(process), _cpu(mariadb)
     if busy is not None:
         busy.sampling = True
     routes, generator_cpu = measure(service.url, clients, seconds, jobs)
@@ -350,6 +357,7 @@ def window(
         routes,
         generator_cpu,
         _cpu(process) - service_before,
+        _cpu(mariadb) - mariadb_before,
         machine.shares(),
         os.getloadavg()[0],
         list(busy.samples) if busy is not None else None,
@@ -367,8 +375,9 @@ def rows(phase: str, w: Window) -> list[str]:
 def cpu_line(phase: str, w: Window, seconds: float) -> str:
     m = w.machine
     return (
-        f"{phase}: generator {w.generator_cpu / seconds:.0%} of a core, service process "
-        f"{w.service_cpu / seconds:.0%} of a core; machine: nice 0 {m['nice0']:.0%}, niced {m['niced']:.0%}, "
+        f"{phase}: CPU (one core = 100%) of the generator {w.generator_cpu / seconds:.0%}, the service "
+        f"process {w.service_cpu / seconds:.0%}, MariaDB {w.mariadb_cpu / seconds:.0%}; "
+        f"machine (2 cores = 100%): nice 0 {m['nice0']:.0%}, niced {m['niced']:.0%}, "
         f"system {m['system']:.0%}, idle {m['idle']:.0%}; load {w.load:.1f}"
     )
 
@@ -426,7 +435,8 @@ def main() -> None:
         )
         env.pop("MYSQL_ROLLBACK_WARM_SPARK")  # the service's default: Spark warm from the start
         service = Service(base / "data", env, base / "service.log").start()
-        assert service.process is not None
+        assert service.process is not None and server.pid is not None
+        mariadb = psutil.Process(server.pid)
         jobs = []
         for r in small:
             created = service.request("POST", "/api/jobs", OPERATOR, json={"server": "scratch", "range": r})
@@ -439,7 +449,7 @@ def main() -> None:
         )
         lines, cpu = [], []
         for clients in sorted({1, 10, args.clients}):
-            w = window(measure, service, clients, args.seconds / 2, jobs)
+            w = window(measure, service, mariadb, clients, args.seconds / 2, jobs)
             lines += rows(f"idle, {clients} client(s)", w)
             cpu.append(cpu_line(f"idle, {clients} client(s)", w, args.seconds / 2))
 
@@ -448,7 +458,7 @@ def main() -> None:
             busy.start_and_settle()
             profile = base / "busy.collapsed"
             spying = spy(args.py_spy, service.process.pid, args.seconds, profile) if args.py_spy else None
-            w = window(measure, service, args.clients, args.seconds, jobs, busy)
+            w = window(measure, service, mariadb, args.clients, args.seconds, jobs, busy)
             busy.end()
             phase = f"busy ({LARGE_JOBS} jobs, {len(TARGETS)} executions), {args.clients} clients"
             lines += rows(phase, w)
