@@ -254,9 +254,10 @@ def measure_httpx(url: str, clients: int, seconds: float, job_ids: list[str]) ->
 
 
 class Busy:
-    """Keeps LARGE_JOBS large jobs and one dry run per target going, in a thread: what ends is
-    replaced within a quarter of a second; `samples` holds (jobs running, executions running)
-    once a second."""
+    """Keeps LARGE_JOBS large jobs and one dry run per target going, in a thread: one more job
+    waits in the queue, so a worker takes it the moment a job ends; an execution that ends is
+    replaced within a quarter of a second (plus the time the keeper's requests take); `samples`
+    holds (jobs running, executions running) about once a second."""
 
     def __init__(self, service: Service, jobs: list[str], large: dict[str, Any]):
         self.service = service
@@ -283,7 +284,7 @@ class Busy:
                 assert state == "succeeded", self.service.request("GET", f"/api/jobs/{job_id}").json()
                 self.large_jobs.remove(job_id)
             jobs_running += state == "running"
-        while len(self.large_jobs) < LARGE_JOBS:
+        while len(self.large_jobs) < LARGE_JOBS + 1:  # one waits in the queue: no gap when one ends
             created = self.service.request(
                 "POST", "/api/jobs", OPERATOR, json={"server": "scratch", "range": self.large}
             )
@@ -331,7 +332,7 @@ class Busy:
         self.stop.set()
         self.thread.join(60)
         for job_id in self.large_jobs:
-            self.service.request("POST", f"/api/jobs/{job_id}/cancel", OPERATOR)
+            self.service.request("POST", f"/api/jobs/{job_id}/cancel", OPERATOR)  # a queued one too
         if self.error is not None:
             raise self.error
 
@@ -464,7 +465,7 @@ def main() -> None:
             lines += rows(phase, w)
             cpu.append(cpu_line(phase, w, args.seconds))
             assert w.samples is not None
-            print(f"  (jobs running, executions running) each second of the busy window: {w.samples}")
+            print(f"  (jobs running, executions running) about every second of the busy window: {w.samples}")
             print(
                 f"  fewest running at a sample: {min(s[0] for s in w.samples)} jobs, "
                 f"{min(s[1] for s in w.samples)} executions; started in all: {busy.started_jobs} jobs, "
