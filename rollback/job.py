@@ -20,7 +20,7 @@ from rollback.ddl_guard import (
     refuse_schema_change_mid_range,
     refuse_selected_ddl,
 )
-from rollback.ddl_modes import DdlPlan, ddl_events, dropped_columns, plan_ddl
+from rollback.ddl_modes import BeforeRange, DdlPlan, ddl_events, dropped_columns, plan_ddl
 from rollback.errors import EmptyRange, IrreversibleChange, PartialTransaction, SchemaMismatch, SchemaUnproven
 from rollback.header import script_header
 from rollback.merge import (
@@ -55,7 +55,7 @@ from rollback.pipeline.session import spark_slots
 from rollback.report import IRREVERSIBLE_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
-from rollback.schema_proof import LaterDdl, NotProven, Scan, scan_files, scan_server
+from rollback.schema_proof import LaterDdl, NotProven, Scan, scan_before, scan_files, scan_server
 from rollback.side_effects import SIDE_EFFECTS, detect_with, statement_kinds
 
 RunPartitions = Callable[[list[Partition]], list[Summary]]
@@ -281,7 +281,14 @@ class Job:
                 )
             where = f"{scan.where} after {scan.after} up to {scan.up_to}"
         events = ddl_events(plan, [(d.sql, d.database, d.file, d.pos) for d in later])
-        history = plan_ddl(self.options.ddl, plan, events, self.options.schema, self.filters.table_selected)
+        before = BeforeRange()
+        if plan.partitions:
+            first = plan.partitions[0]
+            found = scan_before(first.location, first.start)
+            before = BeforeRange.read([(d.sql, d.database, d.file, d.pos) for d in found.ddl], found.maps)
+        history = plan_ddl(
+            self.options.ddl, plan, events, self.options.schema, self.filters.table_selected, before
+        )
         report.timelines = [t.to_dict() for t in history.timelines]
         lost = dropped_columns(history.schemas)
         if lost:

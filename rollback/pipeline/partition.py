@@ -456,8 +456,9 @@ class _Run:
                     first = len(self.rendered)
                     note = f"inverse of the DDL at {label}:{decoded.outer_pos}: {event.sql}"
                     # The plan carries the DDL too, so that an execution sees it and refuses: DDL
-                    # commits implicitly and cannot run inside the checked transaction.
-                    step = PlanLines(label, decoded.outer_pos, event.database or "", 0, None)
+                    # commits implicitly and cannot run inside the checked transaction. It names
+                    # no table: no row of one is checked or verified.
+                    step = PlanLines(label, decoded.outer_pos, None, 0, None)
                     self.rendered.add(
                         comment_line(note) + "\n" + inverse + "\n\n", step.forward("ddl", inverse) + "\n"
                     )

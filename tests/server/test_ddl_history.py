@@ -20,10 +20,13 @@ CREATE = "CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT, b VARCHAR(20), c DATE)
 ROWS = "INSERT INTO {db}.t VALUES (1, 10, 'one', '2026-01-01'), (2, 20, 'two', NULL), (3, 30, 'three', '2026-03-03')"
 
 
-def _incident(server, db: str):
-    """The table, its rows, then the incident: (its range, the rows before it)."""
+def _incident(server, db: str, create_elsewhere: bool = False):
+    """The table, its rows, then the incident: (its range, the rows before it). `create_elsewhere`:
+    the binary log is rotated after the CREATE TABLE, so the range's file does not hold it."""
     server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
     server.run_sql([ROWS.format(db=db)])
+    if create_elsewhere:
+        server.flush_binary_logs()
     before = server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id")
     rng = server.run_sql(
         [
@@ -199,8 +202,9 @@ def test_keep_reverses_changes_on_both_sides_of_a_ddl_in_the_range(scratch_serve
 
 
 def test_keep_refuses_an_integer_change_whose_old_signedness_the_binlog_lacks(scratch_server, tmp_path):
+    """The table maps carry no signedness (NO_LOG) and the range's file holds no CREATE TABLE of it."""
     db = "keep_unsure_sign"
-    rng, _before = _incident(scratch_server, db)
+    rng, _before = _incident(scratch_server, db, create_elsewhere=True)
     scratch_server.run_sql([f"ALTER TABLE {db}.t MODIFY a BIGINT"])
     with pytest.raises(SchemaMismatch) as refused:
         flashback(scratch_server, rng, tmp_path, ddl="keep")
@@ -210,6 +214,19 @@ def test_keep_refuses_an_integer_change_whose_old_signedness_the_binlog_lacks(sc
         and "MODIFY a BIGINT" in message
         and "--schema-file" in message
     )
+
+
+def test_keep_takes_the_old_signedness_from_the_create_table_before_the_range(scratch_server, tmp_path):
+    """The same without signedness in the table maps, but the CREATE TABLE is in the range's first
+    file before the range: the history built forward from it says the column was a signed INT."""
+    db = "keep_sign_from_create"
+    rng, before = _incident(scratch_server, db)
+    scratch_server.run_sql([f"ALTER TABLE {db}.t MODIFY a BIGINT", f"UPDATE {db}.t SET a = -5 WHERE id = 3"])
+    script, _plan, _report = flashback(scratch_server, rng, tmp_path, ddl="keep")
+    apply_with_client(scratch_server, script)
+    assert scratch_server.query(f"SELECT id, a, b, c FROM {db}.t ORDER BY id") == [
+        row if row[0] != 3 else (3, -5, *row[2:]) for row in before
+    ]
 
 
 def test_keep_refuses_a_narrowing_type_change_naming_the_column(scratch_server_factory, tmp_path):
