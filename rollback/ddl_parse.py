@@ -216,7 +216,7 @@ def _rename_tables(text: str, db: str) -> list[TableOp]:
     """RENAME TABLE a TO b, c TO d: sqlglot has no statement for it; each pair is read as ALTER ... RENAME."""
     body = _RENAME_TABLE.sub("", text, count=1)
     ops: list[TableOp] = []
-    for pair in _split_commas(body):
+    for pair in split_commas(body):
         m = re.fullmatch(r"\s*(.+?)\s+TO\s+(.+?)\s*", pair, re.IGNORECASE | re.DOTALL)
         if not m:
             return [Unparsed(f"RENAME TABLE pair not read: {_first_line(pair)}")]
@@ -229,7 +229,7 @@ def _rename_tables(text: str, db: str) -> list[TableOp]:
     return ops
 
 
-def _split_commas(text: str) -> list[str]:
+def split_commas(text: str) -> list[str]:
     parts, depth, start, quote = [], 0, 0, ""
     for i, ch in enumerate(text):
         if quote:

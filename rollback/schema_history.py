@@ -45,6 +45,7 @@ from rollback.ddl_parse import (
     named_key,
     parse_ddl_ops,
     server_key_name,
+    split_commas,
 )
 from rollback.schema import _COMPATIBLE, Column, TableSchema
 
@@ -580,11 +581,12 @@ def _apply(
         i = _index(schema, old)
         if i is None:
             return None, [], next_id, f"DDL at {event.where} names a column `{old}` the table does not have"
-        renamed = isinstance(action, RenameColumn) or (
-            isinstance(action, ModifyColumn) and action.column.name.lower() != old.lower()
-        )
-        if (isinstance(action, DropColumn) or renamed) and _in_a_key(schema, old):
-            schema.keys = None  # the server rewrote or dropped keys on it: not followed
+        if isinstance(action, DropColumn):
+            _keys_without(schema, old)
+        elif isinstance(action, RenameColumn) or action.column.name.lower() != old.lower():
+            _keys_renaming(
+                schema, old, action.new if isinstance(action, RenameColumn) else action.column.name
+            )
         if isinstance(action, DropColumn):
             _remove(schema, i)
             del ids[i]
@@ -622,9 +624,57 @@ def _apply_key(schema: TableSchema, action: AddKey | DropKey) -> None:
     keys[name] = action.definition if action.name else named_key(action.definition, name)
 
 
-def _in_a_key(schema: TableSchema, column: str) -> bool:
-    word = re.compile(rf"(?<![\w$])`?{re.escape(column)}`?(?![\w$])", re.IGNORECASE)
-    return any(word.search(d.split("(", 1)[-1]) for d in (schema.keys or {}).values())
+def _key_parts(definition: str) -> tuple[str, list[str], str] | None:
+    """A key definition cut around its column list: (head, the columns' texts, tail)."""
+    start = definition.find("(")
+    depth = 0
+    for i in range(start, len(definition)):
+        depth += {"(": 1, ")": -1}.get(definition[i], 0)
+        if depth == 0:
+            inner = split_commas(definition[start + 1 : i])
+            return definition[:start], [c.strip() for c in inner], definition[i + 1 :]
+    return None
+
+
+def _key_column(part: str) -> str:
+    """The column a key part names (`b`, `b`(3), b(3) DESC -> b)."""
+    name = part.split("(", 1)[0].split()[0] if part.strip() else ""
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
+def _keys_without(schema: TableSchema, column: str) -> None:
+    """A column dropped: the server takes it out of every key, and drops a key left with none."""
+    if schema.keys is None:
+        return
+    for name, definition in list(schema.keys.items()):
+        parts = _key_parts(definition)
+        if parts is None:
+            schema.keys = None
+            return
+        head, columns, tail = parts
+        kept = [c for c in columns if _key_column(c).lower() != column.lower()]
+        if not kept:
+            del schema.keys[name]
+        elif len(kept) != len(columns):
+            schema.keys[name] = f"{head}({', '.join(kept)}){tail}"
+
+
+def _keys_renaming(schema: TableSchema, old: str, new: str) -> None:
+    """A column renamed: the server renames it in every key."""
+    if schema.keys is None:
+        return
+    quoted = "`" + new.replace("`", "``") + "`"
+    for name, definition in list(schema.keys.items()):
+        parts = _key_parts(definition)
+        if parts is None:
+            schema.keys = None
+            return
+        head, columns, tail = parts
+        renamed = [
+            quoted + c[len(c.split("(", 1)[0].split()[0]) :] if _key_column(c).lower() == old.lower() else c
+            for c in columns
+        ]
+        schema.keys[name] = f"{head}({', '.join(renamed)}){tail}"
 
 
 def _position_index(schema: TableSchema, position: Position) -> int | None:
