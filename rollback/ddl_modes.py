@@ -12,7 +12,9 @@ schema source (the anchor, at the end); then each (table map, position) gets:
   table name, a column dropped since marked `dropped` (never written or compared, reported), a
   column whose type changed since accepted only when today's type holds every old value;
 - with `reverse`, that definition as it was (the inverse DDL after it in the script puts the table
-  back as it was when the statements run).
+  back as it was when the statements run). The inverse of each DDL is built from the definitions
+  before it (columns and keys exactly as the binlog's DDL gave them); a DROP TABLE of a table that
+  was empty is undone by its CREATE TABLE and the DDL on it since, as the server ran them.
 """
 
 from __future__ import annotations

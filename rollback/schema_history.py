@@ -12,6 +12,11 @@ definition is unknown and a rows event that needs it is refused, naming the DDL.
 
 Every column of every definition remembers its name at the anchor (None: dropped later), which is
 what `--ddl keep` maps old row images to today's columns by.
+
+Where the binlog read holds the table's CREATE TABLE (in the range, after it, or in the range's first
+file before it), the history is also built forward from it, exactly as the server ran each DDL: each
+column's whole definition (charset, default, comment: what a MODIFY back needs) and the table's keys
+by the names the server gave them. The definitions walked back from the anchor are completed from it.
 """
 
 from __future__ import annotations
