@@ -29,6 +29,7 @@ from rollback.merge import (
     change_parts,
     closed_spans,
     concatenate,
+    filter_splits,
     irreversible_items,
     merge_parts,
     partial_picks,
@@ -52,7 +53,7 @@ from rollback.pipeline.plan import (
     range_bytes,
 )
 from rollback.pipeline.session import spark_slots
-from rollback.report import IRREVERSIBLE_KEPT, Progress, ProgressCallback, Report
+from rollback.report import IRREVERSIBLE_KEPT, PARTIAL_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
 from rollback.schema_proof import LaterDdl, NotProven, Scan, scan_before, scan_files, scan_server
@@ -366,6 +367,7 @@ class Job:
         if mismatch is not None:
             raise decode_error(mismatch)
         self._partial_picks(summaries)
+        self._filter_splits(summaries)
         if self.filters.picks and self.options.mode == "flashback":
             self._dependencies(out_dir, summaries)
         self._check_schema_source(plan, set(changed))
@@ -389,6 +391,7 @@ class Job:
         found = partial_picks(summaries)
         if not found or self.options.mode == "changes":  # a change log undoes nothing
             return
+        self.report.partial_transaction_count += len(found)
         if not self.options.allow_partial_transactions:
             first = found[0]
             raise PartialTransaction(
@@ -397,7 +400,25 @@ class Job:
                 f"{first['dropped']} left); undoing part of a transaction may break its invariants: "
                 "--allow-partial-transactions accepts it"
             )
-        self.report.partial_transactions = found
+        self.report.partial_transactions = found[:PARTIAL_KEPT]
+
+    def _filter_splits(self, summaries: list[Summary]) -> None:
+        """Table and type filters that take only part of a transaction: refused unless accepted, as
+        row picks are (the rest of the transaction stays as it is)."""
+        found = filter_splits(summaries)
+        if not found or self.options.mode == "changes":  # a change log undoes nothing
+            return
+        if not self.options.allow_partial_transactions:
+            first = found[0]
+            raise PartialTransaction(
+                f"the filters ({self.filters.describe()}) take only part of {len(found)} transaction(s); first: "
+                f"gtid {first['gtid'] or '-'} at {first['file']}:{first['pos']}, leaving out "
+                f"{', '.join(first['left_out'])}; undoing part of a transaction may break its invariants: "
+                "--allow-partial-transactions accepts it"
+            )
+        kept = PARTIAL_KEPT - len(self.report.partial_transactions)
+        self.report.partial_transactions.extend(found[: max(kept, 0)])
+        self.report.partial_transaction_count += len(found)
 
     def _dependencies(self, out_dir: str, summaries: list[Summary]) -> None:
         """Rows a later excluded change touched after a selected one (pipeline/dependencies.py)."""

@@ -120,6 +120,7 @@ class _Block:
         "first_rows",
         "picked",
         "dropped",
+        "left_out",
     )
 
     def __init__(self, ordinal: int, tx: TxContext, first_pos: int, first_chunk: int, continued: bool):
@@ -138,6 +139,7 @@ class _Block:
         self.first_rows: tuple[str | None, int] | None = None  # (file, pos) of its first rendered rows event
         self.picked = 0  # rows taken by the row picks
         self.dropped = 0  # rows of the transaction's selected tables the picks left out
+        self.left_out: set[str] = set()  # what the table and type filters left out of it (db.t, db.t (kind))
 
     @property
     def where(self) -> dict[str, Any]:
@@ -406,7 +408,11 @@ class _Run:
                     continue
                 current.events += 1
                 self.contents[(tmap.qualified_name, event.kind)] += 1
-                if not filters.table_selected(tmap) or (types and event.kind not in types):
+                if not filters.table_selected(tmap):
+                    current.left_out.add(tmap.qualified_name)
+                    continue
+                if types and event.kind not in types:
+                    current.left_out.add(f"{tmap.qualified_name} ({event.kind})")
                     continue
                 taken = self.selection.transaction(state.tx, label)
                 if not taken or not self.selection.statement(state.tx, label):
@@ -672,6 +678,10 @@ class _Run:
             return
         if not block.statements:
             return
+        if block.left_out:
+            self.summary.filter_splits.append(
+                {**block.where, "file": self.part.file_label, "left_out": sorted(block.left_out)}
+            )
         if block.picked and block.dropped:
             self.summary.partial_picks.append(
                 {
@@ -757,6 +767,7 @@ class _Run:
             script_bytes=script_bytes,
             rows_picked=block.picked,
             rows_dropped=block.dropped,
+            left_out=sorted(block.left_out),
         )
 
 
