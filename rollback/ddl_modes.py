@@ -464,8 +464,7 @@ def _inverse_op(
     if isinstance(op, CreateTable):
         if op.replace:
             return None, "CREATE OR REPLACE TABLE: the table it replaced is not in the binlog"
-        if op.columns is None:
-            return None, "CREATE TABLE ... LIKE / AS SELECT: its definition is not in the statement"
+        # (also CREATE ... LIKE and ... AS SELECT: the rows a CTAS wrote are undone before it)
         return f"DROP TABLE {_table(after.name)};", ""
     if isinstance(op, DropTable):
         if recreate is not None:

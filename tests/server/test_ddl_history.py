@@ -372,7 +372,8 @@ def test_reverse_puts_every_modified_column_and_key_back_exactly(scratch_server,
 def test_reverse_creates_an_empty_dropped_table_again_and_drops_one_it_created(scratch_server, tmp_path):
     """`spare` was created (and altered) before the range and never written: its DROP in the range is
     undone by its CREATE and ALTER as the server ran them. `tmp` is created and dropped in the range: both
-    undone (nothing left). Another table's rows in the range are restored too."""
+    undone (nothing left); `copy` (CREATE TABLE ... LIKE) is dropped. Another table's rows in the range
+    are restored too."""
     db = "ddl_reverse_drop_empty"
     scratch_server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}", CREATE.format(db=db)])
     scratch_server.run_sql(
@@ -391,6 +392,7 @@ def test_reverse_creates_an_empty_dropped_table_again_and_drops_one_it_created(s
             f"CREATE TABLE {db}.tmp (k INT PRIMARY KEY)",
             f"ALTER TABLE {db}.tmp ADD COLUMN v INT",
             f"DROP TABLE {db}.tmp",
+            f"CREATE TABLE {db}.copy LIKE {db}.t",
         ]
     )
     last = scratch_server.run_sql([f"UPDATE {db}.t SET b = 'later' WHERE id = 2"])
@@ -401,7 +403,8 @@ def test_reverse_creates_an_empty_dropped_table_again_and_drops_one_it_created(s
     assert scratch_server.query(f"SHOW CREATE TABLE {db}.spare")[0][1] == spare_before
     assert scratch_server.query(f"SELECT COUNT(*) FROM {db}.spare") == [(0,)]
     assert scratch_server.query(
-        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'tmp'", (db,)
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ('tmp', 'copy')",
+        (db,),
     ) == [(0,)]
     assert snapshot(scratch_server, [f"{db}.t"]) == state_before
 
