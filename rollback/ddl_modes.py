@@ -40,6 +40,7 @@ from rollback.ddl_parse import (
     RenameTable,
     TableName,
     TableOp,
+    TableOptions,
     TruncateTable,
     parse_ddl_ops,
     server_key_name,
@@ -516,8 +517,31 @@ def _inverse_action(action: Any, before: TableSchema) -> tuple[str | None, str]:
             what = "PRIMARY KEY" if action.name == "primary" else f"INDEX `{action.name}`"
             return None, f"DROP {what}: its definition is {_NOT_READ}"
         return f"ADD {definition}", ""
+    if isinstance(action, TableOptions):
+        return _inverse_options(action, before)
     assert isinstance(action, KeepColumns)
     return None, f"{action.what}: the schema history does not follow it, so what it replaced is not known"
+
+
+def _inverse_options(action: TableOptions, before: TableSchema) -> tuple[str | None, str]:
+    """The options as they were: known when the table's CREATE TABLE (or a later ALTER) named them;
+    a character set comes back with the collation it had."""
+    kinds = [kind for kind, _text in action.options]
+    if {"charset", "collate"} & set(kinds):
+        kinds = [k for k in kinds if k not in ("charset", "collate")] + ["charset", "collate"]
+    old = before.options or {}
+    parts = []
+    for kind in kinds:
+        if kind == "collate" and kind not in old and "charset" in old:
+            continue  # the old character set brings its default collation back
+        if kind == "auto_increment" or kind not in old:
+            text = dict(action.options).get(kind) or kind.upper()
+            return None, (
+                f"{text}: the table's {kind.replace('_', ' ')} before it is not in the binlog read (its CREATE "
+                "TABLE did not name it, or is not in the range or its first file)"
+            )
+        parts.append(old[kind])
+    return ", ".join(parts), ""
 
 
 def _old_definition(before: TableSchema, name: str) -> str | None:

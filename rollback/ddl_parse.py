@@ -90,7 +90,31 @@ class DropKey:
     name: str  # lower case; "primary" for DROP PRIMARY KEY
 
 
-AlterAction = AddColumn | DropColumn | ModifyColumn | RenameColumn | KeepColumns | AddKey | DropKey
+@dataclass(frozen=True, slots=True)
+class TableOptions:
+    """ENGINE=, DEFAULT CHARSET=, COLLATE=, COMMENT=, ROW_FORMAT=...: (kind, its text) in order."""
+
+    options: tuple[tuple[str, str], ...]
+
+
+AlterAction = (
+    AddColumn | DropColumn | ModifyColumn | RenameColumn | KeepColumns | AddKey | DropKey | TableOptions
+)
+
+_OPTION_KINDS = {
+    "EngineProperty": "engine",
+    "CharacterSetProperty": "charset",
+    "CollateProperty": "collate",
+    "SchemaCommentProperty": "comment",
+    "RowFormatProperty": "row_format",
+    "AutoIncrementProperty": "auto_increment",
+}
+
+
+def _options(properties: list[exp.Expression]) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (_OPTION_KINDS.get(type(p).__name__, type(p).__name__), p.sql(dialect="mysql")) for p in properties
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +125,7 @@ class CreateTable:
     unique_keys: list[tuple[int, ...]] = field(default_factory=list)
     replace: bool = False
     keys: dict[str, str] | None = None  # every key by name (lower case) -> its definition; None: not read
+    options: tuple[tuple[str, str], ...] = ()  # the table options it names, as TableOptions has them
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +315,9 @@ def _create(text: str, db: str) -> TableOp:
         elif "FOREIGN KEY" not in key.what.upper():
             keys = None  # a key the history cannot follow: no key of this table is known exactly
             break
-    return CreateTable(name, columns, found.primary_key, found.unique_keys, or_replace, keys)
+    properties = tree.args.get("properties")
+    options = _options(list(properties.expressions)) if isinstance(properties, exp.Properties) else ()
+    return CreateTable(name, columns, found.primary_key, found.unique_keys, or_replace, keys, options)
 
 
 def _add_key(keys: dict[str, str] | None, key: AddKey) -> None:
@@ -462,15 +489,14 @@ def _alter(tree: exp.Alter, db: str) -> list[TableOp]:
         else:
             return [Unparsed(f"ALTER TABLE action not read: {_first_line(action.sql(dialect='mysql'))[:80]}")]
     options = [
-        o.sql(dialect="mysql")
+        o
         for o in tree.args.get("options") or []
         if not isinstance(o, exp.AlgorithmProperty | exp.LockProperty)  # how to alter, not what
     ]
-    if options or (not actions and renamed is None):
-        # ENGINE=, COMMENT=, DEFAULT CHARSET=...: the history does not follow table options
-        actions.append(
-            KeepColumns("table options " + (", ".join(options) or _first_line(tree.sql("mysql"))[:80]))
-        )
+    if options:
+        actions.append(TableOptions(_options(options)))
+    elif not actions and renamed is None:
+        actions.append(KeepColumns("table options " + _first_line(tree.sql("mysql"))[:80]))
     ops: list[TableOp] = [AlterTable(table, actions)] if actions else []
     if renamed is not None:
         ops.append(RenameTable(table, renamed))

@@ -49,6 +49,9 @@ class TableSchema:
     source: str = ""  # binlog | server | ddl
     system_versioned: bool = False  # MariaDB WITH SYSTEM VERSIONING
     keys: dict[str, str] | None = None  # schema history: key name (lower case) -> definition; None unknown
+    # schema history: the table options named by the DDL that made it (kind -> text: engine ->
+    # ENGINE=InnoDB); None unknown, and a kind not in it is the server's default at its CREATE
+    options: dict[str, str] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:

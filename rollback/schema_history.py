@@ -45,6 +45,7 @@ from rollback.ddl_parse import (
     RenameTable,
     TableName,
     TableOp,
+    TableOptions,
     TruncateTable,
     Unparsed,
     named_key,
@@ -310,8 +311,13 @@ def _concerns(op: TableOp, name: TableName) -> bool:
 
 def _copy(schema: TableSchema) -> TableSchema:
     keys = dict(schema.keys) if schema.keys is not None else None
+    options = dict(schema.options) if schema.options is not None else None
     return replace(
-        schema, columns=[replace(c) for c in schema.columns], unique_keys=list(schema.unique_keys), keys=keys
+        schema,
+        columns=[replace(c) for c in schema.columns],
+        unique_keys=list(schema.unique_keys),
+        keys=keys,
+        options=options,
     )
 
 
@@ -351,8 +357,8 @@ def _undo(
     assert isinstance(op, AlterTable)
     states: list[tuple[TableSchema, list[str | None]]] = [(_copy(schema), list(today))]
     for action in reversed(op.actions):
-        if isinstance(action, KeepColumns | AddKey | DropKey):
-            continue  # columns' names, order and types stay (keys: the forward history follows them)
+        if isinstance(action, KeepColumns | AddKey | DropKey | TableOptions):
+            continue  # columns' names, order and types stay (keys, options: followed forward)
         following: list[tuple[TableSchema, list[str | None]]] = []
         for current, names in states:
             if isinstance(action, AddColumn | RenameColumn | ModifyColumn):
@@ -480,6 +486,8 @@ def _complete(schema: TableSchema, exact: TableSchema) -> None:
             mine.unsure_sign = ""
     if schema.keys is None and exact.keys is not None:
         schema.keys = dict(exact.keys)
+    if schema.options is None and exact.options is not None:
+        schema.options = dict(exact.options)
 
 
 # ---- forward, from a CREATE TABLE the binlog holds --------------------------------------------------
@@ -503,6 +511,7 @@ def forward_timeline(created: int, ddl: list[DdlEvent]) -> Timeline | None:
         list(create.unique_keys),
         source="ddl",
         keys=dict(create.keys) if create.keys is not None else None,
+        options=dict(create.options),
     )
     ids = list(range(len(create.columns)))
     next_id = len(ids)
@@ -558,16 +567,14 @@ def _apply(
         if isinstance(action, AddKey | DropKey):
             _apply_key(schema, action)
             continue
+        if isinstance(action, TableOptions):
+            _apply_options(schema, action)
+            continue
         if isinstance(action, KeepColumns):
             if action.column:  # ALTER COLUMN c SET/DROP DEFAULT: its definition is no longer the DDL's
                 i = _index(schema, action.column)
                 if i is not None:
                     schema.columns[i].definition = ""
-            elif re.search(r"\b(?:CHARACTER\s+SET|CHARSET|COLLATE)\b", action.what, re.IGNORECASE):
-                # a new table character set: a column definition that names none now means another
-                for column in schema.columns:
-                    if not re.search(r"\b(?:CHARACTER\s+SET|COLLATE)\b", column.definition, re.IGNORECASE):
-                        column.definition = ""
             continue
         if isinstance(action, AddColumn):
             at = _position_index(schema, action.position)
@@ -615,6 +622,24 @@ def _apply(
             _insert(schema, at, replace(action.column))
             ids.insert(at, column_id)
     return schema, ids, next_id, ""
+
+
+def _apply_options(schema: TableSchema, action: TableOptions) -> None:
+    kinds = {kind for kind, _text in action.options}
+    if kinds & {"charset", "collate"}:
+        # a new table character set: a column definition that names none now means another
+        for column in schema.columns:
+            if not re.search(r"\b(?:CHARACTER\s+SET|COLLATE)\b", column.definition, re.IGNORECASE):
+                column.definition = ""
+    if schema.options is None:
+        return
+    for kind, text in action.options:
+        schema.options[kind] = text
+    # A character set alone brings its default collation; a collation alone may bring its character set.
+    if "charset" in kinds and "collate" not in kinds:
+        schema.options.pop("collate", None)
+    if "collate" in kinds and "charset" not in kinds:
+        schema.options.pop("charset", None)
 
 
 def _apply_key(schema: TableSchema, action: AddKey | DropKey) -> None:

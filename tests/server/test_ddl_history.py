@@ -312,7 +312,7 @@ RICH = (
     "b VARCHAR(20) CHARACTER SET latin1 COLLATE latin1_bin NOT NULL DEFAULT 'x' COMMENT 'label', "
     "c DATE DEFAULT '2026-01-01' COMMENT 'day', e ENUM('a','b') NOT NULL DEFAULT 'b', "
     "m DECIMAL(8,2) UNSIGNED DEFAULT 1.50, ts DATETIME(3) NULL, n TINYINT UNSIGNED NOT NULL DEFAULT 3, "
-    "KEY by_b (b), UNIQUE KEY (c, id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+    "KEY by_b (b), UNIQUE KEY (c, id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='rich'"
 )
 RICH_ROWS = (
     "INSERT INTO {db}.r (b, c, e, m, ts, n) VALUES ('one', '2026-02-02', 'a', 12.25, '2026-02-02 10:00:00.125', 200), "
@@ -328,6 +328,7 @@ RICH_DDL = [
     "ALTER TABLE {db}.r ADD INDEX by_m (m), DROP INDEX by_b, ADD UNIQUE (n, id)",
     "CREATE INDEX by_e ON {db}.r (e, id)",
     "ALTER TABLE {db}.r DROP INDEX c",
+    "ALTER TABLE {db}.r COMMENT='poorer', DEFAULT CHARSET=latin1, ENGINE=Aria",
     "RENAME TABLE {db}.r TO {db}.r2",
 ]
 
@@ -412,8 +413,8 @@ def test_reverse_creates_an_empty_dropped_table_again_and_drops_one_it_created(s
 REFUSED = {
     # (DDL in the range, what the refusal names)
     "table-with-rows": ("DROP TABLE {db}.other", "DROP TABLE: the table had rows"),
-    "engine": ("ALTER TABLE {db}.t ENGINE=MyISAM", "table options ENGINE=MyISAM"),
-    "comment": ("ALTER TABLE {db}.t COMMENT='why'", "table options COMMENT='why'"),
+    "engine": ("ALTER TABLE {db}.t ENGINE=MyISAM", "ENGINE=MyISAM: the table's engine before it is not in"),
+    "comment": ("ALTER TABLE {db}.t COMMENT='why'", "COMMENT='why': the table's comment before it is not in"),
     "default": ("ALTER TABLE {db}.t ALTER COLUMN a SET DEFAULT 5", "ALTER COLUMN a SET DEFAULT 5"),
     "foreign-key": (
         "ALTER TABLE {db}.t ADD CONSTRAINT fk FOREIGN KEY (a) REFERENCES {db}.other (id)",

@@ -19,6 +19,7 @@ from rollback.ddl_parse import (
     Position,
     RenameColumn,
     RenameTable,
+    TableOptions,
     TruncateTable,
     Unparsed,
     parse_ddl_ops,
@@ -161,8 +162,6 @@ def test_modify_without_position_keeps_the_place():
     [
         "ALTER TABLE t DROP FOREIGN KEY f",
         "ALTER TABLE t ALTER COLUMN c SET DEFAULT 3",
-        "ALTER TABLE t ENGINE=InnoDB",
-        "ALTER TABLE t COMMENT 'x'",
         "ALTER TABLE t FORCE",
         "CREATE UNIQUE INDEX i ON t (a, b(3) DESC)",
     ],
@@ -191,6 +190,20 @@ def test_option_changes_keep_the_columns_and_name_themselves(sql):
 def test_key_changes_are_read_with_their_names_and_definitions(sql, action):
     op = _alter(sql)
     assert op.table == ("db", "t") and op.actions == [action]
+
+
+def test_table_options_are_read_by_kind_with_their_text():
+    assert _alter("ALTER TABLE t ENGINE=Aria, COMMENT 'x', ALGORITHM=INPLACE").actions == [
+        TableOptions((("engine", "ENGINE=Aria"), ("comment", "COMMENT='x'")))
+    ]
+    (create,) = parse_ddl_ops(
+        "CREATE TABLE t (a INT) ENGINE=InnoDB DEFAULT CHARSET=latin1 COLLATE=latin1_bin", "db"
+    )
+    assert isinstance(create, CreateTable) and create.options == (
+        ("engine", "ENGINE=InnoDB"),
+        ("charset", "DEFAULT CHARACTER SET=latin1"),
+        ("collate", "COLLATE=latin1_bin"),
+    )
 
 
 def test_create_table_keeps_each_columns_definition_and_the_keys_as_the_server_names_them():
