@@ -10,6 +10,7 @@ naming it. `--ddl refuse` (the default) refuses with the statement, its position
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -146,6 +147,10 @@ def test_reverse_returns_schema_and_data_to_before_the_range(
     text = script.read_text()
     assert f"RENAME TABLE `{db}`.`t2` TO `{db}`.`t`;" in text
     assert f"ALTER TABLE `{db}`.`t` DROP COLUMN `d`;" in text
+    # The plan's DDL steps name no table (no row of one is checked); the row steps name theirs.
+    steps = [json.loads(line) for line in plan.read_text().splitlines()]
+    assert [s["table"] for s in steps if s["type"] == "ddl"] == [None] * 4
+    assert {s["table"] for s in steps if s["type"] != "ddl"} == {f"{db}.t", f"{db}.t2"}
     # DDL commits implicitly: the checked execution refuses the plan before connecting, nothing runs.
     state_after = snapshot(scratch_server, [f"{db}.t2"])
     with pytest.raises(
