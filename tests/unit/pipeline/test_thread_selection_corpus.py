@@ -2,11 +2,8 @@
 11) interleave 523 row transactions, `--thread-id` selects exactly the rows events that mariadb-binlog,
 a second implementation, attributes to that thread (the thread id of the BEGIN query before them).
 
-A restore proof with checksums (replay the file, undo thread 10, compare with a replay of thread 11's
-transactions alone) is not possible with this file: its UPDATEs change rows that existed before it,
-written in binlog files the corpus does not hold (binlog.000690 and .000691), so no replay can start
-from the state it started from; and 26 rows were changed by thread 10 and later by thread 11 (the
-job's dependent rows), where undoing one thread cannot equal never having run it."""
+The restore proof with checksums on the same file (replayed into the scratch MariaDB) is
+tests/server/test_thread_undo_corpus.py."""
 
 from __future__ import annotations
 
