@@ -4,18 +4,21 @@ Playwright drives Debian's Chromium against `mysql-rollback serve` and the scrat
 row changes filtered and searched, an UPDATE column by column with ENUM values as their names, one
 row's history, the Execute panel (what will run, the conflict check followed live, a conflicting row
 three ways: before and after the incident, now on the target), the typed target name, the commit
-and the applied badge. The screenshots it takes are the tutorial's (docs/images/).
+and the applied badge. The screenshots it takes are the tutorial's: written into docs/images/ when
+MYSQL_ROLLBACK_UPDATE_DOC_IMAGES=1, else into the test's temporary directory (a plain run leaves the
+tree clean; the screenshots carry times and ids).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 
 from tests.support import REPO
 from tests.support.app import ADMIN
 
-IMAGES = REPO / "docs" / "images"
+DOC_IMAGES = REPO / "docs" / "images"
 ORDERS = [
     (1, "ada", "shipped", "12.50"),
     (2, "bob", "new", "7.00"),
@@ -30,10 +33,11 @@ def _rows(server):
     return server.query("SELECT id, customer, state, total FROM shop.orders ORDER BY id")
 
 
-def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
+def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server, tmp_path):
     from playwright.sync_api import expect
 
-    IMAGES.mkdir(parents=True, exist_ok=True)
+    images = DOC_IMAGES if os.environ.get("MYSQL_ROLLBACK_UPDATE_DOC_IMAGES") == "1" else tmp_path
+    images.mkdir(parents=True, exist_ok=True)
     scratch_server.run_sql(
         [
             "DROP DATABASE IF EXISTS shop",
@@ -67,7 +71,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     page.fill("#stop_file", incident.stop_file)
     page.fill("#stop_position", str(incident.stop_position))
     page.fill("#databases", "shop")
-    page.screenshot(path=str(IMAGES / "web-1-new-job.png"), full_page=True)
+    page.screenshot(path=str(images / "web-1-new-job.png"), full_page=True)
     page.click("#start")
     expect(page).to_have_url(re.compile(r"/jobs/[0-9a-f]{32}$"))
     job_url = page.url
@@ -94,7 +98,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     expect(first_update.locator('tr.changed[data-column="total"]')).to_have_count(1)
     expect(first_update.locator('tr.changed[data-column="tags"] td.after')).to_have_text("gift,rush")
     expect(first_update.locator('tr[data-column="customer"]')).not_to_have_class(re.compile("changed"))
-    page.locator("#changes").screenshot(path=str(IMAGES / "web-2-row-changes.png"))
+    page.locator("#changes").screenshot(path=str(images / "web-2-row-changes.png"))
     page.select_option("#f-type", "delete")
     page.click("#apply-filters")
     expect(changes).to_have_count(3)
@@ -104,7 +108,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     page.click("#apply-filters")
     expect(changes).to_have_count(1)
     expect(changes.first).to_contain_text("3.20")
-    page.locator("#changes").screenshot(path=str(IMAGES / "web-3-filtered.png"))
+    page.locator("#changes").screenshot(path=str(images / "web-3-filtered.png"))
 
     # 3. One row's history: order 2 through the day, oldest first, ending deleted.
     page.select_option("#f-type", "")
@@ -122,7 +126,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     expect(versions.nth(0)).to_contain_text("new")
     expect(versions.nth(1).locator("td.changed")).to_have_count(3)  # state, total and tags
     expect(versions.nth(3)).to_contain_text("deleted")
-    page.screenshot(path=str(IMAGES / "web-4-row-history.png"), full_page=True)
+    page.screenshot(path=str(images / "web-4-row-history.png"), full_page=True)
 
     # 4. Execute: what will run, the conflict check (followed live), order 4 three ways.
     page.goto(job_url)
@@ -143,7 +147,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     expect(view.locator('tr[data-column="customer"] td.now')).to_have_text("gus")
     expect(view.locator('tr[data-column="state"] td.before')).to_have_text("new")
     expect(page.locator("#side-effects-none")).to_be_visible()
-    page.screenshot(path=str(IMAGES / "web-5-execute-panel.png"), full_page=True)
+    page.screenshot(path=str(images / "web-5-execute-panel.png"), full_page=True)
 
     # 5. The commit needs the target's name typed; skip the conflicting row, restore the others.
     expect(page.locator("#confirm")).to_be_disabled()
@@ -158,7 +162,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server):
     expect(commit).to_contain_text("commit")
     expect(commit.locator('[data-field="state"]')).to_have_text("succeeded", timeout=180_000)
     expect(page.locator("#job-applied")).to_contain_text("applied by ada", timeout=180_000)
-    page.screenshot(path=str(IMAGES / "web-6-applied.png"), full_page=True)
+    page.screenshot(path=str(images / "web-6-applied.png"), full_page=True)
     # everything in the range is undone: order 2 is back as it was before its two UPDATEs too
     expected = [r for r in ORDERS if r[0] != 4] + [(4, "gus", "new", "44.00")]
     assert [tuple(str(v) for v in r) for r in _rows(scratch_server)] == [
