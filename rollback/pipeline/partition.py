@@ -36,6 +36,7 @@ from rollback.binlog.columns import MISSING
 from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, TxContext, decode_stream, rows_batch
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
+from rollback.change_lines import ChangeLineCache
 from rollback.ddl import ddl_targets
 from rollback.errors import RollbackError, SchemaMismatch
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
@@ -56,7 +57,6 @@ from rollback.pipeline.savepoints import VoidSet
 from rollback.pipeline.selection import Selection
 from rollback.pipeline.spill import SpillBuffer
 from rollback.pipeline.storage import ByteRange
-from rollback.records import batch_records, record_json
 from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
 from rollback.schema import TableSchema
@@ -187,6 +187,7 @@ class _Run:
         self.head_closed = False
         self.statements = 0
         self.changes_out: IO[str] | None = None
+        self.change_lines = ChangeLineCache()
         self.irreversible_out: IO[str] | None = None
         self.at = part.start  # the event being read
         self.hold = HoldBack(job.taints) if job.hold and job.mode == "flashback" else None
@@ -517,11 +518,8 @@ class _Run:
                 partial = any(MISSING in image for image in images)
             self.row_images.add("partial (MINIMAL or NOBLOB)" if partial else "FULL")
         if self.changes_out is not None:
-            out = self.changes_out
             names = schema.names if schema else None
-            for record in batch_records(batch, names, schema.columns if schema else None):
-                out.write(record_json(record))
-                out.write("\n")
+            self.changes_out.write(self.change_lines.lines(batch, names, schema.columns if schema else None))
 
     def _take(
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
