@@ -1,6 +1,6 @@
 """Undo one session's transactions, proven with checksums on a real binlog of two interleaved sessions.
 
-MySQL 8.0.31's binlog.000693 (rust-us/mysql-cdc-rs, extended corpus) holds 523 row transactions of
+MySQL 8.0.31's binlog.000693 (rust-us/mysql-cdc-rs, vendored in tests/corpus) holds 523 row transactions of
 threads 10 and 11, interleaved. MariaDB 10.11 (the scratch server) writes no thread id for row
 transactions, so the proof replays that real file into it with `mariadb-binlog FILE | mariadb`:
 
@@ -21,7 +21,6 @@ import json
 import re
 import subprocess
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -146,11 +145,10 @@ def _rows(server, keys: dict[str, list[str]]) -> dict[str, dict[tuple, tuple]]:
 
 
 @pytest.mark.corpus
-@pytest.mark.extended
 def test_undoing_one_threads_transactions_equals_replaying_only_the_others(
-    scratch_server, extended_corpus, tmp_path
+    scratch_server, corpus_dir, tmp_path
 ):
-    path = Path(extended_corpus.root / FILE)
+    path = corpus_dir / FILE
     ddl = []
     with BinlogFile(path) as binlog:
         for raw in iter_events(binlog.buf, binlog.facts, 4, binlog.size, binlog.path, verify=True):

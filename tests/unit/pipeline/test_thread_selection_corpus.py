@@ -45,11 +45,8 @@ def _rows_by_thread(path) -> dict[int, Counter]:
 
 
 @pytest.mark.corpus
-@pytest.mark.extended
-def test_thread_id_selects_exactly_the_rows_events_mariadb_binlog_gives_that_thread(
-    extended_corpus, tmp_path
-):
-    path = extended_corpus.root / FILE
+def test_thread_id_selects_exactly_the_rows_events_mariadb_binlog_gives_that_thread(corpus_dir, tmp_path):
+    path = corpus_dir / FILE
     printed = _rows_by_thread(path)
     assert sorted(printed) == [10, 11] and all(len(events) > 100 for events in printed.values())
     ours: dict[int, Counter] = {}
