@@ -65,6 +65,7 @@ def start_services(
         database, servers, metrics_, scrub, settings.execution_workers, outputs.plan, outputs.changes
     )
     spark = SparkWarmer(settings)
+    runner.spark_ready = spark.ready
     if start_workers:
         spark.start()
         runner.start()

@@ -8,6 +8,7 @@ BEGIN and COMMIT of the transactions whose pieces lie in several partitions.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
 import shutil
@@ -70,6 +71,15 @@ class Span:
             "dropped": dropped,
         }
 
+    @property
+    def filter_split(self) -> dict[str, Any] | None:
+        """{gtid, file, pos, left_out} when the table and type filters took part of it and left the rest."""
+        left = sorted({name for _, p in self.pieces for name in p.left_out})
+        if not (left and self.statements):
+            return None
+        first = self.pieces[0][1]
+        return {"gtid": first.tx.get("gtid"), "pos": first.first_pos, "file": first.file, "left_out": left}
+
     def _queries(self, out_dir: str) -> Iterator[str]:
         last: str | None = None
         for position, (index, piece) in enumerate(self.pieces):
@@ -122,7 +132,21 @@ def partial_picks(summaries: list[Summary]) -> list[dict[str, Any]]:
     return found
 
 
+def filter_splits(summaries: list[Summary]) -> list[dict[str, Any]]:
+    """Every transaction of which the table and type filters took some rows events and left others."""
+    heads, _tails = spans(summaries)
+    found: list[dict[str, Any]] = []
+    for summary in summaries:
+        span = heads.get(summary.index)
+        if span is not None and span.pieces[-1][0] == summary.index and span.filter_split is not None:
+            found.append(span.filter_split)
+        found.extend(summary.filter_splits)
+    return found
+
+
 def copy_range(src: IO[bytes], dst: Sink, start: int, length: int) -> None:
+    if length > 0 and _copy_in_kernel(src, dst, start, length):
+        return
     src.seek(start)
     while length > 0:
         data = src.read(min(length, 8 << 20))
@@ -130,6 +154,28 @@ def copy_range(src: IO[bytes], dst: Sink, start: int, length: int) -> None:
             raise RuntimeError("a part file is shorter than its summary says")
         dst.write(data)
         length -= len(data)
+
+
+def _copy_in_kernel(src: IO[bytes], dst: Sink, start: int, length: int) -> bool:
+    """Copy with copy_file_range(2) when both ends are files: the bytes never pass through this
+    process. False (nothing copied) when the system or the file systems do not offer it."""
+    if not isinstance(dst, io.BufferedWriter) or not hasattr(os, "copy_file_range"):
+        return False
+    dst.flush()  # what is buffered goes first; the copy then writes at the descriptor's position
+    fd_in, fd_out = src.fileno(), dst.fileno()
+    offset, left = start, length
+    try:
+        while left > 0:
+            done = os.copy_file_range(fd_in, fd_out, left, offset)
+            if done == 0:
+                raise RuntimeError("a part file is shorter than its summary says")
+            offset += done
+            left -= done
+    except OSError:
+        if left != length:
+            raise  # part of it copied: no way to fall back cleanly
+        return False
+    return True
 
 
 def irreversible_items(out_dir: str, summaries: list[Summary]) -> Iterator[dict[str, Any]]:
@@ -187,10 +233,10 @@ def change_parts(out_dir: str, summaries: list[Summary]) -> list[str]:
     return [part_path(out_dir, s.index, "changes.jsonl") for s in summaries]
 
 
-def concatenate(parts: list[str], out: IO[bytes]) -> None:
+def concatenate(parts: list[str], out: Sink) -> None:
     for part in parts:
         with open(part, "rb") as f:
-            shutil.copyfileobj(f, out)
+            copy_range(f, out, 0, os.fstat(f.fileno()).st_size)
 
 
 def replace(tmp: Path, final: Path) -> None:

@@ -24,7 +24,7 @@ from app.db import Database
 from app.metrics import Metrics
 from app.models import FINAL_STATES, Job, Upload, utcnow
 from app.schemas import JobCreate, filters_from
-from app.services import artifacts, engine, picks, retention, sources
+from app.services import engine, picks, retention, sources
 from app.services.pool import WorkerPool
 from app.services.storage import storage_problem
 from rollback import (
@@ -113,6 +113,9 @@ class JobRunner(WorkerPool[str]):
         self.metrics = metrics
         self._cancel: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        # Whether the service's Spark session is warm (app/services/spark_warm.py sets it): `auto`
+        # then moves to Spark at settings.auto_spark_bytes_warm instead of auto_spark_bytes.
+        self.spark_ready: Callable[[], bool] = lambda: False
 
     # ---- life cycle
 
@@ -262,7 +265,9 @@ class JobRunner(WorkerPool[str]):
             schema=resolved.schema,
             engine=self.settings.engine,
             spark_master=self.settings.spark_master,
-            auto_spark_bytes=self.settings.auto_spark_bytes,
+            auto_spark_bytes=(
+                self.settings.auto_spark_bytes_warm if self.spark_ready() else self.settings.auto_spark_bytes
+            ),
             partition_bytes=self.settings.partition_bytes,
             work_dir=self.settings.work_dir,
         )
@@ -300,9 +305,8 @@ class JobRunner(WorkerPool[str]):
             progress,
             lambda: cancelled() or self.stopping.is_set(),
         )
-        artifacts.build_line_index(out.script)
-        if out.changes is not None:
-            artifacts.build_line_index(out.changes)
+        # The line indexes of the script and change log are built by the first page that reads
+        # them (artifacts.iter_lines): a job that nobody pages through never pays for them.
         summary = report.to_dict()
         rows = sum(item["rows"] for item in summary["counts"])
         summary["transactions_list"] = picks.script_transactions(out.script)

@@ -113,8 +113,6 @@ class Outputs:
                     f"job {job.id}: its binlog range no longer gives the script it gave, so its "
                     f"{' and '.join(sorted(missing))} cannot be produced; start the job again"
                 )
-            if out.changes is not None:
-                artifacts.build_line_index(out.changes)
         except BaseException:
             for path in (out.plan, out.changes):
                 if path is not None:

@@ -23,6 +23,9 @@ class SparkWarmer:
         self.state = "off"
         self.seconds: float | None = None  # how long the warm-up took
 
+    def ready(self) -> bool:
+        return self.state == "ready"
+
     def start(self) -> None:
         if not self.settings.warm_spark or self.settings.engine == "local":
             return

@@ -36,6 +36,7 @@ from rollback.binlog.columns import MISSING
 from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, TxContext, decode_stream, rows_batch
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
+from rollback.change_lines import ChangeLineCache
 from rollback.ddl import ddl_targets
 from rollback.errors import RollbackError, SchemaMismatch
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
@@ -56,7 +57,6 @@ from rollback.pipeline.savepoints import VoidSet
 from rollback.pipeline.selection import Selection
 from rollback.pipeline.spill import SpillBuffer
 from rollback.pipeline.storage import ByteRange
-from rollback.records import batch_records, record_json
 from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
 from rollback.schema import TableSchema
@@ -120,6 +120,7 @@ class _Block:
         "first_rows",
         "picked",
         "dropped",
+        "left_out",
     )
 
     def __init__(self, ordinal: int, tx: TxContext, first_pos: int, first_chunk: int, continued: bool):
@@ -138,6 +139,7 @@ class _Block:
         self.first_rows: tuple[str | None, int] | None = None  # (file, pos) of its first rendered rows event
         self.picked = 0  # rows taken by the row picks
         self.dropped = 0  # rows of the transaction's selected tables the picks left out
+        self.left_out: set[str] = set()  # what the table and type filters left out of it (db.t, db.t (kind))
 
     @property
     def where(self) -> dict[str, Any]:
@@ -185,6 +187,7 @@ class _Run:
         self.head_closed = False
         self.statements = 0
         self.changes_out: IO[str] | None = None
+        self.change_lines = ChangeLineCache()
         self.irreversible_out: IO[str] | None = None
         self.at = part.start  # the event being read
         self.hold = HoldBack(job.taints) if job.hold and job.mode == "flashback" else None
@@ -406,7 +409,11 @@ class _Run:
                     continue
                 current.events += 1
                 self.contents[(tmap.qualified_name, event.kind)] += 1
-                if not filters.table_selected(tmap) or (types and event.kind not in types):
+                if not filters.table_selected(tmap):
+                    current.left_out.add(tmap.qualified_name)
+                    continue
+                if types and event.kind not in types:
+                    current.left_out.add(f"{tmap.qualified_name} ({event.kind})")
                     continue
                 taken = self.selection.transaction(state.tx, label)
                 if not taken or not self.selection.statement(state.tx, label):
@@ -456,8 +463,9 @@ class _Run:
                     first = len(self.rendered)
                     note = f"inverse of the DDL at {label}:{decoded.outer_pos}: {event.sql}"
                     # The plan carries the DDL too, so that an execution sees it and refuses: DDL
-                    # commits implicitly and cannot run inside the checked transaction.
-                    step = PlanLines(label, decoded.outer_pos, event.database or "", 0, None)
+                    # commits implicitly and cannot run inside the checked transaction. It names
+                    # no table: no row of one is checked or verified.
+                    step = PlanLines(label, decoded.outer_pos, None, 0, None)
                     self.rendered.add(
                         comment_line(note) + "\n" + inverse + "\n\n", step.forward("ddl", inverse) + "\n"
                     )
@@ -510,11 +518,8 @@ class _Run:
                 partial = any(MISSING in image for image in images)
             self.row_images.add("partial (MINIMAL or NOBLOB)" if partial else "FULL")
         if self.changes_out is not None:
-            out = self.changes_out
             names = schema.names if schema else None
-            for record in batch_records(batch, names, schema.columns if schema else None):
-                out.write(record_json(record))
-                out.write("\n")
+            self.changes_out.write(self.change_lines.lines(batch, names, schema.columns if schema else None))
 
     def _take(
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
@@ -671,6 +676,10 @@ class _Run:
             return
         if not block.statements:
             return
+        if block.left_out:
+            self.summary.filter_splits.append(
+                {**block.where, "file": self.part.file_label, "left_out": sorted(block.left_out)}
+            )
         if block.picked and block.dropped:
             self.summary.partial_picks.append(
                 {
@@ -756,6 +765,7 @@ class _Run:
             script_bytes=script_bytes,
             rows_picked=block.picked,
             rows_dropped=block.dropped,
+            left_out=sorted(block.left_out),
         )
 
 

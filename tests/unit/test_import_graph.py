@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("request", ("rollback.request",)),
     ("source", ("rollback.pipeline.storage", "rollback.sources")),
     ("plan", ("rollback.pipeline.order", "rollback.pipeline.savepoints", "rollback.pipeline.plan")),
-    ("decode", ("rollback.records", "rollback.decode_files")),
+    ("decode", ("rollback.records", "rollback.change_lines", "rollback.decode_files")),
     ("invert and render", ("rollback.invert", "rollback.sql")),
     # every other module of rollback/pipeline/: holdback, selection, plan_lines, spill, parts,
     # partition, contents, session, engines/, changes
