@@ -46,8 +46,9 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     import rollback
+    from app.core.http_protocol import JoinedWritesProtocol
 
-    _settings()
+    settings = _settings()
     rollback.configure_logging()  # uvicorn's lines too: log_config=None leaves its loggers to ours
     logging.getLogger("mysql_rollback").info(
         "serving on http://%s:%d/ (health: /health)", args.host, args.port
@@ -58,6 +59,8 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_config=None,
+        access_log=settings.access_log,
+        http=JoinedWritesProtocol,
         log_level=logging.getLevelName(logging.getLogger().level).lower(),
     )
     return 0

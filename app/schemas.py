@@ -175,7 +175,8 @@ class OptionsIn(BaseModel):
     allow_partial: bool = False
     allow_partial_transactions: bool = Field(
         False,
-        description="accept filters.where / include_query / exclude_query undoing part of a transaction",
+        description="accept filters.where / include_query / exclude_query, or the databases, tables and "
+        "types filters, undoing part of a transaction",
     )
     allow_empty: bool = Field(
         False, description="a range that selects no row change succeeds (otherwise the job fails saying so)"
@@ -469,7 +470,9 @@ class SummaryOut(BaseModel):
     dependency_count: int = 0
     partial_transactions: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="transactions undone in part under options.allow_partial_transactions {gtid, file, pos, picked, dropped}",
+        description="transactions undone in part under options.allow_partial_transactions: {gtid, file, pos, "
+        "picked, dropped} when row picks took part of its rows, {gtid, file, pos, left_out} when the table or "
+        "type filters left out some of its tables or statement types (the first 1000)",
     )
     ddl_mode: str = Field("refuse", description="what DDL on a changed table did: refuse, keep or reverse")
     schema_timelines: list[dict[str, Any]] = Field(

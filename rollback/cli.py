@@ -123,7 +123,7 @@ def _add_pick_arguments(cmd: argparse.ArgumentParser) -> None:
     picks.add_argument(
         "--allow-partial-transactions",
         action="store_true",
-        help="accept picks that undo only part of a transaction (refused without it)",
+        help="accept picks or table/type filters that undo only part of a transaction (refused without it)",
     )
 
 

@@ -12,7 +12,9 @@ schema source (the anchor, at the end); then each (table map, position) gets:
   table name, a column dropped since marked `dropped` (never written or compared, reported), a
   column whose type changed since accepted only when today's type holds every old value;
 - with `reverse`, that definition as it was (the inverse DDL after it in the script puts the table
-  back as it was when the statements run).
+  back as it was when the statements run). The inverse of each DDL is built from the definitions
+  before it (columns and keys exactly as the binlog's DDL gave them); a DROP TABLE of a table that
+  was empty is undone by its CREATE TABLE and the DDL on it since, as the server ran them.
 """
 
 from __future__ import annotations
@@ -25,19 +27,37 @@ from rollback.binlog.table_map import TableMap
 from rollback.ddl import shorten
 from rollback.ddl_parse import (
     AddColumn,
+    AddKey,
     AlterTable,
     CreateTable,
     DropColumn,
+    DropDatabase,
+    DropKey,
+    DropTable,
     KeepColumns,
     ModifyColumn,
     RenameColumn,
     RenameTable,
+    TableName,
     TableOp,
+    TableOptions,
+    TruncateTable,
+    parse_ddl_ops,
+    server_key_name,
 )
 from rollback.errors import DDLInRange, SchemaMismatch
 from rollback.pipeline.plan import PartitionPlan, SchemaKey, schema_key
 from rollback.schema import _COMPATIBLE, Column, SchemaSource, TableSchema, check_schema
-from rollback.schema_history import At, DdlEvent, Epoch, Timeline, build_timeline, fill_from_creates
+from rollback.schema_history import (
+    PRE_RANGE,
+    At,
+    DdlEvent,
+    Epoch,
+    Timeline,
+    build_timeline,
+    fill_from_creates,
+    forward_timeline,
+)
 from rollback.sql import quote_ident
 
 # per signature: (epoch start, schema or refusal message) in binlog order; the partition picks the
@@ -62,14 +82,34 @@ def ddl_events(plan: PartitionPlan, later: list[tuple[str, str, str, int]]) -> l
     return events
 
 
+@dataclass
+class BeforeRange:
+    """The range's first file before the range: its DDL (at file index PRE_RANGE) and the tables its
+    rows events wrote (position, db, table): where a table's history can start forward from its CREATE."""
+
+    ddl: list[DdlEvent] = field(default_factory=list)
+    maps: list[tuple[At, str, str]] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, ddl: list[tuple[str, str, str, int]], maps: list[tuple[str, str, int]]) -> BeforeRange:
+        """From (sql, db, file, pos) and (db, table, pos) in log order."""
+        return cls(
+            [DdlEvent((PRE_RANGE, pos), f"{file}:{pos}", sql, db) for sql, db, file, pos in ddl],
+            [((PRE_RANGE, pos), db, table) for db, table, pos in maps],
+        )
+
+
 def plan_ddl(
     mode: str,
     plan: PartitionPlan,
     events: list[DdlEvent],
     source: SchemaSource | None,
     selected: Any,
+    before: BeforeRange | None = None,
 ) -> DdlPlan:
     """Timelines and per-epoch schemas of the selected tables; refusals of what `mode` cannot do."""
+    before = before or BeforeRange()
+    known = [*before.ddl, *events]  # what a history built forward from a CREATE TABLE may start from
     out = DdlPlan()
     maps: dict[tuple[str, str], list[tuple[At, TableMap]]] = {}
     for fi, pos, tmap in plan.map_epochs:
@@ -85,7 +125,7 @@ def plan_ddl(
     by_anchor: dict[tuple[str, str], Timeline] = {}
     for name, seen in maps.items():
         timeline = build_timeline(name, seen[0][0], anchor, events, maps_between)
-        fill_from_creates(timeline, events)
+        fill_from_creates(timeline, known)
         timeline = by_anchor.setdefault(timeline.anchor, timeline)
         for at, tmap in seen:
             epoch = timeline.at(at)
@@ -93,12 +133,102 @@ def plan_ddl(
             out.schemas.setdefault(schema_key(tmap), []).append(
                 (at, _epoch_schema(mode, timeline, epoch, tmap, at))
             )
+    if mode == "reverse":
+        _ddl_only_tables(plan, events, known, anchor, maps_between, selected, by_anchor)
     out.timelines = [t for t in by_anchor.values() if len(t.epochs) > 1]
     for key in out.schemas:
         out.schemas[key].sort(key=lambda item: item[0])
     if mode == "reverse":
+        written = [
+            ((fi, pos), tmap.database.lower(), tmap.table.lower()) for fi, pos, tmap in plan.map_epochs
+        ]
+        recreate = _recreations(plan, known, [*before.maps, *written])
         for timeline in out.timelines:
-            _inverse(timeline, out.inverse, plan)
+            _inverse(timeline, out.inverse, plan, recreate)
+    return out
+
+
+class _Named:
+    """A table name where the filters expect a table map (Filters.table_selected)."""
+
+    def __init__(self, name: TableName) -> None:
+        self.database, self.table = name
+
+
+def _op_tables(op: TableOp) -> list[TableName]:
+    if isinstance(op, RenameTable):
+        return [op.old]
+    if isinstance(op, CreateTable | DropTable | TruncateTable | AlterTable):
+        return [op.table]
+    return []
+
+
+def _ddl_only_tables(
+    plan: PartitionPlan,
+    events: list[DdlEvent],
+    known: list[DdlEvent],
+    anchor: Any,
+    maps_between: Any,
+    selected: Any,
+    by_anchor: dict[tuple[str, str], Timeline],
+) -> None:
+    """`--ddl reverse` returns the selected tables' schema to the range's start: a table the range only
+    altered, created or dropped (no row of it changed) gets its timeline too, so its DDL is undone."""
+    in_range = {(fi, pos) for fi, pos, _label, _sql, _db in plan.ddl}
+    for event in events:
+        if event.at not in in_range:
+            continue
+        for op in parse_ddl_ops(event.sql, event.db):
+            for name in _op_tables(op):
+                name = (name[0] or event.db.lower(), name[1])
+                covered = any(
+                    any(e.name == name and e.start <= event.at for e in t.epochs) for t in by_anchor.values()
+                )
+                if covered or not selected(_Named(name)):
+                    continue
+                seen_at = (event.at[0], event.at[1] - 1)  # just before it: the DDL itself is after
+                timeline = build_timeline(name, seen_at, anchor, events, maps_between)
+                fill_from_creates(timeline, known)
+                by_anchor.setdefault(timeline.anchor, timeline)
+
+
+def _recreations(
+    plan: PartitionPlan, known: list[DdlEvent], written: list[tuple[At, str, str]]
+) -> dict[At, list[str]]:
+    """Per DROP TABLE in the range: the statements that create the table again as it was when
+    dropped, where the binlog read holds its CREATE TABLE, every DDL on it since is about it alone, and
+    no rows event wrote it between the two (it was empty): that CREATE and those DDL, as the server ran
+    them."""
+    in_range = {(fi, pos) for fi, pos, _label, _sql, _db in plan.ddl}
+    by_at = {event.at: event for event in known}
+    out: dict[At, list[str]] = {}
+    for index, event in enumerate(known):
+        create = next((op for op in parse_ddl_ops(event.sql, event.db) if isinstance(op, CreateTable)), None)
+        if create is None or create.replace:
+            continue
+        forward = forward_timeline(index, known)
+        if forward is None or len(forward.epochs) < 3:
+            continue
+        drop, chain = forward.epochs[-1], forward.epochs[1:-1]
+        if drop.schema is not None or drop.problem or drop.start not in in_range:
+            continue
+        if not any(isinstance(op, DropTable) for op in drop.ops):
+            continue
+        names = {e.name for e in chain}
+        if any(e.schema is None or e.problem for e in chain):
+            continue
+        if any(event.at < at < drop.start and (db, table) in names for at, db, table in written):
+            continue
+        statements = []
+        for epoch in chain:
+            ran = by_at[epoch.start]
+            ops = parse_ddl_ops(ran.sql, ran.db)
+            if len(ops) != len(epoch.ops) or any(isinstance(op, DropDatabase) for op in ops):
+                break  # a statement about other tables too: not replayed alone
+            use = f"USE {quote_ident(ran.db)};\n" if ran.db else ""
+            statements.append(f"{use}{ran.sql.strip().rstrip(';')};")
+        else:
+            out[drop.start] = statements
     return out
 
 
@@ -293,7 +423,12 @@ def dropped_columns(schemas: EpochSchemas) -> list[str]:
 # ---- reverse ----------------------------------------------------------------------------------------
 
 
-def _inverse(timeline: Timeline, inverse: dict[tuple[int, int], str], plan: PartitionPlan) -> None:
+def _inverse(
+    timeline: Timeline,
+    inverse: dict[tuple[int, int], str],
+    plan: PartitionPlan,
+    recreate: dict[At, list[str]],
+) -> None:
     """The inverse of every DDL of the timeline inside the range; DDLInRange for an irreversible one."""
     in_range = {(fi, pos) for fi, pos, _label, _sql, _db in plan.ddl}
     for index, epoch in enumerate(timeline.epochs):
@@ -302,65 +437,121 @@ def _inverse(timeline: Timeline, inverse: dict[tuple[int, int], str], plan: Part
         before = timeline.epochs[index - 1]
         statements = []
         for op in reversed(epoch.ops):
-            sql = _inverse_op(op, before, epoch)
+            sql, why = _inverse_op(op, before, epoch, recreate.get(epoch.start))
             if sql is None:
                 raise DDLInRange(
                     f"--ddl reverse: DDL on {epoch.name[0]}.{epoch.name[1]} at {epoch.where} cannot be reversed "
-                    f"({_why_not(op)}): {shorten(epoch.ddl, 160)} — start the range after it, or --ddl keep"
+                    f"({why}): {shorten(epoch.ddl, 160)} — start the range after it, or --ddl keep"
                 )
             statements.append(sql)
-        inverse[epoch.start] = "\n".join(statements)
+        # One statement may concern several tables (RENAME TABLE a TO b, c TO d; DROP TABLE a, b).
+        done = inverse.get(epoch.start)
+        inverse[epoch.start] = "\n".join([*([done] if done else []), *statements])
 
 
 def _table(name: tuple[str, str]) -> str:
     return f"{quote_ident(name[0])}.{quote_ident(name[1])}"
 
 
-def _why_not(op: TableOp) -> str:
-    if isinstance(op, AlterTable) and any(isinstance(a, DropColumn) for a in op.actions):
-        return "DROP COLUMN: the column's values are not in the binlog"
-    if isinstance(op, AlterTable) and any(isinstance(a, KeepColumns) for a in op.actions):
-        return "a key, index or table option change: the definition before it is not known"
-    if isinstance(op, AlterTable):
-        return "the column's definition before it is not known"
-    return (
-        type(op).__name__.replace("Table", " TABLE").upper().strip()
-        + ": the table's rows are not in the binlog"
-    )
+_NOT_READ = "not in the binlog read (no CREATE TABLE of the table before it in the range or its first file)"
 
 
-def _inverse_op(op: TableOp, before: Epoch, after: Epoch) -> str | None:
+def _inverse_op(
+    op: TableOp, before: Epoch, after: Epoch, recreate: list[str] | None
+) -> tuple[str | None, str]:
+    """The statement that undoes `op` (the table `before` it, `after` it), or None and why not."""
     if isinstance(op, RenameTable):
-        return f"RENAME TABLE {_table(after.name)} TO {_table(before.name)};"
-    if isinstance(op, CreateTable) and not op.replace and op.columns is not None:
-        return f"DROP TABLE {_table(after.name)};"
-    if not isinstance(op, AlterTable) or before.schema is None:
-        return None
+        return f"RENAME TABLE {_table(after.name)} TO {_table(before.name)};", ""
+    if isinstance(op, CreateTable):
+        if op.replace:
+            return None, "CREATE OR REPLACE TABLE: the table it replaced is not in the binlog"
+        # (also CREATE ... LIKE and ... AS SELECT: the rows a CTAS wrote are undone before it)
+        return f"DROP TABLE {_table(after.name)};", ""
+    if isinstance(op, DropTable):
+        if recreate is not None:
+            return "\n".join(recreate), ""
+        return None, (
+            "DROP TABLE: the table had rows or its definition is " + _NOT_READ + "; only an empty table "
+            "whose CREATE TABLE the binlog holds is created again"
+        )
+    if isinstance(op, TruncateTable):
+        return None, "TRUNCATE: the table's rows are not in the binlog"
+    if not isinstance(op, AlterTable):
+        return None, f"{type(op).__name__}: not reversible"
+    if before.schema is None:
+        return None, f"the table's definition before it is not known ({before.problem or 'no history'})"
     parts = []
     for action in reversed(op.actions):
-        if isinstance(action, AddColumn):
-            parts.append(f"DROP COLUMN {quote_ident(action.column.name)}")
-        elif isinstance(action, RenameColumn):
-            parts.append(f"RENAME COLUMN {quote_ident(action.new)} TO {quote_ident(action.old)}")
-        elif isinstance(action, ModifyColumn):
-            old = _old_definition(before, action.old)
-            if old is None:
-                return None
-            parts.append(f"CHANGE COLUMN {quote_ident(action.column.name)} {old}")
-        else:
-            return None
-    return f"ALTER TABLE {_table(after.name)} {', '.join(parts)};"
+        part, why = _inverse_action(action, before.schema)
+        if part is None:
+            return None, why
+        parts.append(part)
+    return f"ALTER TABLE {_table(after.name)} {', '.join(parts)};", ""
 
 
-def _old_definition(before: Epoch, name: str) -> str | None:
-    """A column's definition before a MODIFY/CHANGE, at its old place, when the history knows it."""
-    assert before.schema is not None
-    columns = before.schema.columns
+def _inverse_action(action: Any, before: TableSchema) -> tuple[str | None, str]:
+    if isinstance(action, AddColumn):
+        return f"DROP COLUMN {quote_ident(action.column.name)}", ""
+    if isinstance(action, RenameColumn):
+        return f"RENAME COLUMN {quote_ident(action.new)} TO {quote_ident(action.old)}", ""
+    if isinstance(action, ModifyColumn):
+        old = _old_definition(before, action.old)
+        if old is None:
+            return None, f"MODIFY/CHANGE COLUMN `{action.old}`: its definition before it is {_NOT_READ}"
+        return f"CHANGE COLUMN {quote_ident(action.column.name)} {old}", ""
+    if isinstance(action, DropColumn):
+        return None, f"DROP COLUMN `{action.name}`: the column's values are not in the binlog"
+    if isinstance(action, AddKey):
+        name = action.name
+        if name is None and before.keys is not None:
+            name = server_key_name(before.keys, action.first_column)
+        if name is None:
+            return (
+                None,
+                f"ADD {action.definition}: the name the server gave it depends on the keys before it, {_NOT_READ}",
+            )
+        return ("DROP PRIMARY KEY" if name == "primary" else f"DROP INDEX {quote_ident(name)}"), ""
+    if isinstance(action, DropKey):
+        definition = (before.keys or {}).get(action.name)
+        if definition is None:
+            what = "PRIMARY KEY" if action.name == "primary" else f"INDEX `{action.name}`"
+            return None, f"DROP {what}: its definition is {_NOT_READ}"
+        return f"ADD {definition}", ""
+    if isinstance(action, TableOptions):
+        return _inverse_options(action, before)
+    assert isinstance(action, KeepColumns)
+    return None, f"{action.what}: the schema history does not follow it, so what it replaced is not known"
+
+
+def _inverse_options(action: TableOptions, before: TableSchema) -> tuple[str | None, str]:
+    """The options as they were: known when the table's CREATE TABLE (or a later ALTER) named them;
+    a character set comes back with the collation it had."""
+    kinds = [kind for kind, _text in action.options]
+    if {"charset", "collate"} & set(kinds):
+        kinds = [k for k in kinds if k not in ("charset", "collate")] + ["charset", "collate"]
+    old = before.options or {}
+    parts = []
+    for kind in kinds:
+        if kind == "collate" and kind not in old and "charset" in old:
+            continue  # the old character set brings its default collation back
+        if kind == "auto_increment" or kind not in old:
+            text = dict(action.options).get(kind) or kind.upper()
+            return None, (
+                f"{text}: the table's {kind.replace('_', ' ')} before it is not in the binlog read (its CREATE "
+                "TABLE did not name it, or is not in the range or its first file)"
+            )
+        parts.append(old[kind])
+    return ", ".join(parts), ""
+
+
+def _old_definition(before: TableSchema, name: str) -> str | None:
+    """A column's definition before a MODIFY/CHANGE, at its old place, exactly as the DDL that gave it
+    (CREATE TABLE, ADD, an earlier MODIFY) wrote it, when the history holds that DDL."""
+    columns = before.columns
     for i, column in enumerate(columns):
         if column.name.lower() == name.lower():
-            if not column.column_type or column.unsure_sign:
+            if not column.definition:
                 return None
-            null = "NULL" if column.nullable else "NOT NULL"
             place = f"AFTER {quote_ident(columns[i - 1].name)}" if i else "FIRST"
-            return f"{quote_ident(column.name)} {column.column_type} {null} {place}"
+            return f"{quote_ident(column.name)} {column.definition} {place}"
     return None

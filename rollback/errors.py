@@ -78,8 +78,8 @@ class EmptyRange(RollbackError):
 
 
 class PartialTransaction(RollbackError):
-    """A row pick (--where, --include-query/--exclude-query) takes only part of a transaction:
-    refused unless --allow-partial-transactions accepts it."""
+    """A row pick (--where, --include-query/--exclude-query) or a table or type filter (-d, -t,
+    --sql-type) takes only part of a transaction: refused unless --allow-partial-transactions accepts it."""
 
 
 class SchemaUnproven(SchemaMismatch):

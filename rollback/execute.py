@@ -493,10 +493,10 @@ def _preflight(factory: Callable[[], Any], plan: list[dict[str, Any]]) -> SideEf
 def _refuse_ddl(plan: list[dict[str, Any]]) -> None:
     """A `--ddl reverse` plan holds inverse DDL: it commits implicitly, so neither the dry run nor the
     one checked transaction could hold it. Refused before connecting."""
-    ddl = next((step for step in plan if step.get("type") == "ddl"), None)
-    if ddl is None:
+    steps = [step for step in plan if step.get("type") == "ddl"]
+    if not steps:
         return
-    count = sum(1 for step in plan if step.get("type") == "ddl")
+    ddl, count = steps[0], len(steps)
     raise ExecutionRefused(
         f"refused, nothing was run: the plan holds {count} inverse DDL statement(s) (--ddl reverse), "
         f"the first at {ddl.get('file')}:{ddl.get('pos')}: {str(ddl.get('sql'))[:120]}; DDL commits "

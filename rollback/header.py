@@ -16,6 +16,8 @@ from rollback.request import Filters, RangeSpec
 from rollback.side_effects import SIDE_EFFECTS
 from rollback.version import __version__
 
+PARTIAL_LISTED = 20  # partial transactions the header names one by one (the report lists more)
+
 SCRIPT_PRELUDE = (
     "SET NAMES utf8mb4;\nSET time_zone = '+00:00';\nSET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO';\n"
 )
@@ -79,10 +81,19 @@ def script_header(
         else:
             state = "see the warnings below" if any(found.values()) else "none found"
         lines.append(f"{SIDE_EFFECTS}: {state}; execution checks them at the target")
-    for item in report.partial_transactions:
+    if report.partial_transaction_count:
+        lines.append(
+            f"partial transactions: {report.partial_transaction_count}, undone in part as "
+            "--allow-partial-transactions accepted"
+        )
+    for item in report.partial_transactions[:PARTIAL_LISTED]:
+        if "left_out" in item:
+            what = f"left out by the filters: {', '.join(item['left_out'])}"
+        else:
+            what = f"{item['picked']} row(s) undone, {item['dropped']} left as they are"
         lines.append(
             f"partial transaction (--allow-partial-transactions): gtid={item['gtid'] or '-'} at "
-            f"{item['file']}:{item['pos']}: {item['picked']} row(s) undone, {item['dropped']} left as they are"
+            f"{item['file']}:{item['pos']}: {what}"
         )
     if report.dependencies is not None:
         lines.append(

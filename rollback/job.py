@@ -28,6 +28,7 @@ from rollback.merge import (
     change_parts,
     closed_spans,
     concatenate,
+    filter_splits,
     irreversible_items,
     merge_parts,
     partial_picks,
@@ -52,7 +53,7 @@ from rollback.pipeline.plan import (
     range_bytes,
 )
 from rollback.pipeline.session import spark_slots
-from rollback.report import IRREVERSIBLE_KEPT, Progress, ProgressCallback, Report
+from rollback.report import IRREVERSIBLE_KEPT, PARTIAL_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
 
@@ -258,8 +259,8 @@ class Job:
     def _schema_history(self, plan: PartitionPlan) -> DdlPlan:
         """--ddl keep | reverse: each selected table's definitions from the schema source (now) back
         through the DDL after the range and in it (rollback.schema_history, rollback.ddl_modes)."""
-        from rollback.ddl_modes import ddl_events, dropped_columns, plan_ddl
-        from rollback.schema_proof import NotProven, scan_files, scan_server
+        from rollback.ddl_modes import BeforeRange, ddl_events, dropped_columns, plan_ddl
+        from rollback.schema_proof import NotProven, scan_before, scan_files, scan_server
 
         report = self.report
         report.ddl_mode = self.options.ddl
@@ -294,7 +295,14 @@ class Job:
                 )
             where = f"{scan.where} after {scan.after} up to {scan.up_to}"
         events = ddl_events(plan, [(d.sql, d.database, d.file, d.pos) for d in later])
-        history = plan_ddl(self.options.ddl, plan, events, self.options.schema, self.filters.table_selected)
+        before = BeforeRange()
+        if plan.partitions:
+            first = plan.partitions[0]
+            found = scan_before(first.location, first.start)
+            before = BeforeRange.read([(d.sql, d.database, d.file, d.pos) for d in found.ddl], found.maps)
+        history = plan_ddl(
+            self.options.ddl, plan, events, self.options.schema, self.filters.table_selected, before
+        )
         report.timelines = [t.to_dict() for t in history.timelines]
         lost = dropped_columns(history.schemas)
         if lost:
@@ -372,6 +380,7 @@ class Job:
         if mismatch is not None:
             raise decode_error(mismatch)
         self._partial_picks(summaries)
+        self._filter_splits(summaries)
         if self.filters.picks and self.options.mode == "flashback":
             self._dependencies(out_dir, summaries)
         self._check_schema_source(plan, set(changed))
@@ -395,6 +404,7 @@ class Job:
         found = partial_picks(summaries)
         if not found or self.options.mode == "changes":  # a change log undoes nothing
             return
+        self.report.partial_transaction_count += len(found)
         if not self.options.allow_partial_transactions:
             first = found[0]
             raise PartialTransaction(
@@ -403,7 +413,25 @@ class Job:
                 f"{first['dropped']} left); undoing part of a transaction may break its invariants: "
                 "--allow-partial-transactions accepts it"
             )
-        self.report.partial_transactions = found
+        self.report.partial_transactions = found[:PARTIAL_KEPT]
+
+    def _filter_splits(self, summaries: list[Summary]) -> None:
+        """Table and type filters that take only part of a transaction: refused unless accepted, as
+        row picks are (the rest of the transaction stays as it is)."""
+        found = filter_splits(summaries)
+        if not found or self.options.mode == "changes":  # a change log undoes nothing
+            return
+        if not self.options.allow_partial_transactions:
+            first = found[0]
+            raise PartialTransaction(
+                f"the filters ({self.filters.describe()}) take only part of {len(found)} transaction(s); first: "
+                f"gtid {first['gtid'] or '-'} at {first['file']}:{first['pos']}, leaving out "
+                f"{', '.join(first['left_out'])}; undoing part of a transaction may break its invariants: "
+                "--allow-partial-transactions accepts it"
+            )
+        kept = PARTIAL_KEPT - len(self.report.partial_transactions)
+        self.report.partial_transactions.extend(found[: max(kept, 0)])
+        self.report.partial_transaction_count += len(found)
 
     def _dependencies(self, out_dir: str, summaries: list[Summary]) -> None:
         """Rows a later excluded change touched after a selected one (pipeline/dependencies.py)."""

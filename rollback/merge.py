@@ -71,6 +71,15 @@ class Span:
             "dropped": dropped,
         }
 
+    @property
+    def filter_split(self) -> dict[str, Any] | None:
+        """{gtid, file, pos, left_out} when the table and type filters took part of it and left the rest."""
+        left = sorted({name for _, p in self.pieces for name in p.left_out})
+        if not (left and self.statements):
+            return None
+        first = self.pieces[0][1]
+        return {"gtid": first.tx.get("gtid"), "pos": first.first_pos, "file": first.file, "left_out": left}
+
     def _queries(self, out_dir: str) -> Iterator[str]:
         last: str | None = None
         for position, (index, piece) in enumerate(self.pieces):
@@ -120,6 +129,18 @@ def partial_picks(summaries: list[Summary]) -> list[dict[str, Any]]:
         if span is not None and span.pieces[-1][0] == summary.index and span.partial_pick is not None:
             found.append(span.partial_pick)
         found.extend(summary.partial_picks)
+    return found
+
+
+def filter_splits(summaries: list[Summary]) -> list[dict[str, Any]]:
+    """Every transaction of which the table and type filters took some rows events and left others."""
+    heads, _tails = spans(summaries)
+    found: list[dict[str, Any]] = []
+    for summary in summaries:
+        span = heads.get(summary.index)
+        if span is not None and span.pieces[-1][0] == summary.index and span.filter_split is not None:
+            found.append(span.filter_split)
+        found.extend(summary.filter_splits)
     return found
 
 

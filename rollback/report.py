@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 IRREVERSIBLE_KEPT = 1000  # irreversible changes listed in Report.irreversible (the script lists all)
+PARTIAL_KEPT = 1000  # partial transactions listed in Report.partial_transactions (the count says all)
 
 
 @dataclass
@@ -63,7 +64,10 @@ class Report:
     dependencies: list[dict[str, Any]] | None = None
     dependency_count: int = 0
     # Transactions undone in part (--allow-partial-transactions): {gtid, file, pos, picked, dropped}
+    # when row picks took part of its rows, {gtid, file, pos, left_out} when table or type filters left
+    # out some of its tables or statement types; the first PARTIAL_KEPT, and how many in all
     partial_transactions: list[dict[str, Any]] = field(default_factory=list)
+    partial_transaction_count: int = 0
     # --ddl keep | reverse: each changed table's definitions and the positions they applied to
     # (schema_history.Timeline.to_dict()), and the columns of old images that were not written
     timelines: list[dict[str, Any]] = field(default_factory=list)
@@ -92,6 +96,7 @@ class Report:
             "dependencies": self.dependencies,
             "dependency_count": self.dependency_count,
             "partial_transactions": self.partial_transactions,
+            "partial_transaction_count": self.partial_transaction_count,
             "ddl_mode": self.ddl_mode,
             "schema_timelines": self.timelines,
         }

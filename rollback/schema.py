@@ -34,6 +34,9 @@ class Column:
     # The schema history undid a MODIFY/CHANGE of it: its signedness before is known only to a table
     # map that carries signedness (binlog_row_metadata MINIMAL or FULL)
     unsure_sign: str = ""  # the DDL that left it unsure ("" when sure)
+    # Its definition after the name as the DDL the schema history read gave it (type, charset,
+    # default, comment...: what CHANGE COLUMN takes to put it back); "" when not known
+    definition: str = ""
 
 
 @dataclass(slots=True)
@@ -45,6 +48,10 @@ class TableSchema:
     unique_keys: list[tuple[int, ...]] = field(default_factory=list)  # NOT NULL unique keys only
     source: str = ""  # binlog | server | ddl
     system_versioned: bool = False  # MariaDB WITH SYSTEM VERSIONING
+    keys: dict[str, str] | None = None  # schema history: key name (lower case) -> definition; None unknown
+    # schema history: the table options named by the DDL that made it (kind -> text: engine ->
+    # ENGINE=InnoDB); None unknown, and a kind not in it is the server's default at its CREATE
+    options: dict[str, str] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:

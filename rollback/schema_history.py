@@ -12,10 +12,16 @@ definition is unknown and a rows event that needs it is refused, naming the DDL.
 
 Every column of every definition remembers its name at the anchor (None: dropped later), which is
 what `--ddl keep` maps old row images to today's columns by.
+
+Where the binlog read holds the table's CREATE TABLE (in the range, after it, or in the range's first
+file before it), the history is also built forward from it, exactly as the server ran each DDL: each
+column's whole definition (charset, default, comment: what a MODIFY back needs) and the table's keys
+by the names the server gave them. The definitions walked back from the anchor are completed from it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -25,10 +31,12 @@ from rollback.binlog.table_map import TableMap
 from rollback.ddl import ddl_targets, shorten
 from rollback.ddl_parse import (
     AddColumn,
+    AddKey,
     AlterTable,
     CreateTable,
     DropColumn,
     DropDatabase,
+    DropKey,
     DropTable,
     KeepColumns,
     ModifyColumn,
@@ -37,9 +45,13 @@ from rollback.ddl_parse import (
     RenameTable,
     TableName,
     TableOp,
+    TableOptions,
     TruncateTable,
     Unparsed,
+    named_key,
     parse_ddl_ops,
+    server_key_name,
+    split_commas,
 )
 from rollback.schema import _COMPATIBLE, Column, TableSchema
 
@@ -52,6 +64,9 @@ def _ops(sql: str, db: str) -> tuple[TableOp, ...]:
 
 At = tuple[int, int]  # (file index in the range's order, position); DDL after the range sort after it
 BEFORE_RANGE: At = (-1, 0)
+PRE_RANGE = -2  # the file index of DDL read before the range (in its first file): before BEFORE_RANGE
+RANGE_START: At = (-1, 1)  # after every DDL before the range, before every position in it
+FORWARD_START: At = (-3, 0)  # a forward history's first epoch (before its CREATE TABLE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +310,15 @@ def _concerns(op: TableOp, name: TableName) -> bool:
 
 
 def _copy(schema: TableSchema) -> TableSchema:
-    return replace(schema, columns=[replace(c) for c in schema.columns], unique_keys=list(schema.unique_keys))
+    keys = dict(schema.keys) if schema.keys is not None else None
+    options = dict(schema.options) if schema.options is not None else None
+    return replace(
+        schema,
+        columns=[replace(c) for c in schema.columns],
+        unique_keys=list(schema.unique_keys),
+        keys=keys,
+        options=options,
+    )
 
 
 def _index(schema: TableSchema, name: str) -> int | None:
@@ -334,8 +357,8 @@ def _undo(
     assert isinstance(op, AlterTable)
     states: list[tuple[TableSchema, list[str | None]]] = [(_copy(schema), list(today))]
     for action in reversed(op.actions):
-        if isinstance(action, KeepColumns):
-            continue
+        if isinstance(action, KeepColumns | AddKey | DropKey | TableOptions):
+            continue  # columns' names, order and types stay (keys, options: followed forward)
         following: list[tuple[TableSchema, list[str | None]]] = []
         for current, names in states:
             if isinstance(action, AddColumn | RenameColumn | ModifyColumn):
@@ -355,6 +378,7 @@ def _undo(
                     column = current.columns[i]
                     column.name = action.old
                     column.data_type = column.column_type = ""  # its type before: the table map says
+                    column.definition = ""
                     column.unsure_sign = f"DDL at {event.where} ({shorten(event.sql, 100)})"
                     if action.position is None:
                         following.append((current, names))
@@ -412,11 +436,10 @@ def _agrees(columns: list[Column], tmap: TableMap) -> bool:
 
 
 def fill_from_creates(timeline: Timeline, ddl: list[DdlEvent]) -> None:
-    """Definitions the backward walk left unknown, taken from the history built forward from a CREATE
-    TABLE of the same table in the DDL (exact: the statement the server ran), when one covers them."""
-    unknown = [e for e in timeline.epochs if e.schema is None and e.problem]
-    if not unknown:
-        return
+    """What the backward walk cannot know, from the history built forward from a CREATE TABLE of the
+    same table in the DDL (exact: the statements the server ran), where one covers it: definitions it
+    left unknown, and of the known ones each column's full definition (default, charset, comment: what
+    a MODIFY back needs) and the table's keys. `ddl` may start before the range (`PRE_RANGE`)."""
     anchor_names = (
         {c.name.lower() for c in timeline.anchor_schema.columns} if timeline.anchor_schema else set()
     )
@@ -426,15 +449,45 @@ def fill_from_creates(timeline: Timeline, ddl: list[DdlEvent]) -> None:
         forward = forward_timeline(index, ddl)
         if forward is None:
             continue
-        for epoch in unknown:
-            found = forward.at(epoch.start)
-            if found.schema is None or found.start == BEFORE_RANGE or found.name != epoch.name:
+        for epoch in timeline.epochs:
+            found = forward.at(max(epoch.start, RANGE_START))
+            if found.schema is None or found.start == FORWARD_START or found.name != epoch.name:
                 continue
-            if not all(name is None or name.lower() in anchor_names for name in found.today):
+            if epoch.schema is not None:
+                _complete(epoch.schema, found.schema)
+                continue
+            if not epoch.problem or forward.epochs[-1].problem:
+                continue  # (a forward history that ends unknown cannot say today's names)
+            if timeline.anchor_schema is not None and not all(
+                name is None or name.lower() in anchor_names for name in found.today
+            ):
                 continue  # the forward history does not end as the anchor's table: no lineage to follow
             epoch.schema = _copy(found.schema)
             epoch.today = list(found.today)
             epoch.problem = ""
+
+
+def _complete(schema: TableSchema, exact: TableSchema) -> None:
+    """`schema` (walked back from the anchor) completed from `exact` (built forward) when both are the
+    same columns in the same order, with no type they disagree on."""
+    if [c.name.lower() for c in schema.columns] != [c.name.lower() for c in exact.columns]:
+        return
+    pairs = list(zip(schema.columns, exact.columns, strict=True))
+    if any(
+        mine.data_type and theirs.data_type and mine.data_type != theirs.data_type for mine, theirs in pairs
+    ):
+        return
+    for mine, theirs in pairs:
+        if not mine.definition and theirs.definition:
+            mine.definition = theirs.definition
+        if not mine.data_type and theirs.data_type:
+            mine.data_type, mine.column_type = theirs.data_type, theirs.column_type
+            mine.unsigned, mine.nullable, mine.charset = theirs.unsigned, theirs.nullable, theirs.charset
+            mine.unsure_sign = ""
+    if schema.keys is None and exact.keys is not None:
+        schema.keys = dict(exact.keys)
+    if schema.options is None and exact.options is not None:
+        schema.options = dict(exact.options)
 
 
 # ---- forward, from a CREATE TABLE the binlog holds --------------------------------------------------
@@ -457,11 +510,13 @@ def forward_timeline(created: int, ddl: list[DdlEvent]) -> Timeline | None:
         create.primary_key,
         list(create.unique_keys),
         source="ddl",
+        keys=dict(create.keys) if create.keys is not None else None,
+        options=dict(create.options),
     )
     ids = list(range(len(create.columns)))
     next_id = len(ids)
     epochs = [
-        Epoch(BEFORE_RANGE, "", "", name, None),
+        Epoch(FORWARD_START, "", "", name, None),
         Epoch(event.at, event.where, event.sql, name, schema, [], "", list(ops)),
     ]
     id_lists = [[], list(ids)]
@@ -509,7 +564,17 @@ def _apply(
     schema = _copy(schema)
     ids = list(ids)
     for action in op.actions:
+        if isinstance(action, AddKey | DropKey):
+            _apply_key(schema, action)
+            continue
+        if isinstance(action, TableOptions):
+            _apply_options(schema, action)
+            continue
         if isinstance(action, KeepColumns):
+            if action.column:  # ALTER COLUMN c SET/DROP DEFAULT: its definition is no longer the DDL's
+                i = _index(schema, action.column)
+                if i is not None:
+                    schema.columns[i].definition = ""
             continue
         if isinstance(action, AddColumn):
             at = _position_index(schema, action.position)
@@ -528,6 +593,12 @@ def _apply(
         i = _index(schema, old)
         if i is None:
             return None, [], next_id, f"DDL at {event.where} names a column `{old}` the table does not have"
+        if isinstance(action, DropColumn):
+            _keys_without(schema, old)
+        elif isinstance(action, RenameColumn) or action.column.name.lower() != old.lower():
+            _keys_renaming(
+                schema, old, action.new if isinstance(action, RenameColumn) else action.column.name
+            )
         if isinstance(action, DropColumn):
             _remove(schema, i)
             del ids[i]
@@ -551,6 +622,89 @@ def _apply(
             _insert(schema, at, replace(action.column))
             ids.insert(at, column_id)
     return schema, ids, next_id, ""
+
+
+def _apply_options(schema: TableSchema, action: TableOptions) -> None:
+    kinds = {kind for kind, _text in action.options}
+    if kinds & {"charset", "collate"}:
+        # a new table character set: a column definition that names none now means another
+        for column in schema.columns:
+            if not re.search(r"\b(?:CHARACTER\s+SET|COLLATE)\b", column.definition, re.IGNORECASE):
+                column.definition = ""
+    if schema.options is None:
+        return
+    for kind, text in action.options:
+        schema.options[kind] = text
+    # A character set alone brings its default collation; a collation alone may bring its character set.
+    if "charset" in kinds and "collate" not in kinds:
+        schema.options.pop("collate", None)
+    if "collate" in kinds and "charset" not in kinds:
+        schema.options.pop("charset", None)
+
+
+def _apply_key(schema: TableSchema, action: AddKey | DropKey) -> None:
+    keys = schema.keys
+    if keys is None:
+        return
+    if isinstance(action, DropKey):
+        if keys.pop(action.name, None) is None:
+            schema.keys = None  # a key the history did not know of: its keys are not known
+        return
+    name = action.name or server_key_name(keys, action.first_column)
+    keys[name] = action.definition if action.name else named_key(action.definition, name)
+
+
+def _key_parts(definition: str) -> tuple[str, list[str], str] | None:
+    """A key definition cut around its column list: (head, the columns' texts, tail)."""
+    start = definition.find("(")
+    depth = 0
+    for i in range(start, len(definition)):
+        depth += {"(": 1, ")": -1}.get(definition[i], 0)
+        if depth == 0:
+            inner = split_commas(definition[start + 1 : i])
+            return definition[:start], [c.strip() for c in inner], definition[i + 1 :]
+    return None
+
+
+def _key_column(part: str) -> str:
+    """The column a key part names (`b`, `b`(3), b(3) DESC -> b)."""
+    name = part.split("(", 1)[0].split()[0] if part.strip() else ""
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
+def _keys_without(schema: TableSchema, column: str) -> None:
+    """A column dropped: the server takes it out of every key, and drops a key left with none."""
+    if schema.keys is None:
+        return
+    for name, definition in list(schema.keys.items()):
+        parts = _key_parts(definition)
+        if parts is None:
+            schema.keys = None
+            return
+        head, columns, tail = parts
+        kept = [c for c in columns if _key_column(c).lower() != column.lower()]
+        if not kept:
+            del schema.keys[name]
+        elif len(kept) != len(columns):
+            schema.keys[name] = f"{head}({', '.join(kept)}){tail}"
+
+
+def _keys_renaming(schema: TableSchema, old: str, new: str) -> None:
+    """A column renamed: the server renames it in every key."""
+    if schema.keys is None:
+        return
+    quoted = "`" + new.replace("`", "``") + "`"
+    for name, definition in list(schema.keys.items()):
+        parts = _key_parts(definition)
+        if parts is None:
+            schema.keys = None
+            return
+        head, columns, tail = parts
+        renamed = [
+            quoted + c[len(c.split("(", 1)[0].split()[0]) :] if _key_column(c).lower() == old.lower() else c
+            for c in columns
+        ]
+        schema.keys[name] = f"{head}({', '.join(renamed)}){tail}"
 
 
 def _position_index(schema: TableSchema, position: Position) -> int | None:

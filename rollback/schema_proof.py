@@ -302,3 +302,43 @@ def _in_use(binlog: BinlogFile) -> bool:
 def _files_where(chain: list[Path]) -> str:
     names = chain[0].name if len(chain) == 1 else f"{chain[0].name} .. {chain[-1].name}"
     return f"binlog files {names} in {chain[0].parent}"
+
+
+# ---- before the range, in its first file ------------------------------------------------------------
+
+_TABLE_MAP = int(EventType.TABLE_MAP)
+
+
+@dataclass
+class Before:
+    """What the range's first file holds before the range: every DDL (a CREATE TABLE there starts a
+    table's history forward, exact) and the tables its rows events wrote ((db, table, pos))."""
+
+    ddl: list[LaterDdl]
+    maps: list[tuple[str, str, int]]
+
+
+def scan_before(first_path: str, start: int) -> Before:
+    """The range's first file from its first event up to `start`. A spool's filler there (bytes not
+    fetched) ends what is known: what came before it is dropped, since a DDL could hide in the gap.
+    Nothing for a file that is not local (what is not read is not used, never guessed)."""
+    found = Before([], [])
+    if not storage.is_local(first_path):
+        return found
+    path = Path(storage.local_path(first_path))
+    with BinlogFile(path) as binlog:
+        facts = binlog.facts
+        try:
+            for raw in iter_events(binlog.buf, facts, 4, start, binlog.path, verify=False):
+                if raw.type_code == _IGNORABLE and raw.flags & _ARTIFICIAL:
+                    found = Before([], [])
+                elif raw.type_code in _QUERY_TYPES:
+                    query = DECODERS[raw.type_code](raw, facts)
+                    assert isinstance(query, Query)
+                    _collect(found.ddl, query.sql, query.database, path.name, raw.pos)
+                elif raw.type_code == _TABLE_MAP:
+                    tmap = DECODERS[raw.type_code](raw, facts)
+                    found.maps.append((str(tmap.database).lower(), str(tmap.table).lower(), raw.pos))
+        except BinlogFormatError:
+            return Before([], [])
+    return found

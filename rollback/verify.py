@@ -49,13 +49,7 @@ class VerifyResult:
 
 
 def plan_tables(plan_path: str) -> list[str]:
-    tables = sorted(
-        {
-            str(step["table"])
-            for step in read_plan(plan_path)
-            if step.get("table") and step.get("type") != "ddl"
-        }
-    )
+    tables = sorted({str(step["table"]) for step in read_plan(plan_path) if step.get("table")})
     if not tables:
         raise RollbackError(f"{plan_path}: the plan holds no statement, so there is nothing to verify")
     return tables

@@ -152,6 +152,7 @@ class Settings(BaseSettings):
         True  # start Spark and its Python workers with the service (unless the engine is local)
     )
     spark_niceness: int = 10  # the service's Spark JVM and Python workers run at this nice value
+    access_log: bool = True  # uvicorn's line per HTTP request
 
     @field_validator("auth_failures_per_minute")
     @classmethod

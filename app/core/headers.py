@@ -25,16 +25,27 @@ DOCS_PAGE = "/docs"
 CACHEABLE = ("/static/", "/docs-assets/")
 
 
-def headers_for(path: str) -> list[tuple[bytes, bytes]]:
-    csp = DOCS_CSP if path == DOCS_PAGE else CSP
-    cache = b"no-cache" if path.startswith(CACHEABLE) else b"no-store"
-    return [
+def _headers(csp: str, cache: bytes) -> tuple[tuple[bytes, bytes], ...]:
+    return (
         (b"content-security-policy", csp.encode()),
         (b"x-content-type-options", b"nosniff"),
         (b"x-frame-options", b"DENY"),
         (b"referrer-policy", b"no-referrer"),
         (b"cache-control", cache),
-    ]
+    )
+
+
+# built once: every response takes one of these
+_DATA = _headers(CSP, b"no-store")
+_STATIC = _headers(CSP, b"no-cache")
+_DOCS = _headers(DOCS_CSP, b"no-store")
+NAMES = frozenset(name for name, _ in _DATA)
+
+
+def headers_for(path: str) -> tuple[tuple[bytes, bytes], ...]:
+    if path == DOCS_PAGE:
+        return _DOCS
+    return _STATIC if path.startswith(CACHEABLE) else _DATA
 
 
 class SecurityHeaders:
@@ -46,12 +57,11 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
         extra = headers_for(scope["path"])
-        names = {name for name, _ in extra}
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
-                message["headers"] = kept + extra
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in NAMES]
+                message["headers"] = kept + list(extra)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -12,6 +12,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 HEADER = "x-request-id"
+_NAME = HEADER.encode()
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -26,7 +27,7 @@ class RequestId:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = dict(scope["headers"]).get(HEADER.encode(), b"").decode("latin-1")
+        given = next((v for k, v in scope["headers"] if k == _NAME), b"").decode("latin-1")
         request_id = given if _CLIENT_ID.match(given) else uuid.uuid4().hex
 
         async def send_with_id(message: Message) -> None:

@@ -10,6 +10,7 @@ other writers are not seen otherwise).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -30,6 +31,7 @@ class Answers:
         self.commits = 0
         self._cache: dict[Hashable, tuple[tuple[int, int], float, bytes]] = {}
         self._probe: Any = None
+        self._seen: tuple[asyncio.AbstractEventLoop, int] | None = None
         event.listen(db.sessions, "after_commit", self._committed)
 
     def _committed(self, _session: Session) -> None:
@@ -50,10 +52,23 @@ class Answers:
     def version(self) -> tuple[int, int]:
         return (self.commits, self._data_version())
 
+    def _current(self) -> tuple[int, int]:
+        """version(), with `PRAGMA data_version` read once per turn of the event loop: the requests
+        a turn answers arrived together, and each read of it takes a lock on the file (two system
+        calls) and a statement. This process's commits are counted at once as before."""
+        loop = asyncio.get_running_loop()
+        if self._seen is None or self._seen[0] is not loop:  # (a loop closed before its turn ended)
+            self._seen = (loop, self._data_version())
+            loop.call_soon(self._forget)
+        return (self.commits, self._seen[1])
+
+    def _forget(self) -> None:
+        self._seen = None
+
     async def get(self, key: Hashable, build: Callable[[Session], BaseModel | None]) -> bytes | None:
         """The answer's JSON for `key`, from the cache while nothing changed; None when `build` says
         there is none (not cached: a 404 is cheap to find again)."""
-        version = self.version()
+        version = self._current()
         now = time.monotonic()
         found = self._cache.get(key)
         if found is not None and found[0] == version and (self.db.local or now - found[1] < MAX_AGE):

@@ -190,6 +190,7 @@ def _advance(state: StreamState, raw: RawEvent, event: Any) -> None:
             timestamp=raw.timestamp,
             server_id=raw.server_id,
             open=isinstance(event, ev.MariaGtid) and not event.standalone,
+            thread_id=event.thread_id if isinstance(event, ev.MariaGtid) else None,
         )
     elif isinstance(event, ev.Query):
         kind = event.kind

@@ -131,6 +131,9 @@ class MariaGtid:
     flags: int
     commit_id: int | None = None
     xid: bytes | None = None
+    # The session's thread id, which MariaDB 11 writes in the GTID event's extra flags (MDEV-7850)
+    # since the GTID event replaced BEGIN; None when the server wrote none (MariaDB 10.x).
+    thread_id: int | None = None
 
     FL_STANDALONE = 1
     FL_GROUP_COMMIT_ID = 2
@@ -138,6 +141,11 @@ class MariaGtid:
     FL_DDL = 32
     FL_PREPARED_XA = 64
     FL_COMPLETED_XA = 128
+    # flags_extra, the byte after the fields `flags` announces
+    FL_EXTRA_MULTI_ENGINE = 0x01  # one byte follows: the number of other engines
+    FL_COMMIT_ALTER = 0x04  # with FL_ROLLBACK_ALTER: 8 bytes follow, the START ALTER's seq_no
+    FL_ROLLBACK_ALTER = 0x08
+    FL_EXTRA_THREAD_ID = 0x10  # 4 bytes follow: the thread id
 
     @property
     def text(self) -> str:
@@ -535,11 +543,26 @@ def decode_maria_gtid(raw: RawEvent, facts: FormatFacts) -> MariaGtid:
     _need(raw, body, 13, "sequence and domain")
     seq_no, domain_id, flags = struct.unpack_from("<QIB", body, 0)
     event = MariaGtid(domain_id, raw.server_id, seq_no, flags)
+    at = 13
     if flags & MariaGtid.FL_GROUP_COMMIT_ID and len(body) >= 21:
         event.commit_id = struct.unpack_from("<Q", body, 13)[0]
+        at = 21
     elif flags & (MariaGtid.FL_PREPARED_XA | MariaGtid.FL_COMPLETED_XA) and len(body) >= 19:
         gtrid_len, bqual_len = body[17], body[18]
         event.xid = bytes(body[13 : 19 + gtrid_len + bqual_len])
+        at = 19 + gtrid_len + bqual_len
+    # Then flags_extra and what it announces, in this order (MariaDB's Gtid_log_event). Older servers
+    # pad the event with zero bytes there, which read as no extra flag.
+    if at < len(body):
+        extra = body[at]
+        at += 1
+        if extra & MariaGtid.FL_EXTRA_MULTI_ENGINE:
+            at += 1
+        if extra & (MariaGtid.FL_COMMIT_ALTER | MariaGtid.FL_ROLLBACK_ALTER):
+            at += 8
+        if extra & MariaGtid.FL_EXTRA_THREAD_ID:
+            _need(raw, body, at + 4, "the thread id its extra flags announce")
+            event.thread_id = struct.unpack_from("<I", body, at)[0]
     return event
 
 

@@ -122,6 +122,7 @@ class _Block:
         "first_rows",
         "picked",
         "dropped",
+        "left_out",
     )
 
     def __init__(self, ordinal: int, tx: TxContext, first_pos: int, first_chunk: int, continued: bool):
@@ -140,6 +141,7 @@ class _Block:
         self.first_rows: tuple[str | None, int] | None = None  # (file, pos) of its first rendered rows event
         self.picked = 0  # rows taken by the row picks
         self.dropped = 0  # rows of the transaction's selected tables the picks left out
+        self.left_out: set[str] = set()  # what the table and type filters left out of it (db.t, db.t (kind))
 
     @property
     def where(self) -> dict[str, Any]:
@@ -436,7 +438,11 @@ class _Run:
                     continue
                 current.events += 1
                 self.contents[(tmap.qualified_name, event.kind)] += 1
-                if not filters.table_selected(tmap) or (types and event.kind not in types):
+                if not filters.table_selected(tmap):
+                    current.left_out.add(tmap.qualified_name)
+                    continue
+                if types and event.kind not in types:
+                    current.left_out.add(f"{tmap.qualified_name} ({event.kind})")
                     continue
                 taken = self.selection.transaction(state.tx, label)
                 if not taken or not self.selection.statement(state.tx, label):
@@ -492,8 +498,9 @@ class _Run:
                     first = len(self.rendered)
                     note = f"inverse of the DDL at {label}:{decoded.outer_pos}: {event.sql}"
                     # The plan carries the DDL too, so that an execution sees it and refuses: DDL
-                    # commits implicitly and cannot run inside the checked transaction.
-                    step = PlanLines(label, decoded.outer_pos, event.database or "", 0, None)
+                    # commits implicitly and cannot run inside the checked transaction. It names
+                    # no table: no row of one is checked or verified.
+                    step = PlanLines(label, decoded.outer_pos, None, 0, None)
                     self.rendered.add(
                         comment_line(note) + "\n" + inverse + "\n\n", step.forward("ddl", inverse) + "\n"
                     )
@@ -704,6 +711,10 @@ class _Run:
             return
         if not block.statements:
             return
+        if block.left_out:
+            self.summary.filter_splits.append(
+                {**block.where, "file": self.part.file_label, "left_out": sorted(block.left_out)}
+            )
         if block.picked and block.dropped:
             self.summary.partial_picks.append(
                 {
@@ -789,6 +800,7 @@ class _Run:
             script_bytes=script_bytes,
             rows_picked=block.picked,
             rows_dropped=block.dropped,
+            left_out=sorted(block.left_out),
         )
 
 

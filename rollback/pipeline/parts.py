@@ -42,6 +42,7 @@ class Piece:
     # rows of selected statements taken / left by the row picks (--where, --include/--exclude-query)
     rows_picked: int = 0
     rows_dropped: int = 0
+    left_out: list[str] = field(default_factory=list)  # what the table and type filters left out of it
 
 
 @dataclass
@@ -81,6 +82,8 @@ class Summary:
     # Transactions (closed in this partition) of which the row picks took some rows and left others:
     # {gtid, file, pos, picked, dropped}.
     partial_picks: list[dict[str, Any]] = field(default_factory=list)
+    # transactions of which the table and type filters took some rows events and left others
+    filter_splits: list[dict[str, Any]] = field(default_factory=list)
     dependency_keys: bool = False  # part-N.keys.jsonl written (dependencies.py)
 
 

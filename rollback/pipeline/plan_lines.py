@@ -18,7 +18,7 @@ def json_string(value: str | None) -> str:
 class PlanLines:
     __slots__ = ("_head", "_tail")
 
-    def __init__(self, file: str | None, pos: int, table: str, tx_ordinal: int, gtid: str | None):
+    def __init__(self, file: str | None, pos: int, table: str | None, tx_ordinal: int, gtid: str | None):
         self._head = f'{{"file": {json_string(file)}, "pos": {pos}, "table": {json_string(table)}, '
         self._tail = f', "tx": {tx_ordinal}, "gtid": {json_string(gtid)}, "sql": '
 

@@ -57,11 +57,12 @@ class Selection:
         filters = self.filters
         thread_id = filters.thread_id
         if (thread_id is not None or filters.exclude_thread_ids) and tx.thread_id is None:
-            # MariaDB writes a GTID event, not a BEGIN query, before row-based transactions: no thread id.
+            # MariaDB writes a GTID event, not a BEGIN query, before row-based transactions: MariaDB 10
+            # logs no thread id for them (11.x puts it in the GTID event: binlog/events.py MariaGtid).
             flag = "--thread-id" if thread_id is not None else "--exclude-thread-id"
             raise RangeError(
                 f"{flag} cannot select: the transaction at {file_label}:{tx.begin_pos} "
-                f"(gtid {tx.gtid or '-'}) has no thread id in the binlog (MariaDB records none for "
+                f"(gtid {tx.gtid or '-'}) has no thread id in the binlog (MariaDB before 11 records none for "
                 "row-based transactions); select by --gtid or by time instead"
             )
         if thread_id is not None and tx.thread_id != thread_id:

@@ -13,9 +13,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from rollback import cli
+from rollback import Filters, cli
+from rollback.errors import PartialTransaction
 from tests.support.mariadb import BinlogRange
-from tests.support.restore import apply_with_client, range_args
+from tests.support.restore import apply_with_client, flashback, range_args
 
 T0 = 1_700_000_000  # 2023-11-14 22:13:20 UTC; transaction k runs at T0 + 100 * k
 
@@ -185,7 +186,34 @@ def test_unfiltered_range_restores_everything(scratch_server, incident, tmp_path
 def test_table_and_type_filters_select_exactly_their_changes(
     scratch_server, incident, tmp_path, capsys, args, keep
 ):
+    split = [
+        tx
+        for tx in range(len(TRANSACTIONS))
+        if 0 < len([c for c in CHANGES if c.tx == tx and keep(c)]) < len([c for c in CHANGES if c.tx == tx])
+    ]
     code, script = _flashback(scratch_server, incident, tmp_path, capsys, *args)
+    if split:
+        # Undoing part of a transaction may break its invariants: refused unless accepted, in one line
+        # naming the transaction, what the filters left out of it, and the flag.
+        assert code == 2 and script.count("\n") == 1, script
+        left = sorted({c.table for c in CHANGES if c.tx == split[0] and not keep(c)})
+        assert (
+            f"gtid {incident.gtids[split[0]]} at mysql-bin." in script
+            and "--allow-partial-transactions" in script
+        )
+        assert all(table in script for table in left), script
+        code, script = _flashback(
+            scratch_server, incident, tmp_path, capsys, *args, "--allow-partial-transactions"
+        )
+        header = script.split("BEGIN;")[0]
+        assert (
+            f"-- partial transactions: {len(split)}, undone in part as --allow-partial-transactions accepted"
+            in header
+        )
+        assert (
+            f"gtid={incident.gtids[split[0]]} at mysql-bin." in header
+            and "left out by the filters: " in header
+        )
     assert code == 0
     selected = [c for c in CHANGES if keep(c)]
     _assert_selected(scratch_server, incident, script, tmp_path, selected)
@@ -254,7 +282,17 @@ def test_datetime_window_selects_by_event_time(scratch_server, incident, tmp_pat
 
 
 def test_filters_are_recorded_in_the_header(scratch_server, incident, tmp_path, capsys):
-    code, script = _flashback(scratch_server, incident, tmp_path, capsys, "-d", "fa", "--type", "delete")
+    code, script = _flashback(
+        scratch_server,
+        incident,
+        tmp_path,
+        capsys,
+        "-d",
+        "fa",
+        "--type",
+        "delete",
+        "--allow-partial-transactions",
+    )
     assert code == 0
     header = script.split("BEGIN;")[0]
     assert "-- filters: databases fa; types delete" in header
@@ -285,3 +323,32 @@ def test_bad_filters_are_refused_with_one_line(scratch_server, incident, tmp_pat
     code, err = _flashback(scratch_server, incident, tmp_path, capsys, *args)
     assert code == 2
     assert err.count("\n") == 1 and message.lower() in err.lower(), err
+
+
+@pytest.mark.parametrize("partition_bytes", [None, 150])
+def test_a_table_filter_splitting_a_transaction_across_partitions_is_refused_then_accepted(
+    scratch_server, incident, tmp_path, partition_bytes
+):
+    """Transaction 2 (fa.t2, fb.t2, fa.t1) cut into several partitions: `-t fa.t2` takes one of its
+    tables wherever the cuts fall; refused naming it, then undone in part when accepted."""
+    filters = Filters(tables={"fa.t2"})
+    with pytest.raises(PartialTransaction) as refused:
+        flashback(scratch_server, incident.rng, tmp_path, filters=filters, partition_bytes=partition_bytes)
+    message = str(refused.value)
+    assert f"gtid {incident.gtids[2]}" in message and "fb.t2" in message and "fa.t1" in message
+    script, _plan, report = flashback(
+        scratch_server,
+        incident.rng,
+        tmp_path,
+        filters=filters,
+        partition_bytes=partition_bytes,
+        allow_partial_transactions=True,
+    )
+    if partition_bytes:
+        assert report.partitions > 2
+    assert report.partial_transaction_count == 1
+    (item,) = report.partial_transactions
+    assert item["gtid"] == incident.gtids[2] and item["left_out"] == ["fa.t1", "fb.t2"]
+    _assert_selected(
+        scratch_server, incident, script.read_text(), tmp_path, [c for c in CHANGES if c.table == "fa.t2"]
+    )

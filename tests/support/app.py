@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from fastapi.testclient import TestClient
 
     from app.core.config import Settings
+    from app.models import Job
 
 VIEWER = "viewer-token-0123456789"
 OPERATOR = "operator-token-0123456789"
@@ -29,6 +30,35 @@ FINAL = ("succeeded", "failed", "cancelled")
 
 def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+def job_row(**values: Any) -> Job:
+    """A job record as the database holds one (a queued flashback job of server "gone" unless
+    `values` say otherwise), for tests that put a job in some state without running it."""
+    from app.models import Job, utcnow
+
+    base: dict[str, Any] = {
+        "id": "a" * 32,
+        "created_by": "otto",
+        "created_at": utcnow(),
+        "state": "queued",
+        "mode": "flashback",
+        "source": "server",
+        "server": "gone",
+        "range_requested": {"gtid_set": "0-1-1"},
+        "filters": {},
+        "options": {},
+        "progress_bytes": 0,
+        "progress_total": 0,
+        "progress_events": 0,
+        "progress_events_total": 0,
+        "rows_emitted": 0,
+        "transactions": 0,
+        "statements": 0,
+        "script_bytes": 0,
+        "cancel_requested": False,
+    }
+    return Job(**(base | values))
 
 
 def servers_json(scratch_server: Any, **extra: Any) -> str:

@@ -7,16 +7,19 @@ import pytest
 
 from rollback.ddl_parse import (
     AddColumn,
+    AddKey,
     AlterTable,
     CreateTable,
     DropColumn,
     DropDatabase,
+    DropKey,
     DropTable,
     KeepColumns,
     ModifyColumn,
     Position,
     RenameColumn,
     RenameTable,
+    TableOptions,
     TruncateTable,
     Unparsed,
     parse_ddl_ops,
@@ -157,23 +160,82 @@ def test_modify_without_position_keeps_the_place():
 @pytest.mark.parametrize(
     "sql",
     [
-        "ALTER TABLE t ADD INDEX i (a)",
-        "ALTER TABLE t ADD UNIQUE KEY u (a, b)",
-        "ALTER TABLE t ADD PRIMARY KEY (a)",
-        "ALTER TABLE t DROP PRIMARY KEY",
-        "ALTER TABLE t DROP INDEX i",
         "ALTER TABLE t DROP FOREIGN KEY f",
         "ALTER TABLE t ALTER COLUMN c SET DEFAULT 3",
-        "ALTER TABLE t ENGINE=InnoDB",
-        "ALTER TABLE t COMMENT 'x'",
         "ALTER TABLE t FORCE",
-        "CREATE INDEX i ON t (a)",
-        "DROP INDEX i ON t",
+        "CREATE UNIQUE INDEX i ON t (a, b(3) DESC)",
     ],
 )
-def test_key_and_option_changes_keep_the_columns(sql):
+def test_option_changes_keep_the_columns_and_name_themselves(sql):
     op = _alter(sql)
-    assert op.table == ("db", "t") and all(isinstance(a, KeepColumns) for a in op.actions)
+    assert op.table == ("db", "t") and all(isinstance(a, KeepColumns) and a.what for a in op.actions)
+
+
+@pytest.mark.parametrize(
+    "sql, action",
+    [
+        ("ALTER TABLE t ADD INDEX i (a)", AddKey("i", "a", "INDEX i (a)")),
+        ("ALTER TABLE t ADD UNIQUE KEY u (a, b)", AddKey("u", "a", "UNIQUE u (a, b)")),
+        ("ALTER TABLE t ADD UNIQUE (b)", AddKey(None, "b", "UNIQUE (b)")),
+        ("ALTER TABLE t ADD PRIMARY KEY (a)", AddKey("primary", "a", "PRIMARY KEY (a)")),
+        ("ALTER TABLE t ADD CONSTRAINT c2 UNIQUE (a)", AddKey("c2", "a", "UNIQUE `c2` (a)")),
+        ("ALTER TABLE t DROP PRIMARY KEY", DropKey("primary")),
+        ("ALTER TABLE t DROP INDEX I", DropKey("i")),
+        ("ALTER TABLE t DROP KEY i", DropKey("i")),
+        ("CREATE INDEX i ON t (a, b)", AddKey("i", "a", "INDEX i (a, b)")),
+        ("CREATE UNIQUE INDEX i ON t (a)", AddKey("i", "a", "UNIQUE INDEX i (a)")),
+        ("DROP INDEX i ON t", DropKey("i")),
+    ],
+)
+def test_key_changes_are_read_with_their_names_and_definitions(sql, action):
+    op = _alter(sql)
+    assert op.table == ("db", "t") and op.actions == [action]
+
+
+def test_table_options_are_read_by_kind_with_their_text():
+    assert _alter("ALTER TABLE t ENGINE=Aria, COMMENT 'x', ALGORITHM=INPLACE").actions == [
+        TableOptions((("engine", "ENGINE=Aria"), ("comment", "COMMENT='x'")))
+    ]
+    (create,) = parse_ddl_ops(
+        "CREATE TABLE t (a INT) ENGINE=InnoDB DEFAULT CHARSET=latin1 COLLATE=latin1_bin", "db"
+    )
+    assert isinstance(create, CreateTable) and create.options == (
+        ("engine", "ENGINE=InnoDB"),
+        ("charset", "DEFAULT CHARACTER SET=latin1"),
+        ("collate", "COLLATE=latin1_bin"),
+    )
+
+
+def test_create_table_keeps_each_columns_definition_and_the_keys_as_the_server_names_them():
+    (create,) = parse_ddl_ops(
+        "CREATE TABLE t (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, b VARCHAR(3) CHARACTER SET latin1 "
+        "COLLATE latin1_bin DEFAULT 'x' COMMENT 'it''s' UNIQUE, c DECIMAL(10,2) UNSIGNED, KEY ix (b), "
+        "UNIQUE KEY (c), KEY (b, c)) ENGINE=InnoDB",
+        "db",
+    )
+    assert isinstance(create, CreateTable) and create.columns is not None
+    assert [c.definition for c in create.columns] == [
+        "INT NOT NULL AUTO_INCREMENT",
+        "VARCHAR(3) CHARACTER SET latin1 COLLATE latin1_bin DEFAULT 'x' COMMENT 'it''s'",
+        "DECIMAL(10, 2) UNSIGNED",
+    ]
+    assert create.keys == {
+        "primary": "PRIMARY KEY (id)",
+        "b": "UNIQUE `b` (b)",
+        "ix": "INDEX ix (b)",
+        "c": "UNIQUE `c` (c)",
+        "b_2": "INDEX `b_2` (b, c)",
+    }
+
+
+def test_a_modified_columns_definition_is_kept_without_its_place():
+    (op,) = parse_ddl_ops(
+        "ALTER TABLE t CHANGE b bb ENUM('a','B') CHARSET utf8mb4 NOT NULL DEFAULT 'B' COMMENT 'c' FIRST", "db"
+    )
+    assert isinstance(op, AlterTable)
+    (action,) = op.actions
+    assert isinstance(action, ModifyColumn) and action.position == Position(first=True)
+    assert action.column.definition == "ENUM('a', 'B') CHARACTER SET utf8mb4 NOT NULL DEFAULT 'B' COMMENT 'c'"
 
 
 def test_tables_created_dropped_renamed_truncated():

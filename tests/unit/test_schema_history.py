@@ -8,7 +8,14 @@ from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
 from rollback.ddl_modes import _keep, _lossy
 from rollback.schema import Column, TableSchema, parse_ddl
-from rollback.schema_history import BEFORE_RANGE, DdlEvent, Timeline, build_timeline
+from rollback.schema_history import (
+    BEFORE_RANGE,
+    DdlEvent,
+    Timeline,
+    build_timeline,
+    fill_from_creates,
+    forward_timeline,
+)
 
 TYPES = {"int": (T.LONG, 0), "bigint": (T.LONGLONG, 0), "varchar": (T.VARCHAR, 80), "date": (T.DATE, 0)}
 
@@ -178,3 +185,46 @@ def test_keep_refuses_a_narrowing_type_change():
     assert _lossy(T.VARCHAR, 80, False, Column("b", "text")) == ""
     assert "latin1" in _lossy(T.VARCHAR, 80, False, Column("b", "varchar", charset="latin1"), "utf8mb4")
     assert _lossy(T.VARCHAR, 80, False, Column("b", "varchar", charset="utf8mb4"), "latin1") == ""
+
+
+def test_the_history_built_forward_follows_keys_as_the_server_names_and_rewrites_them():
+    events = _events(
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(3), KEY (a, b), UNIQUE KEY u (b))",
+        "ALTER TABLE t ADD INDEX (a)",  # the server names it a_2: `a` is taken
+        "ALTER TABLE t CHANGE b bb VARCHAR(9) DEFAULT 'x' COMMENT 'c'",
+        "ALTER TABLE t DROP COLUMN a",  # gone from every key; a key left with no column is dropped
+    )
+    forward = forward_timeline(0, events)
+    assert forward is not None
+    keys = [e.schema.keys if e.schema else None for e in forward.epochs[1:]]
+    assert keys[0] == {"primary": "PRIMARY KEY (id)", "a": "INDEX `a` (a, b)", "u": "UNIQUE u (b)"}
+    assert keys[1] is not None and keys[1]["a_2"] == "INDEX `a_2` (a)"
+    assert keys[2] is not None and keys[2]["a"] == "INDEX `a` (a, `bb`)" and keys[2]["u"] == "UNIQUE u (`bb`)"
+    assert keys[3] == {"primary": "PRIMARY KEY (id)", "a": "INDEX `a` (`bb`)", "u": "UNIQUE u (`bb`)"}
+    columns = forward.epochs[3].schema.columns if forward.epochs[3].schema else []
+    assert [(c.name, c.definition) for c in columns] == [
+        ("id", "INT"),
+        ("a", "INT"),
+        ("bb", "VARCHAR(9) DEFAULT 'x' COMMENT 'c'"),
+    ]
+
+
+def test_definitions_walked_back_from_the_anchor_are_completed_from_a_create_table():
+    """The anchor (information_schema) has no defaults or comments; the CREATE TABLE does, and the MODIFY
+    in the range leaves the column's old type to the history built forward."""
+    statements = [
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT DEFAULT 5 COMMENT 'five')",
+        "ALTER TABLE t MODIFY a BIGINT",
+    ]
+    timeline = _timeline(
+        "CREATE TABLE t (id int NOT NULL, a bigint DEFAULT NULL, PRIMARY KEY (id))",
+        statements,
+        [(1500, _map("t", "int", "int")), (2500, _map("t", "int", "bigint"))],
+    )
+    fill_from_creates(timeline, _events(*statements))
+    before = timeline.at((0, 1500)).schema
+    assert before is not None and [(c.name, c.data_type, c.definition) for c in before.columns] == [
+        ("id", "int", "INT"),
+        ("a", "int", "INT DEFAULT 5 COMMENT 'five'"),
+    ]
+    assert before.keys == {"primary": "PRIMARY KEY (id)"}

@@ -161,13 +161,14 @@ async def list_jobs(
 
 async def list_answer(services: Services, state: str | None, limit: int, offset: int) -> bytes:
     """The JSON of GET /api/jobs (app/api/polled_reads.py answers it too)."""
-    query = select(Job).options(defer(Job.summary))  # the list shows no summary: not decoded
-    count = select(func.count()).select_from(Job)
-    if state is not None:
-        query = query.where(Job.state == state)
-        count = count.where(Job.state == state)
 
     def page(session: Session) -> JobList:
+        # built here, on a cache miss only: building the statements costs more than a cached answer
+        query = select(Job).options(defer(Job.summary))  # the list shows no summary: not decoded
+        count = select(func.count()).select_from(Job)
+        if state is not None:
+            query = query.where(Job.state == state)
+            count = count.where(Job.state == state)
         total = session.scalar(count) or 0
         jobs = session.scalars(
             query.order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)

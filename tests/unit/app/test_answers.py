@@ -5,34 +5,13 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.models import Job, utcnow
-from tests.support.app import VIEWER, auth
+from tests.support.app import VIEWER, auth, job_row
 
 JOB_ID = "a" * 32
 
 
-def _job() -> Job:
-    return Job(
-        id=JOB_ID,
-        created_by="otto",
-        created_at=utcnow(),
-        state="queued",
-        mode="flashback",
-        source="server",
-        server="gone",
-        range_requested={"gtid_set": "0-1-1"},
-        filters={},
-        options={},
-        progress_bytes=0,
-        progress_total=100,
-        progress_events=0,
-        progress_events_total=0,
-        rows_emitted=0,
-        transactions=0,
-        statements=0,
-        script_bytes=0,
-        cancel_requested=False,
-    )
+def _job():
+    return job_row(id=JOB_ID, progress_total=100)
 
 
 def test_answers_follow_every_change_of_the_job_database(make_client, tmp_path):

@@ -7,9 +7,9 @@ import io
 import re
 import sqlite3
 
-from app.models import Job, utcnow
+from app.models import utcnow
 from app.services.jobs import RESTART_REASON
-from tests.support.app import VIEWER, auth
+from tests.support.app import VIEWER, auth, job_row
 
 
 def test_requests_without_a_valid_token_get_401_with_a_json_body(make_client):
@@ -66,27 +66,14 @@ def test_a_job_left_running_by_a_dead_process_is_failed_with_the_reason_at_start
     services = client.app.state.services
     with services.db.session() as session:
         session.add(
-            Job(
+            job_row(
                 id="f" * 32,
-                created_by="otto",
-                created_at=utcnow(),
                 started_at=utcnow(),
                 state="running",
-                mode="flashback",
-                source="server",
-                server="gone",
-                range_requested={"gtid_set": "0-1-1"},
-                filters={},
-                options={},
                 progress_bytes=10,
                 progress_total=100,
                 progress_events=1,
                 progress_events_total=9,
-                rows_emitted=0,
-                transactions=0,
-                statements=0,
-                script_bytes=0,
-                cancel_requested=False,
             )
         )
         session.commit()

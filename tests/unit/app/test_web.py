@@ -6,7 +6,7 @@ import re
 
 from app.core.security import csrf_token
 from app.web.routes import job_request_from_form
-from tests.support.app import ADMIN, OPERATOR, VIEWER
+from tests.support.app import ADMIN, OPERATOR, VIEWER, job_row
 
 
 def _sign_in(client, token):
@@ -92,31 +92,8 @@ def test_the_form_offers_to_trust_the_schema_source(make_client):
 
 
 def _stored_job(services, job_id, **values):
-    from app.models import Job, utcnow
-
-    base = dict(
-        id=job_id,
-        created_by="otto",
-        created_at=utcnow(),
-        state="running",
-        mode="flashback",
-        source="server",
-        server="prod1",
-        range_requested={"gtid_set": "0-1-1"},
-        filters={},
-        options={},
-        progress_bytes=0,
-        progress_total=0,
-        progress_events=0,
-        progress_events_total=0,
-        rows_emitted=0,
-        transactions=0,
-        statements=0,
-        script_bytes=0,
-        cancel_requested=False,
-    )
     with services.db.session() as session:
-        session.add(Job(**(base | values)))
+        session.add(job_row(**({"id": job_id, "state": "running", "server": "prod1"} | values)))
         session.commit()
 
 

@@ -11,6 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rollback.binlog.constants import EventType
+from rollback.binlog.decode import DECODERS
+from rollback.binlog.events import MariaGtid as MariaGtidEvent
+from rollback.binlog.events import decode_maria_gtid
 from rollback.binlog.gtid import (
     GTID_LIST_FLAG_IGN_GTIDS,
     GTID_LIST_FLAG_UNTIL_REACHED,
@@ -27,6 +31,7 @@ from rollback.binlog.gtid import (
     decode_mysql_gtid_set,
     encode_mysql_gtid_set,
 )
+from rollback.binlog.reader import BinlogFile, RawEvent, iter_events
 from rollback.errors import BinlogFormatError, RangeError, RollbackError
 from tests.support import REPO
 from tests.support.corpus import LANES, VENDORED, Corpus
@@ -584,3 +589,54 @@ def test_range_picks_gtids_of_a_real_mariadb_file(extended_corpus):
     assert len(picked) == 100 and picked[0].seq == 250100 and picked[-1].seq == 250199
     assert all(gtid in MariaGtidRange() for gtid in gtids)
     assert not any(gtid in MariaGtidRange(stop=MariaGtidPos.parse("1-10-999999")) for gtid in gtids)
+
+
+def _maria_gtid_event(body_hex: str) -> RawEvent:
+    body = bytes.fromhex(body_hex)
+    header = struct.pack("<IBIIIH", 0, MARIADB_GTID, 10, 19 + len(body), 0, 8)
+    data = memoryview(header + body)
+    return RawEvent(335, 0, MARIADB_GTID, 10, len(data), 0, 8, data, 19, 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "thread_id", "commit_id"),
+    [
+        # mariadb-operator/mariadb-poc mariadb-repl-bin.000002 at 335 (MariaDB 11.8.5): flags 0x29, then
+        # flags_extra 0x10 (FL_EXTRA_THREAD_ID) and thread id 71 (the next QUERY's thread id is 71)
+        ("e0d00300000000000000000029104700000000", 71, None),
+        # the same after a group commit id (8 bytes) and with the multi-engine byte before the thread id
+        ("e0d0030000000000000000000a" + "0500000000000000" + "11" + "02" + "aa000000", 170, 5),
+        # MariaDB 10.x: six zero bytes after the flags (no extra flag)
+        ("e0d0030000000000000000000c000000000000", None, None),
+        # an older, shorter event: nothing after the group commit id
+        ("e0d0030000000000000000000e0900000000000000", None, 9),
+    ],
+)
+def test_a_mariadb_gtid_event_gives_the_thread_id_its_extra_flags_carry(body, thread_id, commit_id):
+    event = decode_maria_gtid(_maria_gtid_event(body), None)  # it reads no format facts
+    assert (event.seq_no, event.thread_id, event.commit_id) == (250080, thread_id, commit_id)
+
+
+def test_a_mariadb_gtid_event_announcing_a_thread_id_it_lacks_is_a_format_error():
+    with pytest.raises(BinlogFormatError, match="thread id"):
+        decode_maria_gtid(_maria_gtid_event("e0d00300000000000000000029104700"), None)
+
+
+@pytest.mark.corpus
+@pytest.mark.extended
+def test_every_gtid_event_of_mariadb_11_names_the_thread_its_query_events_name(extended_corpus):
+    """Oracle: in MariaDB 11.8's statement-based files every GTID event is followed by a QUERY event
+    (BEGIN or the statement) that carries the session's thread id; the GTID event must give the same."""
+    compared = 0
+    for path in sorted((extended_corpus.path(MARIADB_POC) / "domain_id_0").glob("mariadb-repl-bin.0*")):
+        with BinlogFile(path) as binlog:
+            gtid: MariaGtidEvent | None = None
+            for raw in iter_events(binlog.buf, binlog.facts, 4, binlog.size, binlog.path, verify=True):
+                if raw.type_code == MARIADB_GTID:
+                    gtid = decode_maria_gtid(raw, binlog.facts)
+                elif raw.type_code == EventType.QUERY and gtid is not None:
+                    query = DECODERS[raw.type_code](raw, binlog.facts)
+                    assert gtid.thread_id == query.thread_id, (path.name, raw.pos)
+                    compared += 1
+                    gtid = None
+    assert compared >= 4433
