@@ -26,7 +26,7 @@ from rollback.records import (
     image,
     json_value,
     member_text,
-    utc_text,
+    record_head,
 )
 
 _encode_string = json.encoder.encode_basestring  # the C encoder json.dumps(ensure_ascii=False) uses
@@ -56,21 +56,7 @@ class ChangeLines:
 
     def lines(self, batch: RowsBatch) -> str:
         """Every record of the rows event, one line each (a newline after each)."""
-        tmap = batch.table
-        head = _dumps(
-            {
-                "file": batch.file,
-                "pos": batch.pos,
-                "end_pos": batch.end_pos,
-                "gtid": batch.tx.gtid,
-                "timestamp": utc_text(batch.timestamp),
-                "server_id": batch.server_id,
-                "thread_id": batch.tx.thread_id,
-                "database": tmap.database,
-                "table": tmap.table,
-                "type": batch.kind,
-            }
-        )[:-1]
+        head = _dumps(record_head(batch))[:-1]
         encode = self._image
         if batch.kind == "update":
             return "".join(

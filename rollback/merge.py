@@ -122,25 +122,24 @@ def closed_spans(summaries: list[Summary]) -> int:
 
 def partial_picks(summaries: list[Summary]) -> list[dict[str, Any]]:
     """Every transaction of which the row picks took some rows and left others, in binlog order."""
-    heads, _tails = spans(summaries)
-    found: list[dict[str, Any]] = []
-    for summary in summaries:
-        span = heads.get(summary.index)
-        if span is not None and span.pieces[-1][0] == summary.index and span.partial_pick is not None:
-            found.append(span.partial_pick)
-        found.extend(summary.partial_picks)
-    return found
+    return _taken_in_part(summaries, "partial_pick", "partial_picks")
 
 
 def filter_splits(summaries: list[Summary]) -> list[dict[str, Any]]:
     """Every transaction of which the table and type filters took some rows events and left others."""
+    return _taken_in_part(summaries, "filter_split", "filter_splits")
+
+
+def _taken_in_part(summaries: list[Summary], crossing: str, inside: str) -> list[dict[str, Any]]:
+    """A crossing transaction's item (`crossing`, on its span, once, where it closes) and each
+    partition's own (`inside`), in binlog order."""
     heads, _tails = spans(summaries)
     found: list[dict[str, Any]] = []
     for summary in summaries:
         span = heads.get(summary.index)
-        if span is not None and span.pieces[-1][0] == summary.index and span.filter_split is not None:
-            found.append(span.filter_split)
-        found.extend(summary.filter_splits)
+        if span is not None and span.pieces[-1][0] == summary.index and getattr(span, crossing) is not None:
+            found.append(getattr(span, crossing))
+        found.extend(getattr(summary, inside))
     return found
 
 

@@ -145,6 +145,22 @@ def image(
     return out
 
 
+def record_head(batch: RowsBatch) -> dict[str, Any]:
+    """What every record of one rows event shares: where and when it was written, its table, its kind."""
+    return {
+        "file": batch.file,
+        "pos": batch.pos,
+        "end_pos": batch.end_pos,
+        "gtid": batch.tx.gtid,
+        "timestamp": utc_text(batch.timestamp),
+        "server_id": batch.server_id,
+        "thread_id": batch.tx.thread_id,
+        "database": batch.table.database,
+        "table": batch.table.table,
+        "type": batch.kind,
+    }
+
+
 def batch_records(
     batch: RowsBatch, names: tuple[str, ...] | None = None, columns: Sequence[Any] | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -154,18 +170,7 @@ def batch_records(
     cols = column_names(tmap, names)
     members = column_members(tmap, columns)
     kinds = bytes_kinds(tmap)
-    base: dict[str, Any] = {
-        "file": batch.file,
-        "pos": batch.pos,
-        "end_pos": batch.end_pos,
-        "gtid": batch.tx.gtid,
-        "timestamp": utc_text(batch.timestamp),
-        "server_id": batch.server_id,
-        "thread_id": batch.tx.thread_id,
-        "database": tmap.database,
-        "table": tmap.table,
-        "type": batch.kind,
-    }
+    base = record_head(batch)
     for index, row in enumerate(batch.rows):
         record = dict(base, row=index)
         if batch.kind == "update":
