@@ -133,8 +133,9 @@ def plan_ddl(
             out.schemas.setdefault(schema_key(tmap), []).append(
                 (at, _epoch_schema(mode, timeline, epoch, tmap, at))
             )
+    in_range = {(fi, pos) for fi, pos, _label, _sql, _db in plan.ddl}  # where the range's DDL are
     if mode == "reverse":
-        _ddl_only_tables(plan, events, known, anchor, maps_between, selected, by_anchor)
+        _ddl_only_tables(in_range, events, known, anchor, maps_between, selected, by_anchor)
     out.timelines = [t for t in by_anchor.values() if len(t.epochs) > 1]
     for key in out.schemas:
         out.schemas[key].sort(key=lambda item: item[0])
@@ -142,9 +143,9 @@ def plan_ddl(
         written = [
             ((fi, pos), tmap.database.lower(), tmap.table.lower()) for fi, pos, tmap in plan.map_epochs
         ]
-        recreate = _recreations(plan, known, [*before.maps, *written])
+        recreate = _recreations(in_range, known, [*before.maps, *written])
         for timeline in out.timelines:
-            _inverse(timeline, out.inverse, plan, recreate)
+            _inverse(timeline, out.inverse, in_range, recreate)
     return out
 
 
@@ -164,7 +165,7 @@ def _op_tables(op: TableOp) -> list[TableName]:
 
 
 def _ddl_only_tables(
-    plan: PartitionPlan,
+    in_range: set[At],
     events: list[DdlEvent],
     known: list[DdlEvent],
     anchor: Any,
@@ -174,7 +175,6 @@ def _ddl_only_tables(
 ) -> None:
     """`--ddl reverse` returns the selected tables' schema to the range's start: a table the range only
     altered, created or dropped (no row of it changed) gets its timeline too, so its DDL is undone."""
-    in_range = {(fi, pos) for fi, pos, _label, _sql, _db in plan.ddl}
     for event in events:
         if event.at not in in_range:
             continue
@@ -193,13 +193,12 @@ def _ddl_only_tables(
 
 
 def _recreations(
-    plan: PartitionPlan, known: list[DdlEvent], written: list[tuple[At, str, str]]
+    in_range: set[At], known: list[DdlEvent], written: list[tuple[At, str, str]]
 ) -> dict[At, list[str]]:
     """Per DROP TABLE in the range: the statements that create the table again as it was when
     dropped, where the binlog read holds its CREATE TABLE, every DDL on it since is about it alone, and
     no rows event wrote it between the two (it was empty): that CREATE and those DDL, as the server ran
     them."""
-    in_range = {(fi, pos) for fi, pos, _label, _sql, _db in plan.ddl}
     by_at = {event.at: event for event in known}
     out: dict[At, list[str]] = {}
     for index, event in enumerate(known):
@@ -426,11 +425,10 @@ def dropped_columns(schemas: EpochSchemas) -> list[str]:
 def _inverse(
     timeline: Timeline,
     inverse: dict[tuple[int, int], str],
-    plan: PartitionPlan,
+    in_range: set[At],
     recreate: dict[At, list[str]],
 ) -> None:
     """The inverse of every DDL of the timeline inside the range; DDLInRange for an irreversible one."""
-    in_range = {(fi, pos) for fi, pos, _label, _sql, _db in plan.ddl}
     for index, epoch in enumerate(timeline.epochs):
         if not epoch.where or epoch.start not in in_range:
             continue
