@@ -710,13 +710,19 @@ cdef class FullImages:
     cdef str insert_head, delete_head, update_head, tail
     cdef list v_kind, v_fn, v_cs, w_kind, w_fn, w_cs, eq, isnull, exact, null
     cdef tuple by_value  # columns compared by value first: the key, or the lookup columns
+    cdef tuple lookup  # the conflict check's columns compared by value first (TableRenderer._exact)
+    cdef str check_head  # "SELECT COUNT(*) FROM `db`.`t` WHERE "
     cdef bint keyed
     cdef _Out out
+    cdef _Out lines  # the plan's lines (see plan)
     cdef public str source
 
     def __init__(self, str insert_head, str delete_head, str update_head, str tail, tuple columns,
-                 tuple by_value, bint keyed):
+                 tuple by_value, bint keyed, tuple lookup=(), str check_head=""):
         cdef int i
+        self.lookup = lookup
+        self.check_head = check_head
+        self.lines = _Out()
         self.insert_head = insert_head
         self.delete_head = delete_head
         self.update_head = update_head
@@ -755,11 +761,17 @@ cdef class FullImages:
         return _literal(self.out, self.vk[i], self.v_fn[i], self.v_cs[i], v)
 
     cdef int _where(self, object image) except -1:
+        return self._identify(image, self.by_value, not self.keyed)
+
+    cdef int _identify(self, object image, tuple by_value, bint every_column) except -1:
+        """`by_value` columns compared by value (`c`=literal), then with `every_column` every
+        column byte-exactly: TableRenderer.where (the key, or the lookup columns and every column)
+        and TableRenderer._exact (the lookup columns and every column)."""
         cdef _Out out = self.out
         cdef bint first = True
         cdef int i
         cdef object v
-        for i in self.by_value:
+        for i in by_value:
             if not first:
                 out.raw(b" AND ", 5)
             first = False
@@ -769,7 +781,7 @@ cdef class FullImages:
             else:
                 out.text(self.eq[i])
                 _literal(out, self.vk[i], self.v_fn[i], self.v_cs[i], v)
-        if self.keyed:
+        if not every_column:
             return 0
         for i in range(self.n):
             if not first:
@@ -899,3 +911,131 @@ cdef class FullImages:
         data = PyBytes_FromStringAndSize(out.data, out.size)
         out.size = 0
         return data, count, longest
+
+    cdef int _check(self, int op, object row) except -1:
+        """Append the conflict check of a reverse statement (invert.invert_row's): 1 when one was
+        appended, 0 for none (the reverse INSERT of a table without a key)."""
+        if op == 1:  # a reverse DELETE: the inserted row must be there as the binlog left it
+            self.out.text(self.check_head)
+            self._identify(row, self.lookup, True)
+            return 1
+        if op == 2:  # a reverse UPDATE: the row must be there as the UPDATE left it
+            self.out.text(self.check_head)
+            self._identify((<tuple>row)[1], self.lookup, True)
+            return 1
+        if not self.keyed:
+            return 0
+        self.out.text(self.check_head)  # a reverse INSERT: its key must be free
+        self._identify(row, self.by_value, False)
+        return 1
+
+    def plan(self, str kind, list rows, bint forward, object plan_lines, object indexes=None):
+        """(the statements as `script` returns them: UTF-8 lines, their count, the longest one's
+        bytes, and the execution plan's lines of those statements as UTF-8), as the
+        pipeline.plan_lines.PlanLines `plan_lines` writes them (from its `head` and `tail`); a
+        reverse statement's line carries the check invert.invert_row makes. `indexes`: each row's
+        index in its event (the rows are a selection of it), else their position in `rows`."""
+        cdef bytes head = plan_lines.head
+        cdef bytes tail = plan_lines.tail
+        cdef _Out out = self.out
+        cdef _Out lines = self.lines
+        cdef Py_ssize_t i, at, start, end, n = len(rows)
+        cdef Py_ssize_t longest = 0
+        cdef Py_ssize_t count = 0
+        cdef int step = 1 if forward else -1
+        cdef Py_ssize_t first = 0 if forward else n - 1
+        cdef int op = self._op(kind, forward)
+        cdef bint checked
+        cdef bytes kind_text = kind.encode("ascii")
+        cdef char digits[24]
+        out.size = 0
+        lines.size = 0
+        for i in range(n):
+            at = first + step * i
+            start = out.size
+            if not self._one(op, rows[at], forward):
+                continue
+            end = out.size
+            if end - start > longest:
+                longest = end - start
+            lines.raw(PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
+            if forward:
+                lines.raw(b'"type": "', 9)
+                lines.raw(PyBytes_AS_STRING(kind_text), PyBytes_GET_SIZE(kind_text))
+                lines.raw(b'", "check": null, "expect": null', 32)
+            else:
+                lines.raw(b'"row": ', 7)
+                lines.raw(digits, _put_uint(digits, <uint64_t>(at if indexes is None else indexes[at])))
+                lines.raw(b', "type": "', 11)
+                lines.raw(PyBytes_AS_STRING(kind_text), PyBytes_GET_SIZE(kind_text))
+                lines.raw(b'", "check": ', 12)
+                checked = self._check(op, rows[at])
+                if checked:
+                    _json_string(lines, out.data + end, out.size - end)
+                    out.size = end
+                else:
+                    lines.raw(b"null", 4)
+                lines.raw(b', "expect": 0' if op == 0 else b', "expect": 1', 13)
+            lines.raw(PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail))
+            _json_string(lines, out.data + start, end - start)
+            lines.raw(b"}\n", 2)
+            out.raw(b"\n", 1)
+            count += 1
+        data = PyBytes_FromStringAndSize(out.data, out.size)
+        plan = PyBytes_FromStringAndSize(lines.data, lines.size)
+        out.size = 0
+        lines.size = 0
+        return data, count, longest, plan
+
+
+cdef int _json_string(_Out out, const char *text, Py_ssize_t n) except -1:
+    """UTF-8 text as a JSON string, as json.dumps(..., ensure_ascii=False) writes it: quotes,
+    backslashes and control characters escaped, everything else as it is."""
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    cdef char *w
+    out.reserve(6 * n + 2)
+    w = out.data + out.size
+    w[0] = b'"'
+    w += 1
+    for i in range(n):
+        c = <unsigned char>text[i]
+        if c >= 0x20 and c != 0x22 and c != 0x5C:
+            w[0] = <char>c
+            w += 1
+        elif c == 0x22 or c == 0x5C:
+            w[0] = b'\\'
+            w[1] = <char>c
+            w += 2
+        elif c == 0x0A:
+            w[0] = b'\\'
+            w[1] = b'n'
+            w += 2
+        elif c == 0x0D:
+            w[0] = b'\\'
+            w[1] = b'r'
+            w += 2
+        elif c == 0x09:
+            w[0] = b'\\'
+            w[1] = b't'
+            w += 2
+        elif c == 0x08:
+            w[0] = b'\\'
+            w[1] = b'b'
+            w += 2
+        elif c == 0x0C:
+            w[0] = b'\\'
+            w[1] = b'f'
+            w += 2
+        else:
+            w[0] = b'\\'
+            w[1] = b'u'
+            w[2] = b'0'
+            w[3] = b'0'
+            w[4] = _HEX[c >> 4]
+            w[5] = _HEX[c & 15]
+            w += 6
+    w[0] = b'"'
+    w += 1
+    out.size = w - out.data
+    return 0

@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from rollback import hotpath
 from rollback.binlog.columns import MISSING
@@ -325,6 +325,7 @@ class TableRenderer:
         unsigned = schema.unsigned if schema is not None else None
         self.unsigned_of: Callable[[TableMap], tuple[bool, ...] | None] = lambda _tmap: unsigned
         self.table = f"{quote_ident(tmap.database)}.{quote_ident(tmap.table)}"
+        self.check_head = f"SELECT COUNT(*) FROM {self.table} WHERE "  # of exists and key_exists
         specs = tmap.specs(schema.unsigned if schema else None)
         names = (
             schema.names if schema else (tmap.column_names or tuple(f"@{i + 1}" for i in range(len(specs))))
@@ -433,7 +434,7 @@ class TableRenderer:
     def exists(self, image: Sequence[Any]) -> str:
         """A query counting the rows that match the image exactly (every present column, byte for byte):
         the conflict check, which must see a row whose case or trailing spaces changed since as changed."""
-        return f"SELECT COUNT(*) FROM {self.table} WHERE {self._exact(image)}"
+        return self.check_head + self._exact(image)
 
     def full_images(self) -> FullImageStatements | None:
         """Straight-line statement functions for rows whose images hold every column (FULL row
@@ -456,18 +457,32 @@ class TableRenderer:
             else f"{self.columns[i].name} IS NULL"
             for i in self.key
         ]
-        return f"SELECT COUNT(*) FROM {self.table} WHERE {' AND '.join(parts)}"
+        return self.check_head + " AND ".join(parts)
+
+
+class PlanLineWriter(Protocol):
+    """What FullImageStatements.plan writes a plan line with (rollback.pipeline.plan_lines.PlanLines;
+    the compiled core writes the same text from `head` and `tail`)."""
+
+    head: bytes
+    tail: bytes
+
+    def forward(self, kind: str, sql: str) -> str: ...
+
+    def reverse(self, row: int, kind: str, check: str | None, expect: int | None, sql: str) -> str: ...
 
 
 @dataclass(slots=True)
 class FullImageStatements:
-    """INSERT, DELETE and UPDATE of one table for images without MISSING values (see full_images).
-    The compiled core's FullImages has the same four members."""
+    """INSERT, DELETE and UPDATE of one table for images without MISSING values (see full_images),
+    and the conflict checks of their reverses. The compiled core's FullImages has the same members."""
 
     insert: Callable[[Sequence[Any]], str]
     delete: Callable[[Sequence[Any]], str]
     update: Callable[[Sequence[Any], Sequence[Any]], str | None]  # (set image, where image)
     source: str
+    exists: Callable[[Sequence[Any]], str]  # TableRenderer.exists
+    key_exists: Callable[[Sequence[Any]], str | None]  # TableRenderer.key_exists
 
     def statements(self, kind: str, rows: list, forward: bool) -> list[str]:
         """What invert_rows (flashback, newest row first) or forward_row (`sql`) render for the rows
@@ -489,16 +504,55 @@ class FullImageStatements:
     def script(self, kind: str, rows: list, forward: bool) -> tuple[bytes, int, int]:
         """The statements of `statements` as the script's UTF-8 text, one per line, with their count
         and the length in bytes of the longest one."""
-        statements = self.statements(kind, rows, forward)
-        if not statements:
-            return b"", 0, 0
-        text = "\n".join(statements) + "\n"
-        data = text.encode("utf-8")
-        if len(data) == len(text):
-            longest = max(map(len, statements))
+        return _lines(self.statements(kind, rows, forward))
+
+    def plan(
+        self,
+        kind: str,
+        rows: list,
+        forward: bool,
+        plan_lines: PlanLineWriter,
+        indexes: Sequence[int] | None = None,
+    ) -> tuple[bytes, int, int, bytes]:
+        """`script`'s three, and the plan's lines of the statements as UTF-8 (one per line, written
+        by `plan_lines`): a reverse statement with the check invert.invert_row gives it. `indexes`:
+        each row's index in its event, when `rows` are a selection of it."""
+        if forward:
+            statements = self.statements(kind, rows, forward)
+            lines = [plan_lines.forward(kind, sql) for sql in statements]
         else:
-            longest = max(len(sql.encode("utf-8")) for sql in statements)
-        return data, len(statements), longest
+            statements, lines = [], []
+            for at in range(len(rows) - 1, -1, -1):
+                row = rows[at]
+                check: str | None
+                if kind == "insert":
+                    sql, check, expect = self.delete(row), self.exists(row), 1
+                elif kind == "delete":
+                    sql, check, expect = self.insert(row), self.key_exists(row), 0
+                else:
+                    before, after = row
+                    update = self.update(before, after)
+                    if update is None:
+                        continue
+                    sql, check, expect = update, self.exists(after), 1
+                statements.append(sql)
+                index = at if indexes is None else indexes[at]
+                lines.append(plan_lines.reverse(index, kind, check, expect, sql))
+        data, count, longest = _lines(statements)
+        return data, count, longest, _lines(lines)[0]
+
+
+def _lines(texts: list[str]) -> tuple[bytes, int, int]:
+    """(the texts as UTF-8 lines, their count, the longest one's bytes)"""
+    if not texts:
+        return b"", 0, 0
+    text = "\n".join(texts) + "\n"
+    data = text.encode("utf-8")
+    if len(data) == len(text):
+        longest = max(map(len, texts))
+    else:
+        longest = max(len(sql.encode("utf-8")) for sql in texts)
+    return data, len(texts), longest
 
 
 # Literal kinds of the compiled core (rollback/_speedups.pyx's L_* constants).
@@ -545,15 +599,17 @@ def compiled_plan(renderer: TableRenderer) -> tuple[Any, ...]:
                 column.null,
             )
         )
-    by_value = renderer.key if renderer.key else [i for i, _name, _value in renderer._lookup_parts]
+    lookup = tuple(i for i, _name, _value in renderer._lookup_parts)
     return (
         renderer._insert_head,
         f"DELETE FROM {renderer.table} WHERE ",
         f"UPDATE {renderer.table} SET ",
         f"{renderer._limit()};",
         tuple(columns),
-        tuple(by_value),
+        tuple(renderer.key) if renderer.key else lookup,
         bool(renderer.key),
+        lookup,
+        renderer.check_head,
     )
 
 
@@ -613,4 +669,6 @@ def _compile_full_images(renderer: TableRenderer) -> FullImageStatements:
     ]
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<statements of {renderer.table}>", "exec"), env)
-    return FullImageStatements(env["insert"], env["delete"], env["update"], source)
+    return FullImageStatements(
+        env["insert"], env["delete"], env["update"], source, renderer.exists, renderer.key_exists
+    )

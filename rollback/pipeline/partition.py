@@ -566,16 +566,22 @@ class _Run:
         script: list[str] = []
         plan: list[str] = []
         with_plan = self.job.plan_lines
-        full = renderer.full_images() if complete and not with_plan and self.hold is None else None
+        full = renderer.full_images() if complete and self.hold is None else None
+        lines = PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid)
         if full is not None:
-            # Every column in both images: nothing is irreversible, the statements need no checks.
-            data, count, longest = full.script(kind, rows, self.job.mode == "forward")
+            # Every column in both images: nothing is irreversible; the statements and their checks
+            # (with a plan) come from the table's full-image renderer in one pass.
+            forward = self.job.mode == "forward"
+            if not with_plan:
+                data, count, longest = full.script(kind, rows, forward)
+                plan_data = b""
+            else:
+                data, count, longest, plan_data = full.plan(kind, rows, forward, lines, self.kept_index)
             if count:
                 self._note_largest(longest, batch, table)
-                self.rendered.add_encoded(data, b"")
+                self.rendered.add_encoded(data, plan_data)
                 self._counted(current, batch, table, count)
             return
-        lines = PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid)
         if self.job.mode == "forward":
             for row in rows:
                 sql = forward_row(renderer, kind, row)

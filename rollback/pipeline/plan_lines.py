@@ -1,7 +1,8 @@
 """The execution plan's lines (the --plan file, JSON lines) of one rows event.
 
 Each line is what json.dumps(..., ensure_ascii=False) writes, built from prepared pieces: the line's
-head and tail are the same for every row of the event.
+head and tail are the same for every row of the event. The compiled core writes the same lines from
+`head` and `tail` (sql.FullImageStatements.plan and its compiled twin).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ def json_string(value: str | None) -> str:
 
 
 class PlanLines:
-    __slots__ = ("_head", "_tail")
+    __slots__ = ("_head", "_tail", "head", "tail")
 
     def __init__(self, file: str | None, pos: int, table: str | None, tx_ordinal: int, gtid: str | None):
         self._head = f'{{"file": {json_string(file)}, "pos": {pos}, "table": {json_string(table)}, '
         self._tail = f', "tx": {tx_ordinal}, "gtid": {json_string(gtid)}, "sql": '
+        self.head = self._head.encode("utf-8")  # what every line starts with, as UTF-8
+        self.tail = self._tail.encode("utf-8")  # what comes between a line's check and its statement
 
     def forward(self, kind: str, sql: str) -> str:
         """A forward statement (`sql` mode): no check."""

@@ -22,6 +22,8 @@ from rollback.binlog.columns import ColumnSpec, decimal_groups
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.rowdecoder import RowDecoder
 from rollback.binlog.table_map import TableMap
+from rollback.invert import Reverse, forward_row, invert_rows
+from rollback.pipeline.plan_lines import PlanLines
 from rollback.records import image, record_json
 from rollback.schema import Column, TableSchema
 from rollback.sql import TableRenderer, _compile_full_images, compiled_plan
@@ -227,7 +229,10 @@ def tables(draw):
     specs = tuple(spec for spec, _ in cols)
     schema_columns = []
     for i, (_spec, column) in enumerate(cols):
-        column.name = draw(st.sampled_from([f"c{i}", f"c`{i}", f"é{i}"]))
+        # names that JSON escapes in the plan's lines: a quote, a backslash, control characters
+        column.name = draw(
+            st.sampled_from([f"c{i}", f"c`{i}", f"é{i}", f'c"{i}', f"c\\{i}\x1f\n\t\x08\x0c\r"])
+        )
         schema_columns.append(column)
     key = tuple(sorted(draw(st.sets(st.integers(0, len(cols) - 1), max_size=2))))
     schema = TableSchema("db", "t", schema_columns, key, [], "ddl")
@@ -273,6 +278,34 @@ def _records(rows: list, tmap: TableMap, names: tuple[str, ...], update: bool) -
     if update:
         return [record_json({"b": image(b, tmap, names), "a": image(a, tmap, names)}) for b, a in rows]
     return [record_json({"i": image(row, tmap, names)}) for row in rows]
+
+
+PLAN_LINES = PlanLines('bin"log.000001', 4, "db.t\n", 3, None)
+
+
+def _plan_of_each_row(
+    renderer: TableRenderer, kind: str, rows: list, forward: bool, indexes: list[int] | None
+) -> tuple[bytes, int, int, bytes]:
+    """The statements and plan lines of the partition's general path (any image: invert_row and
+    forward_row with the TableRenderer's own methods, one row at a time)."""
+    statements, lines = [], []
+    if forward:
+        for row in rows:
+            sql = forward_row(renderer, kind, row)
+            if sql is not None:
+                statements.append(sql)
+                lines.append(PLAN_LINES.forward(kind, sql))
+    else:
+        for index, result in invert_rows(renderer, kind, rows, True):
+            assert isinstance(result, Reverse)
+            statements.append(result.sql)
+            number = index if indexes is None else indexes[index]
+            lines.append(PLAN_LINES.reverse(number, kind, result.check, result.expect, result.sql))
+    if not statements:
+        return b"", 0, 0, b""
+    longest = max(len(sql.encode()) for sql in statements)
+    text = ("\n".join(statements) + "\n").encode()
+    return text, len(statements), longest, ("\n".join(lines) + "\n").encode()
 
 
 @settings(
@@ -332,6 +365,13 @@ def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where)
             assert outcome(pure_full.statements, kind, rows, forward) == outcome(
                 fast_full.statements, kind, rows, forward
             )
+            # the statements with their plan lines and checks, as the general path writes them
+            indexes = list(range(7, 7 + len(rows))) if len(rows) > 1 else None
+            plan = outcome(pure_full.plan, kind, rows, forward, PLAN_LINES, indexes)
+            assert plan == outcome(fast_full.plan, kind, rows, forward, PLAN_LINES, indexes)
+            assert plan == outcome(_plan_of_each_row, renderer[1], kind, rows, forward, indexes)
+            if plan[0] == "ok":
+                assert plan[1][:3] == expected[1]
 
 
 @settings(max_examples=400, deadline=None)

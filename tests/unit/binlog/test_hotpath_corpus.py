@@ -1,6 +1,6 @@
 """The conformance corpus through both hot paths (rollback/hotpath.py): for every vendored binlog with
-row events, the decoded records, the flashback script and the forward script are the same bytes on the
-compiled core and on the pure-Python code, or both stop with the same error. Most corpus files carry
+row events, the decoded records, the flashback and forward scripts and their plans are the same bytes
+on the compiled core and on the pure-Python code, or both stop with the same error. Most corpus files carry
 no column names (no script without a schema), so every rows event with FULL images is also rendered
 with a schema made from its table map (columns c1..cN, its charsets), keyed by the first column and
 by none."""
@@ -16,6 +16,7 @@ from rollback.binlog.decode import StreamState
 from rollback.binlog.reader import read_file_facts
 from rollback.binlog.table_map import TableMap
 from rollback.charsets import charset_of_collation
+from rollback.pipeline.plan_lines import PlanLines
 from rollback.records import batch_records, record_json
 from rollback.schema import Column, TableSchema
 from rollback.sql import TableRenderer
@@ -56,14 +57,18 @@ def records_and_statements(path: Path) -> list[object]:
                 renderer = TableRenderer(batch.table, schema_of(batch.table, key), flavour)
                 statements = renderer.full_images()
                 assert statements is not None
+                lines = PlanLines(batch.file, batch.pos, batch.table.qualified_name, 1, batch.tx.gtid)
                 for forward in (False, True):
                     out.append(outcome(statements.script, batch.kind, batch.rows, forward))
+                    out.append(outcome(statements.plan, batch.kind, batch.rows, forward, lines))
     return out
 
 
-def script(path: Path, out: Path, mode: str) -> bytes:
-    generate(RangeSpec([str(path)]), Filters(), Options(mode=mode, engine="local"), out)
-    return out.read_bytes()
+def script(path: Path, out: Path, mode: str) -> tuple[bytes, bytes]:
+    """The script and the plan."""
+    plan = out.with_suffix(".plan.jsonl")
+    generate(RangeSpec([str(path)]), Filters(), Options(mode=mode, engine="local"), out, plan)
+    return out.read_bytes(), plan.read_bytes()
 
 
 @pytest.mark.parametrize("rel", VENDORED.with_rows())
