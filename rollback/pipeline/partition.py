@@ -567,12 +567,14 @@ class _Run:
         plan: list[str] = []
         with_plan = self.job.plan_lines
         full = renderer.full_images() if complete and self.hold is None else None
-        lines = PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid)
+        lines = (
+            PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid) if with_plan else None
+        )
         if full is not None:
             # Every column in both images: nothing is irreversible; the statements and their checks
             # (with a plan) come from the table's full-image renderer in one pass.
             forward = self.job.mode == "forward"
-            if not with_plan:
+            if lines is None:
                 data, count, longest = full.script(kind, rows, forward)
                 plan_data = b""
             else:
@@ -582,6 +584,8 @@ class _Run:
                 self.rendered.add_encoded(data, plan_data)
                 self._counted(current, batch, table, count)
             return
+        if lines is None:  # the general path writes the plan's lines only with a plan
+            lines = PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid)
         if self.job.mode == "forward":
             for row in rows:
                 sql = forward_row(renderer, kind, row)
