@@ -1052,3 +1052,158 @@ cdef int _json_string(_Out out, const char *text, Py_ssize_t n) except -1:
     w += 1
     out.size = w - out.data
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The change log's lines (change_lines.ChangeLines, compiled)
+# ---------------------------------------------------------------------------------------------
+
+# How a column's values are written (change_lines.compiled_columns writes the same numbers).
+DEF C_TEXT = 0   # bytes as UTF-8 text when they decode, else {"hex": ...}
+DEF C_HEX = 1    # bytes as {"hex": ...}
+DEF C_CALL = 2   # bytes through fn(value) (JSON documents)
+DEF C_ENUM = 3   # an int through the members' JSON texts (index 0: ""), anything else through value
+DEF C_SET = 4    # an int through fn(value), anything else through value
+
+
+cdef class ChangeImages:
+    """The change log's lines of one table's rows events: the same text as change_lines'
+    generated image encoder and record lines, from the per-column plan change_lines prepares.
+    Values of other types than the encoder writes itself go to `value(index, v)`, and an image
+    with a column the binlog left out to `slow(row)`, as in the encoder."""
+
+    cdef int n
+    cdef int *kind
+    cdef list keys, fns
+    cdef object value, slow, missing
+    cdef _Out out
+
+    def __init__(self, tuple keys, tuple columns, object value, object slow, object missing):
+        cdef int i
+        self.n = len(keys)
+        self.keys = list(keys)
+        self.fns = []
+        self.kind = <int *>PyMem_Malloc(sizeof(int) * (self.n + 1))
+        for i in range(self.n):
+            self.kind[i] = columns[i][0]
+            self.fns.append(columns[i][1])
+        self.value = value
+        self.slow = slow
+        self.missing = missing
+        self.out = _Out()
+
+    def __dealloc__(self):
+        PyMem_Free(self.kind)
+
+    cdef int _call(self, int i, object v) except -1:
+        return self.out.text(self.value(i, v))
+
+    cdef int _image(self, object row) except -1:
+        cdef _Out out = self.out
+        cdef tuple image
+        cdef int i, k, overflow
+        cdef object v, found
+        cdef long long number
+        cdef char digits[24]
+        cdef const char *data
+        cdef Py_ssize_t size
+        cdef bytes key
+        if type(row) is not tuple or len(<tuple>row) != self.n:
+            return out.text(self.slow(row))
+        image = <tuple>row
+        for i in range(self.n):
+            if image[i] is self.missing:
+                return out.text(self.slow(row))
+        out.raw(b"{", 1)
+        for i in range(self.n):
+            key = <bytes>self.keys[i]
+            out.raw(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
+            v = image[i]
+            k = self.kind[i]
+            if k == C_ENUM or k == C_SET:
+                if not PyLong_CheckExact(v):
+                    self._call(i, v)
+                elif k == C_SET:
+                    out.text(self.fns[i](v))
+                else:
+                    overflow = 0
+                    number = PyLong_AsLongLongAndOverflow(v, &overflow)
+                    if not overflow and 0 <= number < len(<tuple>self.fns[i]):
+                        found = (<tuple>self.fns[i])[number]
+                        out.raw(PyBytes_AS_STRING(found), PyBytes_GET_SIZE(found))
+                    else:
+                        self._call(i, v)
+            elif PyLong_CheckExact(v):
+                overflow = 0
+                number = PyLong_AsLongLongAndOverflow(v, &overflow)
+                if overflow:
+                    out.text(str(v))
+                elif number < 0:
+                    out.raw(b"-", 1)
+                    out.raw(digits, _put_uint(digits, <uint64_t>(-(number + 1)) + 1))
+                else:
+                    out.raw(digits, _put_uint(digits, <uint64_t>number))
+            elif PyBytes_CheckExact(v):
+                data = PyBytes_AS_STRING(v)
+                size = PyBytes_GET_SIZE(v)
+                if k == C_TEXT and _utf8_valid(<const unsigned char *>data, size):
+                    _json_string(out, data, size)
+                elif k == C_TEXT or k == C_HEX:
+                    out.raw(b'{"hex":"', 8)
+                    _hex_digits(out, <const unsigned char *>data, size)
+                    out.raw(b'"}', 2)
+                else:
+                    out.text(self.fns[i](v))
+            elif PyUnicode_CheckExact(v):
+                data = PyUnicode_AsUTF8AndSize(v, &size)
+                _json_string(out, data, size)
+            elif v is None:
+                out.raw(b"null", 4)
+            elif type(v) is _decimal:
+                out.raw(b'"', 1)
+                out.text(str(v))  # a Decimal's text holds no character JSON escapes
+                out.raw(b'"', 1)
+            else:
+                self._call(i, v)
+        return out.raw(b"}", 1)
+
+    def lines(self, bytes head, str kind, list rows):
+        """Every record of one rows event as UTF-8, a line each: `head` is the record's head as
+        JSON without its closing brace (the same for every row of the event)."""
+        cdef _Out out = self.out
+        cdef Py_ssize_t index, n = len(rows)
+        cdef char digits[24]
+        cdef bint update = kind == "update"
+        cdef const char *key = b',"after":' if kind == "insert" else b',"before":'
+        cdef Py_ssize_t key_size = 9 if kind == "insert" else 10
+        cdef object row
+        out.size = 0
+        for index in range(n):
+            out.raw(PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
+            out.raw(b',"row":', 7)
+            out.raw(digits, _put_uint(digits, <uint64_t>index))
+            if update:
+                row = rows[index]
+                out.raw(b',"before":', 10)
+                self._image(row[0])
+                out.raw(b',"after":', 9)
+                self._image(row[1])
+            else:
+                out.raw(key, key_size)
+                self._image(rows[index])
+            out.raw(b"}\n", 2)
+        data = PyBytes_FromStringAndSize(out.data, out.size)
+        out.size = 0
+        return data
+
+
+cdef int _hex_digits(_Out out, const unsigned char *s, Py_ssize_t n) except -1:
+    cdef Py_ssize_t i
+    cdef char *w
+    out.reserve(2 * n)
+    w = out.data + out.size
+    for i in range(n):
+        w[2 * i] = _HEX[s[i] >> 4]
+        w[2 * i + 1] = _HEX[s[i] & 15]
+    out.size += 2 * n
+    return 0

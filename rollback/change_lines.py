@@ -5,6 +5,7 @@ bytes; this builds them from prepared pieces instead: the record's head is encod
 event, and each table gets an image encoder generated for its columns (one expression per column:
 integers, strings and NULL written directly, every other value through `records.image`'s own
 rules). A row image with a column the binlog left out (MISSING) takes `records.image` whole.
+The compiled core's ChangeImages runs the same choices in C (`encoded`), from `compiled_columns`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
+from rollback import hotpath
 from rollback.binlog.columns import MISSING
 from rollback.binlog.decode import RowsBatch
 from rollback.binlog.table_map import TableMap
@@ -34,9 +36,10 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class ChangeLines:
-    """The lines of one table map's rows events (with the schema's column names and members)."""
+    """The lines of one table map's rows events (with the schema's column names and members).
+    With the compiled core (hotpath.CORE when it is made), `encoded` writes them in C."""
 
-    __slots__ = ("_image",)
+    __slots__ = ("_image", "_compiled")
 
     def __init__(
         self, tmap: TableMap, names: tuple[str, ...] | None = None, columns: Sequence[Any] | None = None
@@ -53,6 +56,24 @@ class ChangeLines:
             return _dumps(json_value(v, tmap, index, members, kinds))
 
         self._image = _image_encoder(cols, members, kinds, value, slow)
+        core = hotpath.CORE
+        self._compiled = (
+            None
+            if core is None
+            else core.ChangeImages(
+                tuple(_key(index, name).encode("utf-8") for index, name in enumerate(cols)),
+                compiled_columns(members, kinds, value),
+                value,
+                slow,
+                MISSING,
+            )
+        )
+
+    def encoded(self, batch: RowsBatch) -> bytes:
+        """`lines` as UTF-8."""
+        if self._compiled is None:
+            return self.lines(batch).encode("utf-8")
+        return self._compiled.lines(_dumps(record_head(batch))[:-1].encode("utf-8"), batch.kind, batch.rows)
 
     def lines(self, batch: RowsBatch) -> str:
         """Every record of the rows event, one line each (a newline after each)."""
@@ -92,6 +113,38 @@ def _decimal(value: Decimal) -> str:
 _BYTES: dict[str, Callable[[bytes], str]] = {"hex": _hex, "text": _text}  # "json" takes records' rules
 
 
+def _key(index: int, name: str) -> str:
+    """A column's key in an image's JSON object, with the comma before it."""
+    return ("" if index == 0 else ",") + _encode_string(name) + ":"
+
+
+# Column kinds of the compiled core's ChangeImages (rollback/_speedups.pyx's C_* constants).
+_C_TEXT, _C_HEX, _C_CALL, _C_ENUM, _C_SET = 0, 1, 2, 3, 4
+
+
+def compiled_columns(
+    members: Members, kinds: tuple[str, ...], value: Callable[[int, Any], str]
+) -> tuple[tuple[int, Any], ...]:
+    """Per column, (kind, what the core calls or looks up) for ChangeImages: the choices
+    _image_encoder's expressions make, as data."""
+    columns: list[tuple[int, Any]] = []
+    for index, kind in enumerate(kinds):
+        if index in members:
+            member_kind, names = members[index]
+            if member_kind == "enum":
+                texts = ('""', *(_encode_string(m) for m in names))
+                columns.append((_C_ENUM, tuple(t.encode("utf-8") for t in texts)))
+            else:
+                columns.append((_C_SET, partial(_member, member_kind, names)))
+        elif kind == "text":
+            columns.append((_C_TEXT, None))
+        elif kind == "hex":
+            columns.append((_C_HEX, None))
+        else:
+            columns.append((_C_CALL, partial(value, index)))
+    return tuple(columns)
+
+
 def _image_encoder(
     cols: tuple[str, ...],
     members: Members,
@@ -114,7 +167,7 @@ def _image_encoder(
     }
     for index, name in enumerate(cols):
         # the key's JSON text ("name":) as a variable: a name is not source text
-        namespace[f"_k{index}"] = ("" if index == 0 else ",") + _encode_string(name) + ":"
+        namespace[f"_k{index}"] = _key(index, name)
         namespace[f"_b{index}"] = _BYTES.get(kinds[index]) or partial(value, index)
         if index in members:  # ENUM / SET: the member's text, never the bare number
             kind, names = members[index]
@@ -167,6 +220,17 @@ class ChangeLineCache:
     def lines(
         self, batch: RowsBatch, names: tuple[str, ...] | None = None, columns: Sequence[Any] | None = None
     ) -> str:
+        return self._of(batch, names, columns).lines(batch)
+
+    def encoded(
+        self, batch: RowsBatch, names: tuple[str, ...] | None = None, columns: Sequence[Any] | None = None
+    ) -> bytes:
+        """`lines` as UTF-8 (written by the compiled core when there is one)."""
+        return self._of(batch, names, columns).encoded(batch)
+
+    def _of(
+        self, batch: RowsBatch, names: tuple[str, ...] | None, columns: Sequence[Any] | None
+    ) -> ChangeLines:
         tmap = batch.table
         key = (
             tmap.database,
@@ -179,8 +243,9 @@ class ChangeLineCache:
             tuple(tmap.set_values.items()),
             names,
             id(columns),  # the value below holds `columns`: its id cannot be reused while cached
+            hotpath.CORE is None,
         )
         found = self._known.get(key)
         if found is None:
             found = self._known[key] = (columns, ChangeLines(tmap, names, columns))
-        return found[1].lines(batch)
+        return found[1]

@@ -188,7 +188,7 @@ class _Run:
         self.tail: _Block | None = None
         self.head_closed = False
         self.statements = 0
-        self.changes_out: IO[str] | None = None
+        self.changes_out: IO[bytes] | None = None
         self.change_lines = ChangeLineCache()
         self.irreversible_out: IO[str] | None = None
         self.at = part.start  # the event being read
@@ -350,9 +350,7 @@ class _Run:
         part = self.part
         job = self.job
         if job.changes:
-            self.changes_out = open(
-                part_path(job.out_dir, part.index, "changes.jsonl"), "w", encoding="utf-8"
-            )
+            self.changes_out = open(part_path(job.out_dir, part.index, "changes.jsonl"), "wb")
         try:
             with ByteRange(part.location, part.start, part.end) as source:
                 self._read(source.buf)
@@ -448,6 +446,8 @@ class _Run:
                 if not taken or not self.selection.statement(state.tx, label):
                     self._left_out(current, decoded, event, state, taken)
                     continue
+                full = (1 << event.column_count) - 1
+                complete = event.present == full == event.present_after and not event.partial
                 if changes_only:
                     known = self._known_schema(tmap)
                     picked = self._pick_rows(
@@ -457,13 +457,11 @@ class _Run:
                         decoded.raw.pos,
                     )
                     if picked is not None:
-                        self._log(current, picked, known)
+                        self._log(current, picked, known, complete)
                     continue
                 renderer = self._renderer(tmap, decoded.outer_pos)
                 if renderer is None:
                     continue
-                full = (1 << event.column_count) - 1
-                complete = event.present == full == event.present_after and not event.partial
                 dropped = self.dropped.get(id(renderer))
                 picked = self._pick_rows(
                     current,
@@ -554,7 +552,9 @@ class _Run:
             self.row_images.add("partial (MINIMAL or NOBLOB)" if partial else "FULL")
         if self.changes_out is not None:
             names = schema.names if schema else None
-            self.changes_out.write(self.change_lines.lines(batch, names, schema.columns if schema else None))
+            self.changes_out.write(
+                self.change_lines.encoded(batch, names, schema.columns if schema else None)
+            )
 
     def _take(
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int

@@ -20,15 +20,17 @@ import rollback
 from rollback import hotpath
 from rollback.binlog.columns import ColumnSpec, decimal_groups
 from rollback.binlog.constants import ColumnType as T
+from rollback.binlog.decode import RowsBatch, TxContext
 from rollback.binlog.rowdecoder import RowDecoder
 from rollback.binlog.table_map import TableMap
+from rollback.change_lines import ChangeLineCache
 from rollback.invert import Reverse, forward_row, invert_rows
 from rollback.pipeline.plan_lines import PlanLines
 from rollback.records import image, record_json
 from rollback.schema import Column, TableSchema
 from rollback.sql import TableRenderer, _compile_full_images, compiled_plan
 from tests.support import REPO
-from tests.support.hotpath import compiled_core, outcome, same_values
+from tests.support.hotpath import compiled_core, hot_path, outcome, same_values
 
 CORE = compiled_core()  # an ImportError here fails the module: the core must be built for the suite
 
@@ -341,6 +343,12 @@ def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where)
         assert outcome(_records, pure[1], tmap, names, update) == outcome(
             _records, fast[1], tmap, names, update
         )
+        # the change log's lines: the generated encoder against the compiled one (ChangeImages)
+        batch = RowsBatch("f", 4, 9, "update" if update else "insert", tmap, TxContext(), 0, 1, fast[1], True)
+        lines = outcome(ChangeLineCache().lines, batch, names, schema.columns)
+        with hot_path(CORE):
+            encoded = outcome(ChangeLineCache().encoded, batch, names, schema.columns)
+        assert (lines[0], lines[1].encode() if lines[0] == "ok" else lines[1]) == encoded
     renderer = outcome(TableRenderer, tmap, schema, flavour, full_where)
     if renderer[0] == "error" or present != (1 << len(specs)) - 1:
         return
