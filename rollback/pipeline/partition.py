@@ -57,7 +57,7 @@ from rollback.pipeline.plan import Partition, SchemaKey, schema_key
 from rollback.pipeline.plan_lines import PlanLines
 from rollback.pipeline.savepoints import VoidSet
 from rollback.pipeline.selection import Selection
-from rollback.pipeline.spill import SpillBuffer
+from rollback.pipeline.spill import WRITE_BUFFER, SpillBuffer
 from rollback.pipeline.storage import ByteRange
 from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
@@ -320,15 +320,16 @@ class _Run:
 
     def _to_renderer_only(self, renderer: TableRenderer) -> bool:
         """Whether the decoded rows of complete images go to the compiled statement renderer and
-        nowhere else (no change log, plan, --where, hold-back or dependency keys; every DECIMAL column
-        rendered by decimal_literal): then DECIMAL values may come as that text, not as Decimals."""
+        nowhere else (its statements, and with a plan their checks and plan lines; no change log,
+        --where, hold-back or dependency keys; every DECIMAL column rendered by decimal_literal, in
+        the statements and in the checks): then DECIMAL values may come as that text, not as
+        Decimals."""
         ok = self.renderer_only.get(id(renderer))
         if ok is None:
             job = self.job
             ok = (
                 job.mode != "changes"
                 and not job.changes
-                and not job.plan_lines
                 and self.hold is None
                 and self.deps is None
                 and self.selection.predicate is None
@@ -350,7 +351,9 @@ class _Run:
         part = self.part
         job = self.job
         if job.changes:
-            self.changes_out = open(part_path(job.out_dir, part.index, "changes.jsonl"), "wb")
+            self.changes_out = open(
+                part_path(job.out_dir, part.index, "changes.jsonl"), "wb", buffering=WRITE_BUFFER
+            )
         try:
             with ByteRange(part.location, part.start, part.end) as source:
                 self._read(source.buf)
@@ -757,23 +760,22 @@ class _Run:
         newest_first = self.job.mode == "flashback"
         entries = list(reversed(self.entries)) if newest_first else self.entries
         sizes: dict[str, int] = {}
-        with (
-            open(part_path(out_dir, part.index, "sql"), "wb") as script_out,
-            open(part_path(out_dir, part.index, "plan.jsonl"), "wb") as plan_out,
-        ):
+        order: list[int] = []  # the chunks in the script's order
+        with open(part_path(out_dir, part.index, "sql"), "wb", buffering=WRITE_BUFFER) as script_out:
             for kind, first, end, header in entries:
                 began = script_out.tell()
                 if header:
                     script_out.write(header.encode("utf-8"))
                 chunks = range(end - 1, first - 1, -1) if newest_first else range(first, end)
                 for index in chunks:
-                    script, plan = self.rendered.get(index)
-                    script_out.write(script)
-                    plan_out.write(plan)
+                    script_out.write(self.rendered.get(index))
+                order.extend(chunks)
                 if header:
                     script_out.write(BLOCK_END.encode("utf-8"))
                 sizes[kind] = script_out.tell() - began
             self.summary.script_bytes = script_out.tell()
+        with open(part_path(out_dir, part.index, "plan.jsonl"), "wb", buffering=WRITE_BUFFER) as plan_out:
+            self.rendered.write_plan(order, plan_out)
         self.summary.statements = self.statements
         self.summary.head = self._piece(self.head, self.head_closed, sizes.get("head", 0))
         self.summary.tail = self._piece(self.tail, False, sizes.get("tail", 0))

@@ -377,6 +377,7 @@ def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where)
             indexes = list(range(7, 7 + len(rows))) if len(rows) > 1 else None
             plan = outcome(pure_full.plan, kind, rows, forward, PLAN_LINES, indexes)
             assert plan == outcome(fast_full.plan, kind, rows, forward, PLAN_LINES, indexes)
+            assert plan == outcome(fast_full.plan, kind, text_rows, forward, PLAN_LINES, indexes)
             assert plan == outcome(_plan_of_each_row, renderer[1], kind, rows, forward, indexes)
             if plan[0] == "ok":
                 assert plan[1][:3] == expected[1]
