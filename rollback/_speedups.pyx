@@ -293,7 +293,7 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
         if g >= _POW10[d]:
             raise Fallback
         unscaled = unscaled * _POW10[d] + g
-    if as_text:
+    if as_text and _plain_decimal(negative, unscaled, dec.scale):
         return _decimal_text(negative, unscaled, dec.scale)
     if negative:
         text[n] = b'-'
@@ -305,6 +305,19 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
         n += 2
         n += _put_uint(text + n, dec.scale)
     return _decimal(_ascii(text, n))
+
+
+cdef inline bint _plain_decimal(bint negative, uint64_t unscaled, int scale) noexcept:
+    """Whether str() of Decimal('[-]<unscaled>E-<scale>') is its format(value, "f") text: not in
+    exponent form (adjusted exponent from -6 on), and not a negative zero (-0.00 is a Decimal equal
+    to 0.00 with another text; an UPDATE compares values). The change log writes str(), the
+    statements format(): a text both agree on serves both."""
+    cdef int digits = 1
+    cdef uint64_t rest = unscaled
+    while rest >= 10:
+        rest //= 10
+        digits += 1
+    return digits - 1 - scale >= -6 and not (negative and unscaled == 0)
 
 
 cdef object _decimal_text(bint negative, uint64_t unscaled, int scale):
@@ -452,8 +465,9 @@ def decode_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, bint 
     """Every image in ``data[pos:end]`` (WRITE_ROWS / DELETE_ROWS bodies); Fallback if one does not fit.
 
     ``decimal_text``: DECIMAL values of up to 18 digits come as the str FullImages writes for them
-    instead of Decimal objects (a third of the decoding's instructions): only for rows that go
-    nowhere but to FullImages (the partition decides), where equal texts mean equal values."""
+    instead of Decimal objects (a third of the decoding's instructions), where that text is also
+    the one str() gives (the change log's; see _plain_decimal): only for rows that go nowhere but
+    to FullImages and ChangeImages (the partition decides), where equal texts mean equal values."""
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef list out = []
     cdef object row

@@ -306,7 +306,8 @@ def rows_batch(
     ``unsigned_for`` supplies signedness from a schema when the binlog has none; ``specs_for`` supplies
     whole column specs (a schema that knows what the binlog cannot say, such as the precision of a
     MariaDB 'hires' TIMESTAMP(n)), or None to use the table map's. ``decimal_text``: see
-    RowDecoder.decode_rows (only for rows that go to the compiled statement renderer alone).
+    RowDecoder.decode_rows (only for rows that go to the compiled statement renderer and change-log
+    encoder alone).
     """
     raw = decoded.raw
     tmap = state.table_maps.get(event.table_id)

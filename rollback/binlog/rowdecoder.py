@@ -631,8 +631,8 @@ class RowDecoder:
 
     def decode_rows(self, buf: bytes, pos: int, end: int, decimal_text: bool = False) -> list[Row]:
         """Every row image in ``buf[pos:end]`` (WRITE_ROWS / DELETE_ROWS bodies). ``decimal_text``:
-        the compiled core may give DECIMAL values as the text the compiled statement renderer writes
-        for them (rows that go to nothing else; see _speedups.decode_rows)."""
+        the compiled core may give DECIMAL values as the text the compiled statement renderer and
+        change-log encoder write for them (rows that go to nothing else; see _speedups.decode_rows)."""
         if type(buf) is not bytes:
             buf = bytes(buf)
         end = min(end, len(buf))

@@ -200,7 +200,7 @@ class _Run:
         self.largest: list[tuple[int, int, dict[str, Any]]] = []
         self.deps = DependencyKeys() if job.track_dependencies else None
         self.kept_index: list[int] | None = None  # see _pick_rows
-        self.renderer_only: dict[int, bool] = {}  # renderer id -> see _to_renderer_only
+        self.decimals_as_text: dict[int, bool] = {}  # renderer id -> see _decimals_as_text
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -318,31 +318,34 @@ class _Run:
                 self.dropped[id(renderer)] = dropped
         return renderer
 
-    def _to_renderer_only(self, renderer: TableRenderer) -> bool:
-        """Whether the decoded rows of complete images go to the compiled statement renderer and
-        nowhere else (its statements, and with a plan their checks and plan lines; no change log,
-        --where, hold-back or dependency keys; every DECIMAL column rendered by decimal_literal, in
-        the statements and in the checks): then DECIMAL values may come as that text, not as
-        Decimals."""
-        ok = self.renderer_only.get(id(renderer))
+    def _decimals_as_text(self, renderer: TableRenderer | None) -> bool:
+        """Whether the decoded rows of complete images (with `renderer`; any image in `changes`
+        mode, None) go to the compiled statement renderer and the change log's encoder and nowhere
+        else (the statements, with a plan their checks and plan lines, with a change log its lines;
+        no --where, hold-back or dependency keys; every DECIMAL column rendered by decimal_literal,
+        in the statements and in the checks): then DECIMAL values may come as the text both write
+        for them, not as Decimals."""
+        ok = self.decimals_as_text.get(id(renderer))
         if ok is None:
-            job = self.job
             ok = (
-                job.mode != "changes"
-                and not job.changes
-                and self.hold is None
+                self.hold is None
                 and self.deps is None
                 and self.selection.predicate is None
-                and renderer.full_images() is not None
                 and hotpath.CORE is not None
-                and len(renderer.columns) == len(renderer.tmap.column_types)
-                and all(
-                    column.value is decimal_literal and column.where is decimal_literal
-                    for code, column in zip(renderer.tmap.column_types, renderer.columns, strict=True)
-                    if code == ColumnType.NEWDECIMAL
+                and (
+                    renderer is None
+                    or (
+                        renderer.full_images() is not None
+                        and len(renderer.columns) == len(renderer.tmap.column_types)
+                        and all(
+                            column.value is decimal_literal and column.where is decimal_literal
+                            for code, column in zip(renderer.tmap.column_types, renderer.columns, strict=True)
+                            if code == ColumnType.NEWDECIMAL
+                        )
+                    )
                 )
             )
-            self.renderer_only[id(renderer)] = ok
+            self.decimals_as_text[id(renderer)] = ok
         return ok
 
     # -- the run
@@ -455,7 +458,13 @@ class _Run:
                     known = self._known_schema(tmap)
                     picked = self._pick_rows(
                         current,
-                        rows_batch(decoded, event, state, _fixed_unsigned(known.unsigned if known else None)),
+                        rows_batch(
+                            decoded,
+                            event,
+                            state,
+                            _fixed_unsigned(known.unsigned if known else None),
+                            decimal_text=self._decimals_as_text(None),
+                        ),
                         known,
                         decoded.raw.pos,
                     )
@@ -473,7 +482,7 @@ class _Run:
                         event,
                         state,
                         renderer.unsigned_of,
-                        decimal_text=complete and not dropped and self._to_renderer_only(renderer),
+                        decimal_text=complete and not dropped and self._decimals_as_text(renderer),
                     ),
                     renderer.schema,
                     decoded.raw.pos,

@@ -1,6 +1,7 @@
 """The conformance corpus through both hot paths (rollback/hotpath.py): for every vendored binlog with
-row events, the decoded records, the flashback and forward scripts and their plans are the same bytes
-on the compiled core and on the pure-Python code, or both stop with the same error. Most corpus files carry
+row events, the decoded records, the flashback and forward scripts with their plans and change logs
+(and the change log of the `changes` mode) are the same bytes on the compiled core and on the
+pure-Python code, or both stop with the same error. Most corpus files carry
 no column names (no script without a schema), so every rows event with FULL images is also rendered
 with a schema made from its table map (columns c1..cN, its charsets), keyed by the first column and
 by none."""
@@ -64,11 +65,18 @@ def records_and_statements(path: Path) -> list[object]:
     return out
 
 
-def script(path: Path, out: Path, mode: str) -> tuple[bytes, bytes]:
-    """The script and the plan."""
-    plan = out.with_suffix(".plan.jsonl")
-    generate(RangeSpec([str(path)]), Filters(), Options(mode=mode, engine="local"), out, plan)
-    return out.read_bytes(), plan.read_bytes()
+def script(path: Path, out: Path, mode: str) -> tuple[bytes, bytes, bytes]:
+    """The script, the plan and the change log (in `changes` mode the change log alone)."""
+    plan, changes = out.with_suffix(".plan.jsonl"), out.with_suffix(".changes.jsonl")
+    generate(
+        RangeSpec([str(path)]),
+        Filters(),
+        Options(mode=mode, engine="local"),
+        out,
+        None if mode == "changes" else plan,
+        changes,
+    )
+    return out.read_bytes(), plan.read_bytes() if mode != "changes" else b"", changes.read_bytes()
 
 
 @pytest.mark.parametrize("rel", VENDORED.with_rows())
@@ -81,5 +89,6 @@ def test_a_corpus_file_gives_the_same_bytes_on_both_paths(rel, corpus_file, tmp_
                 outcome(records_and_statements, path),
                 outcome(script, path, tmp_path / f"{label}.flashback.sql", "flashback"),
                 outcome(script, path, tmp_path / f"{label}.forward.sql", "forward"),
+                outcome(script, path, tmp_path / f"{label}.changes.sql", "changes"),
             ]
     assert results["pure"] == results["compiled"]
