@@ -527,6 +527,17 @@ DEF L_ASCII = 6      # string_literal of the ascii charset
 DEF L_ENUM = 7       # sql.EnumLiteral: fn.literals[index], or the index
 
 cdef const char *_HEX = b"0123456789abcdef"
+cdef char _HEX_PAIRS[512]  # the two hex digits of every byte value, side by side
+for _i in range(256):
+    _HEX_PAIRS[2 * _i] = _HEX[_i >> 4]
+    _HEX_PAIRS[2 * _i + 1] = _HEX[_i & 15]
+
+
+cdef inline void _put_hex(char *w, const unsigned char *s, Py_ssize_t n) noexcept:
+    """The lower-case hex digits of `n` bytes, two a byte, at `w`."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        memcpy(w + 2 * i, &_HEX_PAIRS[2 * s[i]], 2)
 
 
 cdef class _Out:
@@ -614,7 +625,6 @@ cdef inline int _utf8_valid(const unsigned char *s, Py_ssize_t n) noexcept:
 
 cdef int _hex(_Out out, const unsigned char *s, Py_ssize_t n, bytes charset) except -1:
     """hex_literal(data, charset): `_cs 0x...`, or `_cs''` for no bytes."""
-    cdef Py_ssize_t i
     cdef char *w
     out.raw(b"_", 1)
     out.raw(PyBytes_AS_STRING(charset), PyBytes_GET_SIZE(charset))
@@ -624,9 +634,7 @@ cdef int _hex(_Out out, const unsigned char *s, Py_ssize_t n, bytes charset) exc
     out.raw(b" 0x", 3)
     out.reserve(2 * n)
     w = out.data + out.size
-    for i in range(n):
-        w[2 * i] = _HEX[s[i] >> 4]
-        w[2 * i + 1] = _HEX[s[i] & 15]
+    _put_hex(w, s, n)
     out.size += 2 * n
     return 0
 
@@ -1212,12 +1220,9 @@ cdef class ChangeImages:
 
 
 cdef int _hex_digits(_Out out, const unsigned char *s, Py_ssize_t n) except -1:
-    cdef Py_ssize_t i
     cdef char *w
     out.reserve(2 * n)
     w = out.data + out.size
-    for i in range(n):
-        w[2 * i] = _HEX[s[i] >> 4]
-        w[2 * i + 1] = _HEX[s[i] & 15]
+    _put_hex(w, s, n)
     out.size += 2 * n
     return 0
