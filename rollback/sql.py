@@ -464,8 +464,11 @@ class PlanLineWriter(Protocol):
     """What FullImageStatements.plan writes a plan line with (rollback.pipeline.plan_lines.PlanLines;
     the compiled core writes the same text from `head` and `tail`)."""
 
-    head: bytes
-    tail: bytes
+    @property
+    def head(self) -> bytes: ...
+
+    @property
+    def tail(self) -> bytes: ...
 
     def forward(self, kind: str, sql: str) -> str: ...
 

@@ -17,13 +17,21 @@ def json_string(value: str | None) -> str:
 
 
 class PlanLines:
-    __slots__ = ("_head", "_tail", "head", "tail")
+    __slots__ = ("_head", "_tail")
 
     def __init__(self, file: str | None, pos: int, table: str | None, tx_ordinal: int, gtid: str | None):
         self._head = f'{{"file": {json_string(file)}, "pos": {pos}, "table": {json_string(table)}, '
         self._tail = f', "tx": {tx_ordinal}, "gtid": {json_string(gtid)}, "sql": '
-        self.head = self._head.encode("utf-8")  # what every line starts with, as UTF-8
-        self.tail = self._tail.encode("utf-8")  # what comes between a line's check and its statement
+
+    @property
+    def head(self) -> bytes:
+        """What every line starts with, as UTF-8."""
+        return self._head.encode("utf-8")
+
+    @property
+    def tail(self) -> bytes:
+        """What comes between a line's check and its statement, as UTF-8."""
+        return self._tail.encode("utf-8")
 
     def forward(self, kind: str, sql: str) -> str:
         """A forward statement (`sql` mode): no check."""
