@@ -1,8 +1,8 @@
 """One slot against two on one binlog: where a job's time goes, and the best speed-up two cores allow
 (issue 14).
 
-    .venv/bin/python bench/bench_parallel.py FILE [FILE...] [--runs 5] [--engines spark local]
-                                             [--masters 'local[1]' 'local[2]']
+    .venv/bin/python bench/bench_parallel.py FILE [FILE...] [--runs 5] [--warm-ups 1]
+                                             [--engines spark local] [--masters 'local[1]' 'local[2]']
 
 FILE is a binlog that names its columns (binlog_row_metadata=FULL), e.g. the `mixed.binlog` that
 `bench/bench_pipeline.py --generate-only --keep DIR` writes. Each configuration runs in a process of
@@ -51,6 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 KINDS = ("driver", "JVM", "Python workers", "forked workers")
+CONTENTION: dict[str, float] = {}  # contention()'s figures, when the local engine was measured
 
 
 # ---- in the measured process -----------------------------------------------------------------------
@@ -148,6 +149,10 @@ def child(files: list[str], config: str) -> None:
     me = os.getpid()
     for line in sys.stdin:
         request = json.loads(line)
+        if request.get("contention"):
+            sys.stdout.write(json.dumps(contention(files)) + "\n")
+            sys.stdout.flush()
+            continue
         processes = int(request.get("processes", 1))
         job_module.usable_cpus = lambda n=processes: n  # type: ignore[attr-defined]
         options = Options(engine=engine, spark_master=master or None)
@@ -175,6 +180,52 @@ def child(files: list[str], config: str) -> None:
         out.unlink()
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+
+
+def contention(files: list[str], rounds: int = 3) -> dict[str, float]:
+    """CPU seconds of two partitions' work run one after the other in forked processes, and at once
+    (best of `rounds` each): what the two cores lose to sharing caches and memory bandwidth."""
+    import shutil
+    import tempfile
+
+    from rollback import Filters, Options, RangeSpec
+    from rollback.job import Job
+    from rollback.pipeline.partition import JobSpec, run_partition
+    from rollback.pipeline.plan import partition_target, plan_range, range_bytes
+
+    rng = RangeSpec(files)
+    job = Job(rng, Filters(), Options(engine="local"))
+    plan = plan_range(rng, partition_target(range_bytes(rng), 2))
+    parts = plan.partitions[1:3]
+    out = tempfile.mkdtemp(prefix="bench-contention-")
+    spec = JobSpec(out_dir=out, filters=job.filters, schemas=job._schemas(plan), plan_lines=False)
+
+    def start(index: int) -> int:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                run_partition(spec, parts[index])
+            finally:
+                os._exit(0)
+        return pid
+
+    def cpu(pid: int) -> float:
+        _pid, _status, usage = os.wait4(pid, 0)
+        return float(usage.ru_utime + usage.ru_stime)
+
+    alone, together = float("inf"), float("inf")
+    try:
+        for _ in range(rounds):
+            alone = min(alone, sum(cpu(start(i)) for i in range(2)))
+            together = min(together, sum(cpu(pid) for pid in [start(i) for i in range(2)]))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return {
+        "alone": alone,
+        "together": together,
+        "bytes": sum(p.size for p in parts),
+        "load": os.getloadavg()[0],
+    }
 
 
 # ---- in the parent ---------------------------------------------------------------------------------
@@ -232,15 +283,23 @@ def configs(files: list[str], engines: list[str], masters: list[str]) -> list[Co
     return made
 
 
-def measure(files: list[str], runs: int, engines: list[str], masters: list[str]) -> list[Config]:
-    """Every configuration warmed up, then `runs` rounds of one job each, taking turns."""
+def measure(
+    files: list[str], runs: int, engines: list[str], masters: list[str], warm_ups: int = 1
+) -> list[Config]:
+    """Every configuration warmed up (`warm_ups` jobs), then `runs` rounds of one job each, taking turns."""
     made = configs(files, engines, masters)
     try:
         for config in made:
-            config.job()  # the warm-up: Python workers, bytecode, page cache
+            for _ in range(warm_ups):
+                config.job()  # Python workers, bytecode, page cache, the JVM's JIT
         for _round in range(runs):
             for config in made:
                 config.runs.append(config.job())
+        local = next((c for c in made if c.request.get("processes")), None)
+        if local is not None:
+            request, local.request = local.request, {"contention": True}
+            CONTENTION.update(local.job())
+            local.request = request
     finally:
         for proc in {id(c.proc): c.proc for c in made}.values():
             if proc.stdin is not None and not proc.stdin.closed:
@@ -320,20 +379,38 @@ def report(made: list[Config], runs: int) -> list[str]:
                 f"| {t['gaps']:.3f} | {t['mean']:.3f} / {t['slowest']:.3f} | {t['busy']:.2f} |"
             )
     lines.append("")
+    lines.append(
+        "JVM CPU s per run, in order (the JIT compiler's work falls over the first jobs): "
+        + "; ".join(
+            f"{c.label}: {', '.join(format(r['cpu']['JVM'], '.2f') for r in c.runs)}"
+            for c in made
+            if c.label.startswith("Spark")
+        )
+    )
+    share = 0.0
+    if CONTENTION:
+        share = CONTENTION["together"] / CONTENTION["alone"] - 1
+        lines.append(
+            f"Two partitions ({CONTENTION['bytes'] / 2**20:.0f} MiB) in two forked processes: {CONTENTION['alone']:.2f} CPU s "
+            f"one after the other, {CONTENTION['together']:.2f} at once ({share:+.1%}: the two cores share caches and "
+            f"memory bandwidth; load {CONTENTION['load']:.1f})"
+        )
+    lines.append("")
     by_slots = {(c.label.split(",")[0].split(" local[")[0], c.slots): c for c in made}
     for engine in ("Spark", "local engine"):
         one, two = by_slots.get((engine, 1)), by_slots.get((engine, 2))
         if one is not None and two is not None:
-            lines += bounds(engine, _best(one), _best(two))
+            lines += bounds(engine, _best(one), _best(two), share)
     return lines
 
 
-def bounds(engine: str, one: dict[str, Any], two: dict[str, Any]) -> list[str]:
+def bounds(engine: str, one: dict[str, Any], two: dict[str, Any], share: float = 0.0) -> list[str]:
     """The measured speed-up from one slot to two, and what the measures allow at best."""
     w1, w2 = one["wall"], two["wall"]
     c1, c2 = sum(one["cpu"].values()), sum(two["cpu"].values())
     serial = w1 - one["partitions"]
     amdahl = w1 / (serial + (w1 - serial) / 2)
+    floor = serial + one["partitions"] * (1 + share) / 2
     return [
         f"{engine}, one slot -> two: measured {w1 / w2:.2f}x ({w1:.2f} s -> {w2:.2f} s)",
         f"- the one-slot run kept {c1 / w1:.2f} cores busy ({c1:.2f} CPU s in {w1:.2f} s): "
@@ -342,6 +419,9 @@ def bounds(engine: str, one: dict[str, Any], two: dict[str, Any]) -> list[str]:
         f"{c2 / 2:.2f} s for them, at most {2 * w1 / c2:.2f}x",
         f"- Amdahl, with the one-slot run's {serial:.2f} serial s of {w1:.2f} s ({serial / w1:.0%}): "
         f"at most {amdahl:.2f}x",
+        f"- Amdahl with the cores' sharing ({share:+.1%} CPU for work done at once): {serial:.2f} s + "
+        f"{one['partitions']:.2f} s x {1 + share:.3f} / 2 = {floor:.2f} s, at most {w1 / floor:.2f}x; "
+        f"the rest of the two-slot run ({w2 - floor:+.2f} s) is scheduling, imbalance and the JVM",
     ]
 
 
@@ -351,6 +431,9 @@ def main() -> None:
     parser.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
     parser.add_argument("--engines", nargs="+", default=["spark", "local"], choices=["spark", "local"])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--warm-ups", type=int, default=1, help="jobs per configuration before the timed rounds"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -358,7 +441,7 @@ def main() -> None:
         return
     started = time.perf_counter()
     load = os.getloadavg()[0]
-    made = measure(args.files, args.runs, args.engines, args.masters)
+    made = measure(args.files, args.runs, args.engines, args.masters, args.warm_ups)
     print(f"load average at the start {load:.1f}, at the end {os.getloadavg()[0]:.1f}")
     print("\n".join(report(made, args.runs)))
     print(f"\n(the bench took {time.perf_counter() - started:.0f} s)")
