@@ -1,14 +1,15 @@
 """One slot against two on one binlog: where a job's time goes, and the best speed-up two cores allow
 (issue 14).
 
-    .venv/bin/python bench/bench_parallel.py FILE [FILE...] [--runs 5] [--warm-ups 1]
+    .venv/bin/python bench/bench_parallel.py FILE [FILE...] [--runs 5] [--warm-ups 3]
                                              [--engines spark local] [--masters 'local[1]' 'local[2]']
 
 FILE is a binlog that names its columns (binlog_row_metadata=FULL), e.g. the `mixed.binlog` that
 `bench/bench_pipeline.py --generate-only --keep DIR` writes. Each configuration runs in a process of
 its own, kept warm (a Spark session per master, one local-engine process): Spark `local[1]` and
 `local[2]`, and the local engine with one process (the partitions in order, in the driver) and with
-two forked workers. After a warm-up job each, the configurations take turns, `--runs` rounds, so a
+two forked workers. After `--warm-ups` jobs each (the JVM's JIT compiler works through the first
+jobs: its CPU seconds are printed per run), the configurations take turns, `--runs` rounds, so a
 change in the machine's load falls on all of them alike. Every job writes the flashback script only
 (as the CLI does without --plan). Per job:
 
@@ -17,20 +18,24 @@ change in the machine's load falls on all of them alike. Every job writes the fl
   header, removing the parts);
 * CPU seconds (user + system) of the whole process tree, by kind: the driver, the JVM, Spark's
   Python workers, the local engine's forked workers (read from /proc before and after the job; a
-  process that ended is counted through its parent's reaped-children times), and the machine's
-  busy CPU seconds over the job (every process and the kernel's threads: the page cache's
-  writeback is not in the tree; on a shared machine others' work too);
+  process that ended is counted through its parent's reaped-children times), and what the rest of
+  the machine was busy with meanwhile (its busy CPU seconds less the tree's: other processes, and
+  the kernel's threads such as the page cache's writeback);
 * the timeline of the partitions (every engine stamps when each started, on the machine's monotonic
   clock): the wait before the first partition starts (Spark: job submission, task serialisation;
   local: the forks), after the last one ends (result collection), the time one slot stood idle at
-  the end while the other still worked, and the gaps between one slot's partitions (per-task
-  overhead).
+  the end while the other still worked, the gaps between one slot's partitions (per-task
+  overhead), and each partition's CPU seconds;
+* once, two partitions run one after the other and at once in forked processes: the CPU seconds the
+  two cores lose to sharing caches and memory bandwidth.
 
 Then, for each engine, the speed-up from one slot to two (best run of each), and the bounds that
 follow from the measures: two cores finish the two-slot run's CPU seconds in no less than half
 of them (the CPU bound), the one-slot run already kept `CPU / wall` cores busy (the driver, the JVM
-and the merge beside the one slot: 2 / that is the best two cores allow it), and Amdahl's law with
-the one-slot run's serial seconds.
+and the merge beside the one slot: 2 / that is the best two cores allow it), Amdahl's law with
+the one-slot run's serial seconds (and with the cores' sharing), and the speed-up the CPU seconds
+alone predict (the driver's, the partitions' on the busiest slot, half the JVM's): on a machine
+others load, wall times say little and that estimate is the figure to compare.
 """
 
 from __future__ import annotations
@@ -170,7 +175,8 @@ def child(files: list[str], config: str) -> None:
             "partitions": phases.get("partitions", 0.0),
             "merge": phases.get("merge", 0.0),
             "engine_span": phases.get("partitions_span"),
-            "timeline": [(s.started, s.seconds, s.bytes) for s in summaries],
+            "timeline": [(s.started, s.seconds, s.bytes, s.cpu) for s in summaries],
+            "in_driver": engine == "local" and processes == 1,  # the partitions ran in this process
             "count": report.partitions,
             "cpu": cpu,
             "busy": busy,
@@ -284,7 +290,7 @@ def configs(files: list[str], engines: list[str], masters: list[str]) -> list[Co
 
 
 def measure(
-    files: list[str], runs: int, engines: list[str], masters: list[str], warm_ups: int = 1
+    files: list[str], runs: int, engines: list[str], masters: list[str], warm_ups: int = 3
 ) -> list[Config]:
     """Every configuration warmed up (`warm_ups` jobs), then `runs` rounds of one job each, taking turns."""
     made = configs(files, engines, masters)
@@ -312,29 +318,33 @@ def timeline(run: dict[str, Any], slots: int) -> dict[str, float]:
     """The partitions of a run laid on `slots` slots (each partition on the slot that was free
     first): the waits before the first and after the last, one slot idle at the end, the gaps
     between partitions of one slot, the mean and slowest partition."""
-    spans = sorted((start, start + seconds) for start, seconds, _bytes in run["timeline"])
+    spans = sorted((start, start + seconds, cpu) for start, seconds, _bytes, cpu in run["timeline"])
     if not spans or not run.get("engine_span"):
         return {}
     begin, end = run["engine_span"]
     free = [begin] * max(1, slots)
     busy = [0.0] * len(free)
+    cpu = [0.0] * len(free)
     last = [begin] * len(free)
     gaps = 0.0
-    for start, stop in spans:
+    for start, stop, used in spans:
         slot = min(range(len(free)), key=lambda i: free[i])
         if last[slot] > begin:
             gaps += max(0.0, start - last[slot])
         busy[slot] += stop - start
+        cpu[slot] += used
         free[slot] = last[slot] = max(free[slot], stop)
-    seconds = [stop - start for start, stop in spans]
+    seconds = [stop - start for start, stop, _cpu in spans]
     return {
         "first_start": spans[0][0] - begin,
-        "after_last": end - max(stop for _s, stop in spans),
+        "after_last": end - max(stop for _s, stop, _cpu in spans),
         "idle_end": max(last) - min(last) if len(last) > 1 else 0.0,
         "gaps": gaps,
         "mean": statistics.fmean(seconds),
         "slowest": max(seconds),
         "busy": sum(busy),
+        "cpu": sum(cpu),
+        "slot_cpu": max(cpu),  # the busiest slot's partitions, in CPU seconds
     }
 
 
@@ -350,7 +360,7 @@ def report(made: list[Config], runs: int) -> list[str]:
         "",
         "| configuration | partitions | wall s (median) | planning s | partitions s | merge s | other s "
         "| serial s | CPU s: driver / JVM / Python workers / forked workers | tree CPU s | cores busy "
-        "| machine busy CPU s | load |",
+        "| others' CPU s | load |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
     ]
     for config in made:
@@ -363,20 +373,22 @@ def report(made: list[Config], runs: int) -> list[str]:
             f"| {config.label} | {run['count']} | {run['wall']:.2f} ({median:.2f}) | {run['plan']:.2f} "
             f"| {run['partitions']:.2f} | {run['merge']:.2f} | {other:.2f} | {run['wall'] - run['partitions']:.2f} "
             f"| {' / '.join(f'{cpu[k]:.2f}' for k in KINDS)} | {tree:.2f} | {tree / run['wall']:.2f} "
-            f"| {run['busy']:.2f} | {run['load']:.1f} |"
+            f"| {run['busy'] - tree:.2f} | {run['load']:.1f} |"
         )
     lines += [
         "",
         "| configuration | before the first partition s | after the last s | one slot idle at the end s "
-        "| gaps between a slot's partitions s | partition mean / slowest s | partitions' busy s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| gaps between a slot's partitions s | partition mean / slowest s | partitions' busy s "
+        "| partitions' CPU s (busiest slot) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for config in made:
         t = timeline(_best(config), config.slots)
         if t:
             lines.append(
                 f"| {config.label} | {t['first_start']:.3f} | {t['after_last']:.3f} | {t['idle_end']:.3f} "
-                f"| {t['gaps']:.3f} | {t['mean']:.3f} / {t['slowest']:.3f} | {t['busy']:.2f} |"
+                f"| {t['gaps']:.3f} | {t['mean']:.3f} / {t['slowest']:.3f} | {t['busy']:.2f} "
+                f"| {t['cpu']:.2f} ({t['slot_cpu']:.2f}) |"
             )
     lines.append("")
     lines.append(
@@ -401,7 +413,30 @@ def report(made: list[Config], runs: int) -> list[str]:
         one, two = by_slots.get((engine, 1)), by_slots.get((engine, 2))
         if one is not None and two is not None:
             lines += bounds(engine, _best(one), _best(two), share)
+            lines += cpu_path(engine, _best(one), _best(two))
     return lines
+
+
+def cpu_path(engine: str, one: dict[str, Any], two: dict[str, Any]) -> list[str]:
+    """The speed-up CPU seconds alone predict, whatever else the machine ran: the driver's own work
+    (serial) plus the partitions' CPU on one slot, against the driver's work plus the busiest
+    slot's partitions and half the JVM's CPU (it shares the two cores with them; beside one slot
+    it has the other core to itself)."""
+
+    def serial(run: dict[str, Any], t: dict[str, float]) -> float:
+        return float(run["cpu"]["driver"] - (t["cpu"] if run["in_driver"] else 0.0))
+
+    t1, t2 = timeline(one, 1), timeline(two, 2)
+    if not t1 or not t2:
+        return []
+    e1 = serial(one, t1) + t1["cpu"]
+    e2 = serial(two, t2) + t2["slot_cpu"] + two["cpu"]["JVM"] / 2
+    return [
+        f"- in CPU seconds (what an idle machine would give, scheduling and waits left out): one slot "
+        f"{serial(one, t1):.2f} serial + {t1['cpu']:.2f} partitions = {e1:.2f} s; two slots "
+        f"{serial(two, t2):.2f} + {t2['slot_cpu']:.2f} (busiest slot) + {two['cpu']['JVM']:.2f} / 2 (JVM) "
+        f"= {e2:.2f} s: {e1 / e2:.2f}x",
+    ]
 
 
 def bounds(engine: str, one: dict[str, Any], two: dict[str, Any], share: float = 0.0) -> list[str]:
@@ -432,8 +467,10 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=["spark", "local"], choices=["spark", "local"])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
-        "--warm-ups", type=int, default=1, help="jobs per configuration before the timed rounds"
+        "--warm-ups", type=int, default=3, help="jobs per configuration before the timed rounds"
     )
+    parser.add_argument("--json", type=Path, help="also write every run's measures to this file")
+    parser.add_argument("--from-json", type=Path, help="print the tables of a --json file again")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -441,9 +478,23 @@ def main() -> None:
         return
     started = time.perf_counter()
     load = os.getloadavg()[0]
-    made = measure(args.files, args.runs, args.engines, args.masters, args.warm_ups)
+    if args.from_json:
+        made = []
+        for saved in json.loads(args.from_json.read_text()):
+            config = Config.__new__(Config)
+            config.label, config.slots, config.runs = saved["label"], saved["slots"], saved["runs"]
+            made.append(config)
+        CONTENTION.update(made and saved.get("contention") or {})
+    else:
+        made = measure(args.files, args.runs, args.engines, args.masters, args.warm_ups)
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                [{"label": c.label, "slots": c.slots, "runs": c.runs, "contention": CONTENTION} for c in made]
+            )
+        )
     print(f"load average at the start {load:.1f}, at the end {os.getloadavg()[0]:.1f}")
-    print("\n".join(report(made, args.runs)))
+    print("\n".join(report(made, len(made[0].runs) if made else args.runs)))
     print(f"\n(the bench took {time.perf_counter() - started:.0f} s)")
 
 

@@ -63,9 +63,9 @@ def run_local(
         note: PartitionProgress | None = None
         if progress is not None:
             note = _offset(progress, bytes_before, events_before)
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         summary = run_partition(job, part, note)
-        summary.started = started
+        summary.started, summary.cpu = started, time.process_time() - cpu
         summaries.append(summary)
         if summary.error is not None:
             break
@@ -220,11 +220,11 @@ def _serve(job: JobSpec, partitions: list[Partition], tasks: int, results: int) 
         if len(given) < 4:
             return
         position = int.from_bytes(given, "little")
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         outcome: Summary | BaseException
         try:
             outcome = run_partition(job, partitions[position])
-            outcome.started = started
+            outcome.started, outcome.cpu = started, time.process_time() - cpu
         except BaseException as exc:  # noqa: BLE001 - the parent raises it
             outcome = exc
         try:

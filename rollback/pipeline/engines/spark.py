@@ -69,17 +69,16 @@ def _out_of_gc_sight() -> None:
     (measured: bench/README.md), more in wall time on a busy machine; with them frozen it looks at
     what the task left only. What is frozen is alive (the last task's collection just ran): a frozen
     object is still freed when its last reference goes, only a cycle among frozen objects stays."""
-    if not os.environ.get("NOFREEZE"):
-        gc.freeze()
+    gc.freeze()
 
 
 def _shared_task(job: JobSpec, done: Any, descriptors: Iterator[Partition]) -> Iterator[Summary]:
     """On a local master: the parts go straight into the job's output directory."""
     _out_of_gc_sight()
     for part in descriptors:
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         summary = run_partition(job, part)
-        summary.started = started
+        summary.started, summary.cpu = started, time.process_time() - cpu
         done.add((part.size, part.events))
         yield summary
 
@@ -90,9 +89,10 @@ def _shipping_task(job: JobSpec, done: Any, descriptors: Iterator[Partition]) ->
     for part in descriptors:
         local = tempfile.mkdtemp(prefix="mysql-rollback-parts-")
         try:
-            started = time.monotonic()
+            started, cpu = time.monotonic(), time.process_time()
             summary = run_partition(dataclasses.replace(job, out_dir=local), part)
-            summary.started = started  # on the executor's clock: a timeline only on one machine
+            # `started` is on the executor's clock: a timeline only on one machine
+            summary.started, summary.cpu = started, time.process_time() - cpu
             yield ("summary", summary)
             for name in sorted(os.listdir(local)):
                 with open(os.path.join(local, name), "rb") as f:
