@@ -176,7 +176,9 @@ def child(files: list[str], config: str) -> None:
             "merge": phases.get("merge", 0.0),
             "engine_span": phases.get("partitions_span"),
             "timeline": [(s.started, s.seconds, s.bytes, s.cpu) for s in summaries],
-            "in_driver": engine == "local" and processes == 1,  # the partitions ran in this process
+            # the partitions ran in this process: the local engine's serial run (a Spark job of one
+            # partition runs so too)
+            "in_driver": report.engine == "local" and (processes <= 1 or report.partitions <= 1),
             "count": report.partitions,
             "cpu": cpu,
             "busy": busy,
@@ -446,8 +448,16 @@ def bounds(engine: str, one: dict[str, Any], two: dict[str, Any], share: float =
     serial = w1 - one["partitions"]
     amdahl = w1 / (serial + (w1 - serial) / 2)
     floor = serial + one["partitions"] * (1 + share) / 2
+    others = max(one["busy"] - c1, two["busy"] - c2)
+    loaded = []
+    if others > 0.2 * min(w1, w2):
+        loaded = [
+            f"- other processes took up to {others:.2f} CPU s during these runs: the wall times and the "
+            "bounds read from them do not hold here; the CPU-seconds estimate below does"
+        ]
     return [
         f"{engine}, one slot -> two: measured {w1 / w2:.2f}x ({w1:.2f} s -> {w2:.2f} s)",
+        *loaded,
         f"- the one-slot run kept {c1 / w1:.2f} cores busy ({c1:.2f} CPU s in {w1:.2f} s): "
         f"two cores allow at most 2 / {c1 / w1:.2f} = {2 * w1 / c1:.2f}x",
         f"- the two-slot run needed {c2:.2f} CPU s ({c2 - c1:+.2f} s): two cores take at least "
