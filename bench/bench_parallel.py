@@ -155,7 +155,7 @@ def child(files: list[str], config: str) -> None:
     for line in sys.stdin:
         request = json.loads(line)
         if request.get("contention"):
-            sys.stdout.write(json.dumps(contention(files)) + "\n")
+            sys.stdout.write(json.dumps({**contention(files), **serial_floor(files)}) + "\n")
             sys.stdout.flush()
             continue
         processes = int(request.get("processes", 1))
@@ -234,6 +234,73 @@ def contention(files: list[str], rounds: int = 3) -> dict[str, float]:
         "bytes": sum(p.size for p in parts),
         "load": os.getloadavg()[0],
     }
+
+
+def serial_floor(files: list[str], rounds: int = 3) -> dict[str, float]:
+    """What the serial part is made of, each best of `rounds`: the planner's walk (CPU seconds) and
+    the framing alone inside it; the merge's copy of a script-sized file into one file with one
+    thread and with two (halves at explicit offsets: does a second core help?)."""
+    import tempfile
+    import threading
+
+    from rollback import RangeSpec
+    from rollback.binlog.reader import BinlogFile, iter_events
+    from rollback.pipeline.plan import partition_target, plan_range, range_bytes
+
+    rng = RangeSpec(files)
+    target = partition_target(range_bytes(rng), 2)
+    found: dict[str, float] = {"plan": float("inf"), "framing": float("inf")}
+    for _ in range(rounds):
+        cpu = time.process_time()
+        plan_range(rng, target)
+        found["plan"] = min(found["plan"], time.process_time() - cpu)
+        cpu = time.process_time()
+        for path in files:
+            with BinlogFile(path) as binlog:
+                for _event in iter_events(binlog.buf, binlog.facts, 4, binlog.size, verify=False):
+                    pass
+        found["framing"] = min(found["framing"], time.process_time() - cpu)
+    size = int(range_bytes(rng) * 0.57)  # the mixed file's script is 57% of its bytes
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
+        source = os.path.join(tmp, "part")
+        with open(source, "wb") as f:
+            block = os.urandom(1 << 20)
+            for _ in range(size >> 20):
+                f.write(block)
+        size = os.path.getsize(source)
+        for threads in (1, 2):
+            best = float("inf")
+            for _ in range(rounds):
+                target_path = os.path.join(tmp, "script")
+                src, dst = os.open(source, os.O_RDONLY), os.open(target_path, os.O_WRONLY | os.O_CREAT, 0o600)
+                started = time.perf_counter()
+                workers = [
+                    threading.Thread(target=_copy_share, args=(src, dst, size, threads, k))
+                    for k in range(threads)
+                ]
+                for worker in workers:
+                    worker.start()
+                for worker in workers:
+                    worker.join()
+                best = min(best, time.perf_counter() - started)
+                os.close(src)
+                os.close(dst)
+                os.unlink(target_path)
+            found[f"copy{threads}"] = best
+        found["copy_bytes"] = size
+    return found
+
+
+HEADER_BYTES = 1234  # the script's header: the merge copies parts to offsets no page boundary aligns
+
+
+def _copy_share(src: int, dst: int, size: int, shares: int, k: int) -> None:
+    """Copy the k-th of `shares` equal byte ranges of `src` to `dst`, after HEADER_BYTES."""
+    offset = k * (size // shares)
+    left = (size // shares) if k < shares - 1 else size - offset
+    while left > 0:
+        done = os.copy_file_range(src, dst, left, offset, offset + HEADER_BYTES)
+        offset, left = offset + done, left - done
 
 
 # ---- in the parent ---------------------------------------------------------------------------------
@@ -408,6 +475,13 @@ def report(made: list[Config], runs: int) -> list[str]:
             f"Two partitions ({CONTENTION['bytes'] / 2**20:.0f} MiB) in two forked processes: {CONTENTION['alone']:.2f} CPU s "
             f"one after the other, {CONTENTION['together']:.2f} at once ({share:+.1%}: the two cores share caches and "
             f"memory bandwidth; load {CONTENTION['load']:.1f})"
+        )
+    if "plan" in CONTENTION:
+        c = CONTENTION
+        lines.append(
+            f"The serial part's floor: planning {c['plan']:.3f} CPU s (framing the events alone: {c['framing']:.3f}; "
+            f"the rest is the planner's Python per event); the merge's copy of {c['copy_bytes'] / 2**20:.0f} MiB "
+            f"into one file {c['copy1']:.3f} s with one thread, {c['copy2']:.3f} s with two"
         )
     lines.append("")
     by_slots = {(c.label.split(",")[0].split(" local[")[0], c.slots): c for c in made}
