@@ -20,7 +20,10 @@ CPU seconds (user + system of the process and its children: steadier than wall t
 machine), peak RSS (the driver process, and all its processes: JVM and Python workers), the
 1-minute load average when the run ended, and our time divided by `mariadb-binlog --flashback`'s.
 Decode only (rows decoded in this process, one core, no rendering) is timed for both hot paths.
-With scaling on, the warm Spark engine also runs with local[1] and local[2] on the mixed file.
+With scaling on, bench_parallel.py then runs the mixed file with one slot and with two: Spark
+local[1] and local[2] warm, the local engine with one process and with two forked workers, and prints
+wall and CPU seconds of the whole process tree by kind, the partitions' timeline and the best
+speed-up two cores allow.
 `--instructions` also counts the instructions (valgrind's callgrind: independent of the load) of
 the local engine on both paths and of `mariadb-binlog --flashback` on each file (slow: minutes).
 """
@@ -48,6 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 PYTHON = sys.executable
+SCALING_RUNS = 3  # rounds of bench_parallel's one-slot / two-slot runs, the configurations taking turns
 
 
 # ---- workloads ----------------------------------------------------------------------------------------
@@ -447,24 +451,20 @@ def measure(files: dict[str, Path], work: Path, scaling: bool, counting: bool = 
                 results.append((name, label, size, rows, timing))
     finally:
         runner.close()
-    scaled = []
+    report(results, decodes, counts)
     if scaling:
-        for master in ("local[1]", "local[2]"):
-            one = Runner(master)
-            try:
-                one.job(
-                    file=str(files["seed"]), out=str(work / "w.sql"), engine="spark", partition_bytes=1 << 20
-                )
-                reply, timing = one.job(file=str(files["mixed"]), out=str(work / "s.sql"), engine="spark")
-                scaled.append((master, reply["partitions"], timing))
-            finally:
-                one.close()
-    report(results, scaled, decodes, counts)
+        # one slot against two, both engines, on the mixed file: bench_parallel.py's measures and bounds
+        import bench_parallel
+
+        print("\n### One slot against two on the mixed file (bench_parallel.py)\n")
+        configs = bench_parallel.measure(
+            [str(files["mixed"])], SCALING_RUNS, ["spark", "local"], ["local[1]", "local[2]"]
+        )
+        print("\n".join(bench_parallel.report(configs, SCALING_RUNS)))
 
 
 def report(
     results: list[tuple[str, str, int, int, Timing]],
-    scaled: list[tuple[str, int, Timing]],
     decodes: list[tuple[str, int, bool, int, float, float, float]],
     counts: list[tuple[str, int, int, int]],
 ) -> None:
@@ -516,12 +516,6 @@ def report(
                 f"| {name} | | {compiled_count / 1e9:.2f} | {pure_count / 1e9:.2f} | {reference_count / 1e9:.2f} "
                 f"| {compiled_count / reference_count:.2f} |"
             )
-    if scaled:
-        print("\n| mixed file, Spark warm | partitions | seconds | speed-up |")
-        print("|---|---:|---:|---:|")
-        base = scaled[0][2].seconds
-        for master, parts, t in scaled:
-            print(f"| {master} | {parts} | {t.seconds:.2f} | {base / t.seconds:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -548,7 +548,7 @@ class Job:
             self._unchecked,
             irreversible_items(out_dir, summaries),
         )
-        merge_parts(out_dir, summaries, header, mode == "flashback", script_out, plan_out)
+        merge_parts(out_dir, summaries, header, mode == "flashback", script_out, plan_out, remove=True)
 
     def _write_changes(self, out_dir: str, summaries: list[Summary], path: Path) -> None:
         parts = change_parts(out_dir, summaries)

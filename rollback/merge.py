@@ -11,7 +11,9 @@ import codecs
 import io
 import json
 import os
+import queue
 import shutil
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,8 +196,23 @@ def merge_parts(
     newest_first: bool,
     script_out: Sink,
     plan_out: Sink | None,
+    remove: bool = False,
 ) -> None:
-    """The script (header, then every partition's part) and the plan, from the part files."""
+    """The script (header, then every partition's part) and the plan, from the part files; with
+    `remove`, each part's script and plan files are removed once copied."""
+    with _Remover(remove) as removed:
+        _merge_parts(out_dir, summaries, header, newest_first, script_out, plan_out, removed)
+
+
+def _merge_parts(
+    out_dir: str,
+    summaries: list[Summary],
+    header: str,
+    newest_first: bool,
+    script_out: Sink,
+    plan_out: Sink | None,
+    removed: _Remover,
+) -> None:
     script_out.write(header.encode("utf-8"))
     heads, tails = spans(summaries)
     for summary in reversed(summaries) if newest_first else summaries:
@@ -223,9 +240,45 @@ def merge_parts(
                 if tail_span is not None and tail_span.statements:
                     script_out.write(tail_span.header(out_dir).encode("utf-8"))
                 copy_range(part, script_out, size - tail, tail)
+        removed(part_path(out_dir, index, "sql"))
         if plan_out is not None:
             with open(part_path(out_dir, index, "plan.jsonl"), "rb") as part:
                 copy_range(part, plan_out, 0, os.fstat(part.fileno()).st_size)
+            removed(part_path(out_dir, index, "plan.jsonl"))
+
+
+class _Remover:
+    """Removes copied part files in a thread of its own, while the merge copies the next part: freeing
+    a file's blocks and pages is kernel work of its own (about 15 ms per 100 MB of parts here), done
+    on another core instead of after the merge. Off: it removes nothing (the job's directory goes
+    as a whole)."""
+
+    def __init__(self, on: bool):
+        self._paths: queue.SimpleQueue[str | None] | None = queue.SimpleQueue() if on else None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _Remover:
+        if self._paths is not None:
+            self._thread = threading.Thread(target=self._run, name="mysql-rollback-merge-remove", daemon=True)
+            self._thread.start()
+        return self
+
+    def __call__(self, path: str) -> None:
+        if self._paths is not None:
+            self._paths.put(path)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._paths is not None and self._thread is not None:
+            self._paths.put(None)
+            self._thread.join()
+
+    def _run(self) -> None:
+        assert self._paths is not None
+        while (path := self._paths.get()) is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass  # the job's directory is removed as a whole afterwards anyway
 
 
 def change_parts(out_dir: str, summaries: list[Summary]) -> list[str]:

@@ -73,6 +73,10 @@ class Summary:
     tail: Piece | None = None
     script_bytes: int = 0
     seconds: float = 0.0
+    # time.monotonic() when its engine started it: one clock for every process of a machine, so the
+    # partitions of a job on local slots line up in one timeline (bench/bench_parallel.py)
+    started: float = 0.0
+    cpu: float = 0.0  # CPU seconds of the process that ran it, while it ran (time.process_time())
     next_block: int = 0  # ordinal of the next block after this partition (the planner's, checked)
     # The first of the longest statements in binlog order: {bytes (UTF-8, as written), table, file, pos}.
     largest_statement: dict[str, Any] | None = None

@@ -23,3 +23,33 @@ def test_file_to_file_copies_equal_the_copy_through_memory(tmp_path):
         out.write(b"END\n")
         memory.write(b"END\n")
     assert (tmp_path / "out.sql").read_bytes() == memory.getvalue()
+
+
+def test_the_merge_removes_each_copied_part_when_asked_and_writes_the_same_bytes(tmp_path):
+    from rollback.merge import merge_parts
+    from rollback.pipeline.parts import Summary, part_path
+
+    def parts(name: str) -> tuple[str, list[Summary]]:
+        out_dir = tmp_path / name
+        out_dir.mkdir()
+        summaries = []
+        for index in range(3):
+            body = f"-- part {index}\n".encode() * (1000 * (index + 1))
+            (out_dir / f"part-{index:06d}.sql").write_bytes(body)
+            (out_dir / f"part-{index:06d}.plan.jsonl").write_bytes(b'{"part": %d}\n' % index)
+            (out_dir / f"part-{index:06d}.changes.jsonl").write_bytes(b"{}\n")
+            summaries.append(Summary(index, script_bytes=len(body)))
+        return str(out_dir), summaries
+
+    written = {}
+    for remove in (False, True):
+        out_dir, summaries = parts(f"remove-{remove}")
+        script, plan = tmp_path / f"s-{remove}.sql", tmp_path / f"p-{remove}.jsonl"
+        with open(script, "wb") as script_out, open(plan, "wb") as plan_out:
+            merge_parts(out_dir, summaries, "-- header\n", True, script_out, plan_out, remove=remove)
+        written[remove] = (script.read_bytes(), plan.read_bytes())
+        left = sorted(os.listdir(out_dir))
+        kept = [os.path.basename(part_path(out_dir, i, "changes.jsonl")) for i in range(3)]
+        assert left == (kept if remove else sorted(left)) and len(left) == (3 if remove else 9)
+    assert written[True] == written[False]
+    assert written[True][0].startswith(b"-- header\n-- part 2\n")  # newest part first

@@ -88,3 +88,20 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(monkeypatch):
     monkeypatch.setattr(local, "run_partition", fake)
     with pytest.raises(RuntimeError, match="ended unexpectedly .exit status 9"):
         local.run_forked(None, [_Part(i) for i in range(4)], None, 2)  # type: ignore[arg-type]
+
+
+def test_each_summary_says_when_its_partition_started_on_the_machines_clock(monkeypatch):
+    import time
+
+    def fake(job, part, progress=None):
+        time.sleep(0.01)
+        return Summary(part.index, bytes=part.size, events=1)
+
+    monkeypatch.setattr(local, "run_partition", fake)
+    parts = [_Part(i) for i in range(4)]
+    before = time.monotonic()
+    for summaries in (local.run_forked(None, parts, None, 2), local.run_local(None, parts)):  # type: ignore[arg-type]
+        assert all(before < s.started < time.monotonic() - 0.01 for s in summaries)
+    alone = local.run_local(None, parts)  # type: ignore[arg-type]
+    assert [s.started for s in alone] == sorted(s.started for s in alone)  # in order, one after the other
+    assert alone[-1].started - alone[0].started >= 0.03
