@@ -201,50 +201,38 @@ def merge_parts(
     """The script (header, then every partition's part) and the plan, from the part files; with
     `remove`, each part's script and plan files are removed once copied."""
     with _Remover(remove) as removed:
-        _merge_parts(out_dir, summaries, header, newest_first, script_out, plan_out, removed)
-
-
-def _merge_parts(
-    out_dir: str,
-    summaries: list[Summary],
-    header: str,
-    newest_first: bool,
-    script_out: Sink,
-    plan_out: Sink | None,
-    removed: _Remover,
-) -> None:
-    script_out.write(header.encode("utf-8"))
-    heads, tails = spans(summaries)
-    for summary in reversed(summaries) if newest_first else summaries:
-        index = summary.index
-        head = summary.head.script_bytes if summary.head else 0
-        tail = summary.tail.script_bytes if summary.tail else 0
-        size = summary.script_bytes
-        head_span, tail_span = heads.get(index), tails.get(index)
-        closes = head_span is not None and head_span.pieces[-1][0] == index and head_span.statements
-        with open(part_path(out_dir, index, "sql"), "rb") as part:
-            if newest_first:  # tail piece, blocks, head piece
-                copy_range(part, script_out, 0, tail)
-                if tail_span is not None and tail_span.statements:
-                    script_out.write(BLOCK_END.encode())
-                copy_range(part, script_out, tail, size - tail - head)
-                if closes:
-                    assert head_span is not None
-                    script_out.write(head_span.header(out_dir).encode("utf-8"))
-                copy_range(part, script_out, size - head, head)
-            else:  # head piece, blocks, tail piece
-                copy_range(part, script_out, 0, head)
-                if closes:
-                    script_out.write(BLOCK_END.encode())
-                copy_range(part, script_out, head, size - head - tail)
-                if tail_span is not None and tail_span.statements:
-                    script_out.write(tail_span.header(out_dir).encode("utf-8"))
-                copy_range(part, script_out, size - tail, tail)
-        removed(part_path(out_dir, index, "sql"))
-        if plan_out is not None:
-            with open(part_path(out_dir, index, "plan.jsonl"), "rb") as part:
-                copy_range(part, plan_out, 0, os.fstat(part.fileno()).st_size)
-            removed(part_path(out_dir, index, "plan.jsonl"))
+        script_out.write(header.encode("utf-8"))
+        heads, tails = spans(summaries)
+        for summary in reversed(summaries) if newest_first else summaries:
+            index = summary.index
+            head = summary.head.script_bytes if summary.head else 0
+            tail = summary.tail.script_bytes if summary.tail else 0
+            size = summary.script_bytes
+            head_span, tail_span = heads.get(index), tails.get(index)
+            closes = head_span is not None and head_span.pieces[-1][0] == index and head_span.statements
+            with open(part_path(out_dir, index, "sql"), "rb") as part:
+                if newest_first:  # tail piece, blocks, head piece
+                    copy_range(part, script_out, 0, tail)
+                    if tail_span is not None and tail_span.statements:
+                        script_out.write(BLOCK_END.encode())
+                    copy_range(part, script_out, tail, size - tail - head)
+                    if closes:
+                        assert head_span is not None
+                        script_out.write(head_span.header(out_dir).encode("utf-8"))
+                    copy_range(part, script_out, size - head, head)
+                else:  # head piece, blocks, tail piece
+                    copy_range(part, script_out, 0, head)
+                    if closes:
+                        script_out.write(BLOCK_END.encode())
+                    copy_range(part, script_out, head, size - head - tail)
+                    if tail_span is not None and tail_span.statements:
+                        script_out.write(tail_span.header(out_dir).encode("utf-8"))
+                    copy_range(part, script_out, size - tail, tail)
+            removed(part_path(out_dir, index, "sql"))
+            if plan_out is not None:
+                with open(part_path(out_dir, index, "plan.jsonl"), "rb") as part:
+                    copy_range(part, plan_out, 0, os.fstat(part.fileno()).st_size)
+                removed(part_path(out_dir, index, "plan.jsonl"))
 
 
 class _Remover:
