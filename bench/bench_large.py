@@ -159,10 +159,11 @@ def measure(files: list[Path], work: Path, size: int, rows: int, runs: int) -> N
             if digest:
                 digests.setdefault(digest, set()).add(tool)
                 engines[tool] = engine_line(timing.stderr)
+            split = ", ".join(f"{kind} {cpu:.1f}" for kind, cpu in (timing.cpu_split or {}).items() if cpu)
             print(
-                f"  {tool}: {timing.seconds:.2f} s, CPU {timing.cpu:.2f} s, driver {timing.driver_mb:.0f} MB "
-                f"(anon {timing.driver_anon_mb:.0f}, file {timing.driver_file_mb:.0f}), all {timing.tree_mb:.0f} MB, "
-                f"load {timing.load:.1f} {engines.get(tool, '')}",
+                f"  {tool}: {timing.seconds:.2f} s, CPU {timing.cpu:.2f} s ({split}), driver {timing.driver_mb:.0f} MB "
+                f"(anon {timing.driver_anon_mb:.0f}, file {timing.driver_file_mb:.0f}), JVM {timing.jvm_mb:.0f} MB, "
+                f"all {timing.tree_mb:.0f} MB, load {timing.load:.1f} {engines.get(tool, '')}",
                 file=sys.stderr,
             )
     if len(digests) != 1:
@@ -181,15 +182,15 @@ def report(
     )
     print(
         "\n| tool | seconds (best; all runs) | CPU s | MB/s | rows/s | peak RSS driver: anon + file (MB) "
-        "| all processes (MB) | output (MB) | load | ÷ reference, wall | ÷ reference, CPU |"
+        "| JVM (MB) | all processes (MB) | output (MB) | load | ÷ reference, wall | ÷ reference, CPU |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for tool, (t, out_size) in best.items():
         runs = ", ".join(f"{run.seconds:.1f}" for run, _ in results[tool])
         cpu = t.cpu or 0.0
         print(
             f"| {tool} | {t.seconds:.2f} ({runs}) | {cpu:.1f} | {size / 1e6 / t.seconds:.0f} | {rows / t.seconds:,.0f} "
-            f"| {t.driver_mb:.0f}: {t.driver_anon_mb:.0f} + {t.driver_file_mb:.0f} | {t.tree_mb:.0f} "
+            f"| {t.driver_mb:.0f}: {t.driver_anon_mb:.0f} + {t.driver_file_mb:.0f} | {t.jvm_mb:.0f} | {t.tree_mb:.0f} "
             f"| {out_size / 1e6:,.0f} | {t.load:.1f} | {t.seconds / reference.seconds:.2f} "
             f"| {cpu / (reference.cpu or 1):.2f} |"
         )

@@ -165,12 +165,21 @@ class Sampler:
         self.driver_anon = self.driver_file = 0  # at the driver's peak
         self.tree = 0
         self._cpu: dict[int, float] = {}
+        self._kind: dict[int, str] = {}  # driver | jvm | workers
+        self.jvm = 0  # peak RSS of the Java processes (the Spark JVM)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     @property
     def tree_cpu(self) -> float:
         return sum(self._cpu.values())
+
+    def cpu_by_kind(self) -> dict[str, float]:
+        """CPU seconds of the driver, the JVM and the other processes (Python workers)."""
+        split = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        for pid, seconds in self._cpu.items():
+            split[self._kind[pid]] += seconds
+        return split
 
     def __enter__(self) -> Sampler:
         self._thread.start()
@@ -184,21 +193,26 @@ class Sampler:
         while not self._stop.is_set():
             try:
                 procs = [self.root, *self.root.children(recursive=True)]
-                total = 0
+                total = jvm = 0
                 for proc in procs:
                     try:
                         with proc.oneshot():
                             rss = proc.memory_info().rss
                             times = proc.cpu_times()
+                            name = proc.name()
                         split = _rss_split(proc.pid) if proc.pid == self.root.pid else (0, 0)
                     except (psutil.Error, OSError):
                         continue
                     self._cpu[proc.pid] = times.user + times.system
+                    kind = "driver" if proc.pid == self.root.pid else "jvm" if name == "java" else "workers"
+                    self._kind[proc.pid] = kind
+                    jvm += rss if kind == "jvm" else 0
                     total += rss
                     if proc.pid == self.root.pid and rss > self.driver:
                         self.driver = rss
                         self.driver_anon, self.driver_file = split
                 self.tree = max(self.tree, total)
+                self.jvm = max(self.jvm, jvm)
             except psutil.Error:
                 pass
             self._stop.wait(self.interval)
@@ -214,6 +228,8 @@ class Timing:
     driver_anon_mb: float = 0.0  # the driver's anonymous and file-backed RSS at its peak
     driver_file_mb: float = 0.0
     stderr: str = ""
+    jvm_mb: float = 0.0  # peak RSS of the Spark JVM
+    cpu_split: dict[str, float] | None = None  # CPU seconds of the driver, the JVM, the workers
 
 
 def _children_cpu() -> float:
@@ -243,6 +259,8 @@ def timed_process(cmd: list[str], stdout: Path | None = None, env: dict[str, str
         sampler.driver_anon / 2**20,
         sampler.driver_file / 2**20,
         err.decode(errors="replace"),
+        sampler.jvm / 2**20,
+        sampler.cpu_by_kind(),
     )
 
 
