@@ -16,8 +16,9 @@ then times on each file, in the same run: our complete flashback script (Spark e
 engine cold from process start, local engine with the compiled core and with the pure-Python
 fallback, MYSQL_ROLLBACK_PURE_PYTHON=1), `mariadb-binlog --flashback` and
 `mariadb-binlog -v --base64-output=decode-rows`, each writing to a file. It prints rows/s, MB/s,
-CPU seconds (user + system of the process and its children: steadier than wall time on a loaded
-machine), peak RSS (the driver process, and all its processes: JVM and Python workers), the
+CPU seconds (user + system of the process and its children, or of every process of its tree as
+last sampled when that is more: the Spark JVM is not a waited-for child; steadier than wall time
+on a loaded machine), peak RSS (the driver process, and all its processes: JVM and Python workers), the
 1-minute load average when the run ended, and our time divided by `mariadb-binlog --flashback`'s.
 Decode only (rows decoded in this process, one core, no rendering) is timed for both hot paths.
 With scaling on, the warm Spark engine also runs with local[1] and local[2] on the mixed file.

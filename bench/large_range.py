@@ -9,9 +9,10 @@ STOP that ends the source), and a ROTATE naming the next file, as a server that 
 In every event the header's next position is rewritten and the CRC32 recomputed when the source's
 FORMAT_DESCRIPTION says events carry one; MariaDB GTIDs are renumbered (copy k adds k times the
 source's span of sequence numbers), so they are unique and increasing over the range, and each
-file's GTID_LIST is the state before it. A file holds `file_bytes // body` copies (at least one);
-the range holds enough copies for `total_bytes`: its row changes are the copies times the
-source's. Each copy is patched in one buffer and written with one write.
+file's GTID_LIST is the state before it. A file holds `file_bytes // body` copies (at least one,
+and under 4 GiB: positions are 32-bit); the range holds enough copies for `total_bytes`: its row
+changes are the copies times the source's. Each copy is patched in one buffer and written with
+one write.
 
 MySQL files with real GTIDs (not anonymous ones) are refused: renumbering them would need their
 PREVIOUS_GTIDS rewritten too, which no bench needs.
@@ -35,6 +36,7 @@ FORMAT_DESCRIPTION, ROTATE, STOP, GTID, PREVIOUS_GTIDS = 15, 4, 3, 33, 35
 BINLOG_CHECKPOINT, MARIA_GTID, GTID_LIST, START_ENCRYPTION = 161, 162, 163, 164
 PROLOGUE = {FORMAT_DESCRIPTION, PREVIOUS_GTIDS, BINLOG_CHECKPOINT, GTID_LIST}
 BASE_NAME = "large-bin"
+MAX_FILE = (1 << 32) - (1 << 20)  # event positions are 32-bit: a file stays under 4 GiB
 
 
 class SourceError(Exception):
@@ -173,7 +175,7 @@ def write_range(
     source = read_source(source_path)
     size = len(source.body)
     copies = max(1, -(-total_bytes // size))
-    per_file = max(1, file_bytes // size)
+    per_file = max(1, min(file_bytes, MAX_FILE) // size)
     step = max((hi - lo + 1 for lo, hi in _spans(source).values()), default=0)
     files = []
     out_dir.mkdir(parents=True, exist_ok=True)
