@@ -34,7 +34,10 @@ def _settings():  # type: ignore[no-untyped-def]
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "MYSQL_ROLLBACK_" + str(first["loc"][0]).upper() if first.get("loc") else "settings"
-        raise SystemExit(f"mysql-rollback: error: {name}: {first['msg']}") from None
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if not message.startswith(name):
+            message = f"{name}: {message}"
+        raise SystemExit(f"mysql-rollback: error: {message}") from None
     except ConfigError as exc:
         raise SystemExit(f"mysql-rollback: error: {exc}") from None
     return settings

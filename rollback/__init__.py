@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         check_window,
         parse_datetime,
         parse_engine,
+        parse_size,
     )
     from rollback.schema import SchemaSource, ServerSchema, schema_from_file
     from rollback.side_effects import SideEffects
@@ -114,6 +115,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "ProgressCallback": ("rollback.report", "ProgressCallback"),
     "Report": ("rollback.report", "Report"),
     "AUTO_SPARK_BYTES": ("rollback.request", "AUTO_SPARK_BYTES"),
+    "parse_size": ("rollback.request", "parse_size"),
     "DEFAULT_ENGINE": ("rollback.request", "DEFAULT_ENGINE"),
     "EngineKind": ("rollback.request", "EngineKind"),
     "Filters": ("rollback.request", "Filters"),
@@ -148,6 +150,7 @@ __all__ = [
     "GtidFilter",
     "parse_datetime",
     "parse_engine",
+    "parse_size",
     "check_window",
     "check_server_range",
     "check_plain",

@@ -22,6 +22,7 @@ from rollback import (
     EngineKind,
     RangeError,
     RollbackError,
+    parse_size,
 )
 from rollback.cli_connection import add_connection_options, bare_password, complete_dsn
 from rollback.cli_fetch import add_fetch_command
@@ -642,18 +643,10 @@ def _server_range(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _size(text: str) -> int:
     """A byte count: 67108864, 64M, 512k, 1G."""
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    value = text.strip().lower().removesuffix("b")
     try:
-        if value and value[-1] in units:
-            size = int(float(value[:-1]) * units[value[-1]])
-        else:
-            size = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 64M") from None
-    if size <= 0:
-        raise argparse.ArgumentTypeError("a partition size must be positive")
-    return size
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _decode(args: argparse.Namespace) -> int:

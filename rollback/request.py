@@ -39,6 +39,23 @@ CHANGES_FORMATS = ("jsonl", "parquet")
 FIRST_EVENT = 4  # events start after the 4-byte magic
 
 
+def parse_size(text: str | int) -> int:
+    """A positive byte count: 67108864, 64M, 512k, 1G (binary units; a trailing B is allowed).
+    The CLI's sizes and the service's size settings read the same way; ValueError names the text."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        size = text
+    else:
+        units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+        value = str(text).strip().lower().removesuffix("ib").removesuffix("b")
+        try:
+            size = int(float(value[:-1]) * units[value[-1]]) if value and value[-1] in units else int(value)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a size such as 64M") from None
+    if size <= 0:
+        raise ValueError(f"{text!r}: a size must be positive")
+    return size
+
+
 def parse_engine(value: str) -> EngineKind:
     try:
         return EngineKind(value)

@@ -674,37 +674,37 @@ def _key_column(part: str) -> str:
 
 def _keys_without(schema: TableSchema, column: str) -> None:
     """A column dropped: the server takes it out of every key, and drops a key left with none."""
-    if schema.keys is None:
-        return
-    for name, definition in list(schema.keys.items()):
-        parts = _key_parts(definition)
-        if parts is None:
-            schema.keys = None
-            return
-        head, columns, tail = parts
-        kept = [c for c in columns if _key_column(c).lower() != column.lower()]
-        if not kept:
-            del schema.keys[name]
-        elif len(kept) != len(columns):
-            schema.keys[name] = f"{head}({', '.join(kept)}){tail}"
+    _rewrite_keys(schema, lambda columns: [c for c in columns if _key_column(c).lower() != column.lower()])
 
 
 def _keys_renaming(schema: TableSchema, old: str, new: str) -> None:
     """A column renamed: the server renames it in every key."""
+    quoted = "`" + new.replace("`", "``") + "`"
+    _rewrite_keys(
+        schema,
+        lambda columns: [
+            quoted + c[len(c.split("(", 1)[0].split()[0]) :] if _key_column(c).lower() == old.lower() else c
+            for c in columns
+        ],
+    )
+
+
+def _rewrite_keys(schema: TableSchema, rewrite: Callable[[list[str]], list[str]]) -> None:
+    """Every key's column list through `rewrite`; a key left with no column is dropped, and keys whose
+    definition cannot be read make the keys unknown (None)."""
     if schema.keys is None:
         return
-    quoted = "`" + new.replace("`", "``") + "`"
     for name, definition in list(schema.keys.items()):
         parts = _key_parts(definition)
         if parts is None:
             schema.keys = None
             return
         head, columns, tail = parts
-        renamed = [
-            quoted + c[len(c.split("(", 1)[0].split()[0]) :] if _key_column(c).lower() == old.lower() else c
-            for c in columns
-        ]
-        schema.keys[name] = f"{head}({', '.join(renamed)}){tail}"
+        kept = rewrite(columns)
+        if not kept:
+            del schema.keys[name]
+        elif kept != columns:
+            schema.keys[name] = f"{head}({', '.join(kept)}){tail}"
 
 
 def _position_index(schema: TableSchema, position: Position) -> int | None:

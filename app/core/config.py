@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import SecretStr, field_validator
+from pydantic import SecretStr, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -24,7 +24,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from rollback import AUTO_SPARK_BYTES, DEFAULT_ENGINE, DsnError, EngineKind, parse_dsn
+from rollback import AUTO_SPARK_BYTES, DEFAULT_ENGINE, DsnError, EngineKind, parse_dsn, parse_size
 
 ROLES = ("viewer", "operator", "admin")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -153,6 +153,16 @@ class Settings(BaseSettings):
     )
     spark_niceness: int = 10  # the service's Spark JVM and Python workers run at this nice value
     access_log: bool = True  # uvicorn's line per HTTP request
+
+    @field_validator(
+        "auto_spark_bytes", "auto_spark_bytes_warm", "partition_bytes", "max_upload_bytes", mode="before"
+    )
+    @classmethod
+    def _sizes(cls, value: Any, info: ValidationInfo) -> int | None:
+        # 268435456, 256M, 1G: the CLI's sizes (MYSQL_ROLLBACK_AUTO_SPARK_BYTES, --partition-size) read alike.
+        if value is None or (info.field_name == "partition_bytes" and value == ""):
+            return None
+        return parse_size(value)
 
     @field_validator("auth_failures_per_minute")
     @classmethod

@@ -73,3 +73,38 @@ def test_settings_come_from_the_environment_over_a_toml_file(tmp_path, monkeypat
     monkeypatch.setenv("MYSQL_ROLLBACK_SERVERS", "[1, 2]")
     with pytest.raises(ConfigError, match="JSON object"):
         Settings().server_configs()
+
+
+def test_size_settings_read_like_the_clis_sizes(monkeypatch):
+    monkeypatch.setenv("MYSQL_ROLLBACK_AUTO_SPARK_BYTES", "256M")
+    monkeypatch.setenv("MYSQL_ROLLBACK_AUTO_SPARK_BYTES_WARM", "64MiB")
+    monkeypatch.setenv("MYSQL_ROLLBACK_MAX_UPLOAD_BYTES", "2G")
+    monkeypatch.setenv("MYSQL_ROLLBACK_PARTITION_BYTES", "1048576")
+    settings = Settings()
+    assert settings.auto_spark_bytes == 256 << 20
+    assert settings.auto_spark_bytes_warm == 64 << 20
+    assert settings.max_upload_bytes == 2 << 30
+    assert settings.partition_bytes == 1 << 20
+    monkeypatch.setenv("MYSQL_ROLLBACK_AUTO_SPARK_BYTES", "lots")
+    with pytest.raises(ValueError, match="'lots' is not a size such as 64M"):
+        Settings()
+    monkeypatch.setenv("MYSQL_ROLLBACK_AUTO_SPARK_BYTES", "0")
+    with pytest.raises(ValueError, match="a size must be positive"):
+        Settings()
+
+
+def test_serve_names_a_bad_setting_once_in_one_line(monkeypatch, tmp_path):
+    from app.cli import _settings
+
+    monkeypatch.setenv("MYSQL_ROLLBACK_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MYSQL_ROLLBACK_AUTO_SPARK_BYTES_WARM", "12X")
+    with pytest.raises(SystemExit) as stop:
+        _settings()
+    assert str(stop.value) == (
+        "mysql-rollback: error: MYSQL_ROLLBACK_AUTO_SPARK_BYTES_WARM: '12X' is not a size such as 64M"
+    )
+    monkeypatch.delenv("MYSQL_ROLLBACK_AUTO_SPARK_BYTES_WARM")
+    monkeypatch.setenv("MYSQL_ROLLBACK_WORKERS", "0")
+    with pytest.raises(SystemExit) as stop:
+        _settings()
+    assert str(stop.value) == "mysql-rollback: error: MYSQL_ROLLBACK_WORKERS must be between 1 and 64"
