@@ -143,6 +143,8 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(work / "source", ignore_errors=True)
             shutil.rmtree(work / "pycache", ignore_errors=True)
+            if not any(work.iterdir()):
+                work.rmdir()
         print(f"whole bench: {time.perf_counter() - began:.0f} s", file=sys.stderr)
 
 
