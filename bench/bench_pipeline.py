@@ -16,8 +16,9 @@ then times on each file, in the same run: our complete flashback script (Spark e
 engine cold from process start, local engine with the compiled core and with the pure-Python
 fallback, MYSQL_ROLLBACK_PURE_PYTHON=1), `mariadb-binlog --flashback` and
 `mariadb-binlog -v --base64-output=decode-rows`, each writing to a file. It prints rows/s, MB/s,
-CPU seconds (user + system of the process and its children: steadier than wall time on a loaded
-machine), peak RSS (the driver process, and all its processes: JVM and Python workers), the
+CPU seconds (user + system of the process and its children, or of every process of its tree as
+last sampled when that is more: the Spark JVM is not a waited-for child; steadier than wall time
+on a loaded machine), peak RSS (the driver process, and all its processes: JVM and Python workers), the
 1-minute load average when the run ended, and our time divided by `mariadb-binlog --flashback`'s.
 Decode only (rows decoded in this process, one core, no rendering) is timed for both hot paths.
 With scaling on, bench_parallel.py then runs the mixed file with one slot and with two: Spark
@@ -145,16 +146,45 @@ def generate(server: Any, rows: int, out: Path) -> dict[str, Path]:
 # ---- measuring -------------------------------------------------------------------------------------------
 
 
+def _rss_split(pid: int) -> tuple[int, int]:
+    """(anonymous, file-backed) resident bytes of a process (/proc/PID/status RssAnon, RssFile):
+    a mapped binlog counts in the second, the process's own allocations in the first."""
+    split = {"RssAnon:": 0, "RssFile:": 0}
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            key, _, rest = line.partition("\t")
+            if key in split:
+                split[key] = int(rest.split()[0]) * 1024
+    return split["RssAnon:"], split["RssFile:"]
+
+
 class Sampler:
-    """Peak RSS of a process and of its whole tree, sampled while it runs."""
+    """Peak RSS of a process and of its whole tree, sampled while it runs; the driver's anonymous
+    and file-backed parts at its own peak; the CPU seconds each process of the tree was last seen
+    to have used."""
 
     def __init__(self, pid: int, interval: float = 0.02):
         self.root = psutil.Process(pid)
         self.interval = interval
         self.driver = 0
+        self.driver_anon = self.driver_file = 0  # at the driver's peak
         self.tree = 0
+        self._cpu: dict[int, float] = {}
+        self._kind: dict[int, str] = {}  # driver | jvm | workers
+        self.jvm = 0  # peak RSS of the Java processes (the Spark JVM)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def tree_cpu(self) -> float:
+        return sum(self._cpu.values())
+
+    def cpu_by_kind(self) -> dict[str, float]:
+        """CPU seconds of the driver, the JVM and the other processes (Python workers)."""
+        split = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        for pid, seconds in self._cpu.items():
+            split[self._kind[pid]] += seconds
+        return split
 
     def __enter__(self) -> Sampler:
         self._thread.start()
@@ -168,16 +198,26 @@ class Sampler:
         while not self._stop.is_set():
             try:
                 procs = [self.root, *self.root.children(recursive=True)]
-                total = 0
+                total = jvm = 0
                 for proc in procs:
                     try:
-                        rss = proc.memory_info().rss
-                    except psutil.Error:
+                        with proc.oneshot():
+                            rss = proc.memory_info().rss
+                            times = proc.cpu_times()
+                            name = proc.name()
+                        split = _rss_split(proc.pid) if proc.pid == self.root.pid else (0, 0)
+                    except (psutil.Error, OSError):
                         continue
+                    self._cpu[proc.pid] = times.user + times.system
+                    kind = "driver" if proc.pid == self.root.pid else "jvm" if name == "java" else "workers"
+                    self._kind[proc.pid] = kind
+                    jvm += rss if kind == "jvm" else 0
                     total += rss
-                    if proc.pid == self.root.pid:
-                        self.driver = max(self.driver, rss)
+                    if proc.pid == self.root.pid and rss > self.driver:
+                        self.driver = rss
+                        self.driver_anon, self.driver_file = split
                 self.tree = max(self.tree, total)
+                self.jvm = max(self.jvm, jvm)
             except psutil.Error:
                 pass
             self._stop.wait(self.interval)
@@ -190,6 +230,11 @@ class Timing:
     tree_mb: float
     cpu: float | None = None  # user + system seconds of the process and its children
     load: float = 0.0  # the 1-minute load average when the run ended
+    driver_anon_mb: float = 0.0  # the driver's anonymous and file-backed RSS at its peak
+    driver_file_mb: float = 0.0
+    stderr: str = ""
+    jvm_mb: float = 0.0  # peak RSS of the Spark JVM
+    cpu_split: dict[str, float] | None = None  # CPU seconds of the driver, the JVM, the workers
 
 
 def _children_cpu() -> float:
@@ -208,7 +253,20 @@ def timed_process(cmd: list[str], stdout: Path | None = None, env: dict[str, str
         cpu = _children_cpu() - cpu
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-2000:]}")
-    return Timing(seconds, sampler.driver / 2**20, sampler.tree / 2**20, cpu, os.getloadavg()[0])
+    # A process its parent does not wait for (the Spark JVM) is missing from the children's
+    # rusage, not from the sampled tree; the sample misses a process's last 20 ms.
+    return Timing(
+        seconds,
+        sampler.driver / 2**20,
+        sampler.tree / 2**20,
+        max(cpu, sampler.tree_cpu),
+        os.getloadavg()[0],
+        sampler.driver_anon / 2**20,
+        sampler.driver_file / 2**20,
+        err.decode(errors="replace"),
+        sampler.jvm / 2**20,
+        sampler.cpu_by_kind(),
+    )
 
 
 # The CLI runs as installed packages run: from compiled bytecode (pip writes it at install time; an

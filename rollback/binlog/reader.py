@@ -213,6 +213,14 @@ class BinlogFile:
         except BufferError:
             pass
 
+    def release(self, end: int) -> None:
+        """Drop the mapped pages before `end` from this process's memory: a walk that has passed them
+        keeps its resident size to what is ahead instead of the whole file (the pages stay in the page
+        cache, and a later read maps them again: the map is a read-only view of the file)."""
+        end -= end % mmap.PAGESIZE
+        if end > 0 and hasattr(mmap, "MADV_DONTNEED"):
+            self._mmap.madvise(mmap.MADV_DONTNEED, 0, end)
+
     def __enter__(self) -> BinlogFile:
         return self
 

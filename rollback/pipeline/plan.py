@@ -423,6 +423,7 @@ class _FilePlanner:
                 part.end = end
                 self._emit(part)
                 part = self.snapshot(end, range_start=False)
+                binlog.release(end)  # a 5 GB file would otherwise end up resident in the driver
         if event is not None:  # the first and last event times of the range (said when it selects nothing)
             first = int.from_bytes(binlog.buf[start : start + 4], "little")
             self.plan.times.extend(t for t in (first, event.timestamp) if t)

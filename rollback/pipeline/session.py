@@ -21,6 +21,11 @@ _session: Any = None
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_SPARK_LOG_LEVEL = "ERROR"  # the JVM's own lines: MYSQL_ROLLBACK_SPARK_LOG_LEVEL
+# The driver JVM (in local mode the executors too) compiles with C1 only: its work per job is
+# scheduling, not hot loops, and C2's compiler threads cost about 3.5 s of CPU at start-up (a cold
+# session: 8.4 -> 4.8 s of JVM CPU) and go on compiling during the first warm jobs (bench/README.md,
+# "A 5 GB range").
+DRIVER_JIT = "-XX:TieredStopAtLevel=1"
 
 
 def spark_master() -> str:
@@ -101,7 +106,7 @@ def _spark_conf_from_env(master: str) -> dict[str, str]:
     if cores and not is_local_master(master):
         conf["spark.cores.max"] = cores
     log4j = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
-    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j}"
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j} {DRIVER_JIT}"
     prefix = "MYSQL_ROLLBACK_SPARK_CONF_"
     for name, value in os.environ.items():
         if name.startswith(prefix):
