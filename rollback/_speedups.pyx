@@ -533,13 +533,6 @@ for _i in range(256):
     _HEX_PAIRS[2 * _i + 1] = _HEX[_i & 15]
 
 
-cdef inline void _put_hex(char *w, const unsigned char *s, Py_ssize_t n) noexcept:
-    """The lower-case hex digits of `n` bytes, two a byte, at `w`."""
-    cdef Py_ssize_t i
-    for i in range(n):
-        memcpy(w + 2 * i, &_HEX_PAIRS[2 * s[i]], 2)
-
-
 cdef class _Out:
     """A growing UTF-8 buffer, read out as str."""
 
@@ -623,20 +616,27 @@ cdef inline int _utf8_valid(const unsigned char *s, Py_ssize_t n) noexcept:
     return 1
 
 
+cdef int _hex_digits(_Out out, const unsigned char *s, Py_ssize_t n) except -1:
+    """The lower-case hex digits of `n` bytes appended to `out`, two a byte from _HEX_PAIRS."""
+    cdef Py_ssize_t i
+    cdef char *w
+    out.reserve(2 * n)
+    w = out.data + out.size
+    for i in range(n):
+        memcpy(w + 2 * i, &_HEX_PAIRS[2 * s[i]], 2)
+    out.size += 2 * n
+    return 0
+
+
 cdef int _hex(_Out out, const unsigned char *s, Py_ssize_t n, bytes charset) except -1:
     """hex_literal(data, charset): `_cs 0x...`, or `_cs''` for no bytes."""
-    cdef char *w
     out.raw(b"_", 1)
     out.raw(PyBytes_AS_STRING(charset), PyBytes_GET_SIZE(charset))
     if n == 0:
         out.raw(b"''", 2)
         return 0
     out.raw(b" 0x", 3)
-    out.reserve(2 * n)
-    w = out.data + out.size
-    _put_hex(w, s, n)
-    out.size += 2 * n
-    return 0
+    return _hex_digits(out, s, n)
 
 
 cdef int _text(_Out out, object value, bint ascii_only, bytes charset) except -1:
@@ -1217,12 +1217,3 @@ cdef class ChangeImages:
         data = PyBytes_FromStringAndSize(out.data, out.size)
         out.size = 0
         return data
-
-
-cdef int _hex_digits(_Out out, const unsigned char *s, Py_ssize_t n) except -1:
-    cdef char *w
-    out.reserve(2 * n)
-    w = out.data + out.size
-    _put_hex(w, s, n)
-    out.size += 2 * n
-    return 0
