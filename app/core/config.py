@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import SecretStr, ValidationInfo, field_validator
+from pydantic import SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -158,11 +158,9 @@ class Settings(BaseSettings):
         "auto_spark_bytes", "auto_spark_bytes_warm", "partition_bytes", "max_upload_bytes", mode="before"
     )
     @classmethod
-    def _sizes(cls, value: Any, info: ValidationInfo) -> int | None:
+    def _sizes(cls, value: Any) -> int | None:
         # 268435456, 256M, 1G: the CLI's sizes (MYSQL_ROLLBACK_AUTO_SPARK_BYTES, --partition-size) read alike.
-        if value is None or (info.field_name == "partition_bytes" and value == ""):
-            return None
-        return parse_size(value)
+        return None if value is None else parse_size(value)
 
     @field_validator("auth_failures_per_minute")
     @classmethod
