@@ -350,7 +350,6 @@ class _Run:
 
     # -- the run
     def run(self) -> Summary:
-        started = time.monotonic()
         part = self.part
         job = self.job
         if job.changes:
@@ -373,9 +372,9 @@ class _Run:
                 if f is not None:
                     f.close()
             self.rendered.close()
-        return self.finish_summary(started)
+        return self.finish_summary()
 
-    def finish_summary(self, started: float) -> Summary:
+    def finish_summary(self) -> Summary:
         s = self.summary
         s.counts = dict(self.counts)
         s.changed_tables = sorted(self.changed_tables)
@@ -383,7 +382,6 @@ class _Run:
         s.contents = dict(self.contents)
         s.row_images = sorted(self.row_images)
         s.next_block = self.next_block
-        s.seconds = time.monotonic() - started
         return s
 
     def _open_block(self, tx: TxContext, first_pos: int, continued: bool, ordinal: int) -> _Block:
@@ -596,14 +594,12 @@ class _Run:
                 self.rendered.add_encoded(data, plan_data)
                 self._counted(current, batch, table, count)
             return
-        if lines is None:  # the general path writes the plan's lines only with a plan
-            lines = PlanLines(batch.file, batch.pos, table, current.ordinal, current.tx.gtid)
         if self.job.mode == "forward":
             for row in rows:
                 sql = forward_row(renderer, kind, row)
                 if sql is not None:
                     script.append(sql)
-                    if with_plan:
+                    if lines is not None:
                         plan.append(lines.forward(kind, sql))
         else:
             if self.hold is None:
@@ -629,14 +625,14 @@ class _Run:
             for index, result in results:
                 if isinstance(result, Reverse):
                     script.append(result.sql)
-                    if with_plan:
+                    if lines is not None:
                         plan.append(
                             lines.reverse(index, result.kind, result.check, result.expect, result.sql)
                         )
         if script:
             text = "\n".join(script) + "\n"
             self._largest(script, text, batch, table)
-            self.rendered.add(text, "\n".join(plan) + "\n")
+            self.rendered.add(text, "\n".join(plan) + "\n" if plan else "")
             self._counted(current, batch, table, len(script))
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:
@@ -843,12 +839,14 @@ def _block_facts(block: _Block) -> dict[str, Any]:
 def run_partition(job: JobSpec, part: Partition, progress: PartitionProgress | None = None) -> Summary:
     """Run one partition; an error the user should see comes back in `Summary.error` (with what the
     partition saw before it: the job decides which of several partitions' errors comes first)."""
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     run = _Run(job, part, progress)
     try:
-        return run.run()
+        summary = run.run()
     except RollbackError as exc:
-        summary = run.finish_summary(started)
+        summary = run.finish_summary()
         summary.error = encode_error(exc)
         summary.error_pos = run.at
-        return summary
+    summary.started, summary.seconds = started, time.monotonic() - started
+    summary.cpu = time.process_time() - cpu
+    return summary

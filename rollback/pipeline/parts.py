@@ -73,7 +73,7 @@ class Summary:
     tail: Piece | None = None
     script_bytes: int = 0
     seconds: float = 0.0
-    # time.monotonic() when its engine started it: one clock for every process of a machine, so the
+    # time.monotonic() when run_partition started it: one clock for every process of a machine, so the
     # partitions of a job on local slots line up in one timeline (bench/bench_parallel.py)
     started: float = 0.0
     cpu: float = 0.0  # CPU seconds of the process that ran it, while it ran (time.process_time())

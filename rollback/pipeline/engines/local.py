@@ -17,7 +17,6 @@ import selectors
 import signal
 import struct
 import threading
-import time
 
 from rollback.pipeline.engines.base import JobProgress
 from rollback.pipeline.partition import JobSpec, PartitionProgress, run_partition
@@ -63,9 +62,7 @@ def run_local(
         note: PartitionProgress | None = None
         if progress is not None:
             note = _offset(progress, bytes_before, events_before)
-        started, cpu = time.monotonic(), time.process_time()
         summary = run_partition(job, part, note)
-        summary.started, summary.cpu = started, time.process_time() - cpu
         summaries.append(summary)
         if summary.error is not None:
             break
@@ -220,11 +217,8 @@ def _serve(job: JobSpec, partitions: list[Partition], tasks: int, results: int) 
         if len(given) < 4:
             return
         position = int.from_bytes(given, "little")
-        started, cpu = time.monotonic(), time.process_time()
-        outcome: Summary | BaseException
         try:
-            outcome = run_partition(job, partitions[position])
-            outcome.started, outcome.cpu = started, time.process_time() - cpu
+            outcome: Summary | BaseException = run_partition(job, partitions[position])
         except BaseException as exc:  # noqa: BLE001 - the parent raises it
             outcome = exc
         try:

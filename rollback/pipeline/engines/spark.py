@@ -29,7 +29,6 @@ import re
 import shutil
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import IO, Any
@@ -76,9 +75,7 @@ def _shared_task(job: JobSpec, done: Any, descriptors: Iterator[Partition]) -> I
     """On a local master: the parts go straight into the job's output directory."""
     _out_of_gc_sight()
     for part in descriptors:
-        started, cpu = time.monotonic(), time.process_time()
         summary = run_partition(job, part)
-        summary.started, summary.cpu = started, time.process_time() - cpu
         done.add((part.size, part.events))
         yield summary
 
@@ -89,10 +86,8 @@ def _shipping_task(job: JobSpec, done: Any, descriptors: Iterator[Partition]) ->
     for part in descriptors:
         local = tempfile.mkdtemp(prefix="mysql-rollback-parts-")
         try:
-            started, cpu = time.monotonic(), time.process_time()
+            # its `started` is on the executor's clock: a timeline only on one machine
             summary = run_partition(dataclasses.replace(job, out_dir=local), part)
-            # `started` is on the executor's clock: a timeline only on one machine
-            summary.started, summary.cpu = started, time.process_time() - cpu
             yield ("summary", summary)
             for name in sorted(os.listdir(local)):
                 with open(os.path.join(local, name), "rb") as f:

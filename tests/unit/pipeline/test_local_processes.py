@@ -93,11 +93,17 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(monkeypatch):
 def test_each_summary_says_when_its_partition_started_on_the_machines_clock(monkeypatch):
     import time
 
-    def fake(job, part, progress=None):
-        time.sleep(0.01)
-        return Summary(part.index, bytes=part.size, events=1)
+    from rollback.pipeline import partition
 
-    monkeypatch.setattr(local, "run_partition", fake)
+    class TenMilliseconds:  # a partition's run; run_partition around it stamps the summary
+        def __init__(self, job, part, progress=None):
+            self.part = part
+
+        def run(self):
+            time.sleep(0.01)
+            return Summary(self.part.index, bytes=self.part.size, events=1)
+
+    monkeypatch.setattr(partition, "_Run", TenMilliseconds)
     parts = [_Part(i) for i in range(4)]
     before = time.monotonic()
     for summaries in (local.run_forked(None, parts, None, 2), local.run_local(None, parts)):  # type: ignore[arg-type]
@@ -105,3 +111,4 @@ def test_each_summary_says_when_its_partition_started_on_the_machines_clock(monk
     alone = local.run_local(None, parts)  # type: ignore[arg-type]
     assert [s.started for s in alone] == sorted(s.started for s in alone)  # in order, one after the other
     assert alone[-1].started - alone[0].started >= 0.03
+    assert all(s.seconds >= 0.01 and 0 <= s.cpu < s.seconds for s in alone)  # a sleep takes no CPU
