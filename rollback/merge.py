@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from rollback.pipeline.file_copy import copy_in_kernel
 from rollback.pipeline.parts import BLOCK_END, Piece, Summary, block_header, part_path
 
 
@@ -159,23 +160,10 @@ def copy_range(src: IO[bytes], dst: Sink, start: int, length: int) -> None:
 def _copy_in_kernel(src: IO[bytes], dst: Sink, start: int, length: int) -> bool:
     """Copy with copy_file_range(2) when both ends are files: the bytes never pass through this
     process. False (nothing copied) when the system or the file systems do not offer it."""
-    if not isinstance(dst, io.BufferedWriter) or not hasattr(os, "copy_file_range"):
+    if not isinstance(dst, io.BufferedWriter):
         return False
     dst.flush()  # what is buffered goes first; the copy then writes at the descriptor's position
-    fd_in, fd_out = src.fileno(), dst.fileno()
-    offset, left = start, length
-    try:
-        while left > 0:
-            done = os.copy_file_range(fd_in, fd_out, left, offset)
-            if done == 0:
-                raise RuntimeError("a part file is shorter than its summary says")
-            offset += done
-            left -= done
-    except OSError:
-        if left != length:
-            raise  # part of it copied: no way to fall back cleanly
-        return False
-    return True
+    return copy_in_kernel(src.fileno(), dst.fileno(), start, length)
 
 
 def irreversible_items(out_dir: str, summaries: list[Summary]) -> Iterator[dict[str, Any]]:

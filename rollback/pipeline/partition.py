@@ -181,7 +181,7 @@ class _Run:
         self.dropped: dict[int, tuple[int, ...]] = {}  # renderer id -> columns dropped since (--ddl keep)
         self.next_block = part.next_block
         self.selection = Selection(job.filters, job.gtid, job.since, job.until)
-        self.rendered = SpillBuffer(job.out_dir)
+        self.rendered = SpillBuffer(job.out_dir, newest_first=job.mode == "flashback")
         # (kind, first chunk, end chunk, header) in binlog order; kind head | block | tail
         self.entries: list[tuple[str, int, int, str]] = []
         self.head: _Block | None = None
@@ -779,7 +779,7 @@ class _Run:
                     script_out.write(BLOCK_END.encode("utf-8"))
                 sizes[kind] = script_out.tell() - began
             self.summary.script_bytes = script_out.tell()
-        with open(part_path(out_dir, part.index, "plan.jsonl"), "wb", buffering=WRITE_BUFFER) as plan_out:
+        with open(part_path(out_dir, part.index, "plan.jsonl"), "wb", buffering=0) as plan_out:
             self.rendered.write_plan(order, plan_out)
         self.summary.statements = self.statements
         self.summary.head = self._piece(self.head, self.head_closed, sizes.get("head", 0))

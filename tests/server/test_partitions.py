@@ -1,7 +1,9 @@
 """A job cut into partitions on the local engine writes the bytes of the unsplit job: one huge
-transaction, and statements spilled to disk."""
+transaction, and statements and plan lines spilled to disk."""
 
 from __future__ import annotations
+
+import pytest
 
 from rollback.pipeline import spill
 from rollback.schema import ServerSchema
@@ -45,3 +47,23 @@ def test_a_partition_spilling_its_statements_to_disk_writes_the_same_bytes(
     monkeypatch.setattr(spill, "SPILL_MEMORY", 2000)
     spilled = run(rng, tmp_path, "spilled", schema=schema, partition_bytes=UNSPLIT)
     assert spilled.same(in_memory)
+
+
+@pytest.mark.parametrize("mode", ["flashback", "forward"])
+def test_a_partition_spilling_its_plan_to_disk_writes_the_same_bytes(
+    scratch_server, mixed, tmp_path, monkeypatch, mode
+):
+    """The plan's text past its memory budget goes to a spool (newest chunk first for a flashback)
+    and from there into the part file: a budget of a few bytes spills after every rows event, one
+    of 50 kB spills a few chunks at a time, and both give the bytes of the plan kept in memory."""
+    binlog_range, _tables, _before = mixed
+    rng = range_of(binlog_range)
+    schema = ServerSchema(scratch_server.connect)
+    in_memory = run(rng, tmp_path, "memory", schema=schema, mode=mode, partition_bytes=UNSPLIT)
+    assert len(in_memory.plan) > 200_000  # several budgets' worth below
+    for budget in (8, 50_000):
+        monkeypatch.setattr(spill, "PLAN_MEMORY", budget)
+        spilled = run(rng, tmp_path, f"spilled-{budget}", schema=schema, mode=mode, partition_bytes=UNSPLIT)
+        assert spilled.same(in_memory)
+        split = run(rng, tmp_path, f"split-{budget}", schema=schema, mode=mode, partition_bytes=64 << 10)
+        assert split.report.partitions > 1 and split.same(in_memory)

@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("plan", ("rollback.pipeline.order", "rollback.pipeline.savepoints", "rollback.pipeline.plan")),
     ("decode", ("rollback.records", "rollback.change_lines", "rollback.decode_files")),
     ("invert and render", ("rollback.invert", "rollback.sql")),
-    # every other module of rollback/pipeline/: holdback, selection, plan_lines, spill, parts,
+    # every other module of rollback/pipeline/: holdback, selection, plan_lines, spill, file_copy, parts,
     # partition, contents, session, engines/, changes
     ("partition and engines", ("rollback.pipeline",)),
     (
