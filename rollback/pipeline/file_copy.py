@@ -1,14 +1,18 @@
 """Bytes appended to a file by its descriptor, at the descriptor's position: byte ranges of another
 file copied in the kernel (copy_file_range(2)) when the system offers it, and pieces held in memory
-gathered into one writev(2) per batch (no copy into a buffer of this process first)."""
+gathered into writev(2) calls of about 1 MiB (no copy into a buffer of this process first)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 
-READ_STEP = 8 << 20  # the most bytes read at once when the kernel cannot copy
-WRITEV_BATCH = min(1024, os.sysconf("SC_IOV_MAX")) if hasattr(os, "sysconf") else 1024
+# Bytes per write. Measured on this project's machine (Linux 6.18, ext4, a VM that hands free memory
+# back to its host): 300 MB written into pages not freed in the last second cost 0.06 CPU-s in 1 MiB
+# writes, 0.6-0.8 in 16 MiB writes; 96 MB as writev calls of 1024 pieces (~20 MB each) 0.20, in
+# ~1 MiB calls 0.03. copy_file_range costs the same at any size.
+WRITE_BYTES = 1 << 20
+WRITEV_PIECES = min(1024, os.sysconf("SC_IOV_MAX")) if hasattr(os, "sysconf") else 1024
 
 
 def copy_in_kernel(fd_in: int, fd_out: int, offset: int, length: int) -> bool:
@@ -36,22 +40,43 @@ def copy_range(fd_in: int, fd_out: int, offset: int, length: int) -> None:
     if length <= 0 or copy_in_kernel(fd_in, fd_out, offset, length):
         return
     while length > 0:
-        data = os.pread(fd_in, min(length, READ_STEP), offset)
+        data = os.pread(fd_in, min(length, WRITE_BYTES), offset)
         if not data:
             raise RuntimeError("a file is shorter than the bytes asked of it")
-        write_pieces(fd_out, [data])
+        _write_all(fd_out, [data])
         offset += len(data)
         length -= len(data)
 
 
 def write_pieces(fd: int, pieces: Sequence[bytes]) -> None:
-    """Every piece, in order, at `fd`'s position."""
-    for start in range(0, len(pieces), WRITEV_BATCH):
-        batch = pieces[start : start + WRITEV_BATCH]
-        left = sum(len(p) for p in batch)
-        done = os.writev(fd, batch)
-        if done == left:
+    """Every piece, in order, at `fd`'s position: gathered into writes of about WRITE_BYTES (a
+    larger piece goes in slices of that size)."""
+    batch: list[bytes | memoryview] = []
+    size = 0
+    for piece in pieces:
+        if len(piece) > WRITE_BYTES:
+            if batch:
+                _write_all(fd, batch, size)
+                batch, size = [], 0
+            view = memoryview(piece)
+            for start in range(0, len(view), WRITE_BYTES):
+                _write_all(fd, [view[start : start + WRITE_BYTES]])
             continue
-        rest = memoryview(b"".join(batch))[done:]  # a short write (a full disk, a signal): the rest in turn
-        while rest:
-            rest = rest[os.write(fd, rest) :]
+        batch.append(piece)
+        size += len(piece)
+        if size >= WRITE_BYTES or len(batch) == WRITEV_PIECES:
+            _write_all(fd, batch, size)
+            batch, size = [], 0
+    if batch:
+        _write_all(fd, batch, size)
+
+
+def _write_all(fd: int, batch: list[bytes | memoryview], size: int = -1) -> None:
+    if size < 0:
+        size = sum(len(p) for p in batch)
+    done = os.writev(fd, batch)
+    if done == size:
+        return
+    rest = memoryview(b"".join(batch))[done:]  # a short write (a full disk, a signal): the rest in turn
+    while rest:
+        rest = rest[os.write(fd, rest) :]

@@ -13,13 +13,22 @@ from rollback.pipeline import file_copy
 
 
 def test_more_pieces_than_one_writev_takes_are_written_in_order(tmp_path):
-    pieces = [f"{i};".encode() * (i % 7) for i in range(3 * file_copy.WRITEV_BATCH + 5)]
+    pieces = [f"{i};".encode() * (i % 7) for i in range(3 * file_copy.WRITEV_PIECES + 5)]
     out = tmp_path / "out"
     with open(out, "wb", buffering=0) as f:
         f.write(b"head|")
         file_copy.write_pieces(f.fileno(), pieces)
         f.write(b"|end")
     assert out.read_bytes() == b"head|" + b"".join(pieces) + b"|end"
+
+
+def test_pieces_and_a_piece_past_one_writes_worth_of_bytes_are_written_in_order(tmp_path):
+    size = file_copy.WRITE_BYTES
+    pieces = [bytes([i]) * (size // 3 + i) for i in range(10)] + [b"", b"x" * (5 * size // 2), b"last"]
+    out = tmp_path / "out"
+    with open(out, "wb", buffering=0) as f:
+        file_copy.write_pieces(f.fileno(), pieces)
+    assert out.read_bytes() == b"".join(pieces)
 
 
 @pytest.mark.parametrize("kernel", [True, False], ids=["copy_file_range", "through memory"])
@@ -30,7 +39,7 @@ def test_ranges_copied_land_at_the_descriptors_position(tmp_path, monkeypatch, k
             raise OSError(errno.EXDEV, "cross-device copy")
 
         monkeypatch.setattr(os, "copy_file_range", refused)
-        monkeypatch.setattr(file_copy, "READ_STEP", 1000)  # several reads per range
+        monkeypatch.setattr(file_copy, "WRITE_BYTES", 1000)  # several reads per range
     source = tmp_path / "source"
     data = os.urandom(1 << 20)
     source.write_bytes(data)
