@@ -26,16 +26,29 @@ change in the machine's load falls on all of them alike. Every job writes the fl
   local: the forks), after the last one ends (result collection), the time one slot stood idle at
   the end while the other still worked, the gaps between one slot's partitions (per-task
   overhead), and each partition's CPU seconds;
+* for Spark, after each job, its empty twin on the same warm session: the same JobSpec and
+  partition descriptors through the engine's own `run_spark`, each task freezing the worker's heap
+  and returning a Summary padded to the real one's pickled size, but doing no partition work. Its
+  table ("Spark's empty job") gives its wall time (best run, median), the wait before its first
+  task, after its last, the gaps between one slot's tasks, the CPU seconds of the driver, the JVM
+  and the Python workers, and the bytes of the results: what Spark's scheduling costs a job by
+  itself (submission, task launch, the gaps, result collection, the JVM's CPU);
 * once, two partitions run one after the other and at once in forked processes: the CPU seconds the
-  two cores lose to sharing caches and memory bandwidth.
+  two cores lose to sharing caches and memory bandwidth; and the serial part's floor: the planner's
+  CPU seconds, framing every event of the file in the compiled core (little but mapping the file's
+  pages) and in Python, the merge's copy with one thread and with two.
 
 Then, for each engine, the speed-up from one slot to two (best run of each), and the bounds that
 follow from the measures: two cores finish the two-slot run's CPU seconds in no less than half
 of them (the CPU bound), the one-slot run already kept `CPU / wall` cores busy (the driver, the JVM
 and the merge beside the one slot: 2 / that is the best two cores allow it), Amdahl's law with
-the one-slot run's serial seconds (and with the cores' sharing), and the speed-up the CPU seconds
-alone predict (the driver's, the partitions' on the busiest slot, half the JVM's): on a machine
-others load, wall times say little and that estimate is the figure to compare.
+the one-slot run's serial seconds (and with the cores' sharing), for Spark Amdahl with the serial
+part plus Spark's empty-job cost (serial + the two-slot empty job + (the one-slot partitions less
+its empty job) x sharing / 2: how far Spark's scheduling alone keeps the speed-up from the goal),
+and the speed-up the CPU seconds alone predict (the driver's, the partitions' on the busiest slot,
+half the JVM's): on a machine others load, wall times say little and that estimate is the figure to
+compare. A task that does no work shows every wait of Spark's task protocol; a real task hides the
+ones that overlap its work, so the empty job bounds Spark's scheduling cost from above.
 """
 
 from __future__ import annotations
@@ -306,19 +319,22 @@ def contention(files: list[str], rounds: int = 3) -> dict[str, float]:
 
 
 def serial_floor(files: list[str], rounds: int = 3) -> dict[str, float]:
-    """What the serial part is made of, each best of `rounds`: the planner's walk (CPU seconds) and
-    the framing alone inside it; the merge's copy of a script-sized file into one file with one
-    thread and with two (halves at explicit offsets: does a second core help?)."""
+    """What the serial part is made of, each best of `rounds`: the planner's walk (CPU seconds), and
+    framing every event of the files in the compiled core (the mapping of the pages) and in Python;
+    the merge's copy of a script-sized file into one file with one thread and with two (halves at
+    explicit offsets: does a second core help?)."""
     import tempfile
     import threading
 
-    from rollback import RangeSpec
-    from rollback.binlog.reader import BinlogFile, iter_events
+    from rollback import RangeSpec, hotpath
+    from rollback.binlog.reader import BinlogFile, iter_events, skip_run
     from rollback.pipeline.plan import partition_target, plan_range, range_bytes
 
     rng = RangeSpec(files)
     target = partition_target(range_bytes(rng), 2)
-    found: dict[str, float] = {"plan": float("inf"), "framing": float("inf")}
+    found: dict[str, float] = {"plan": float("inf"), "framing": float("inf"), "framing_c": float("inf")}
+    every_type = b"\x01" * 256
+    skip = skip_run if hotpath.CORE is None else hotpath.CORE.skip_run
     for _ in range(rounds):
         cpu = time.process_time()
         plan_range(rng, target)
@@ -329,6 +345,14 @@ def serial_floor(files: list[str], rounds: int = 3) -> dict[str, float]:
                 for _event in iter_events(binlog.buf, binlog.facts, 4, binlog.size, verify=False):
                     pass
         found["framing"] = min(found["framing"], time.process_time() - cpu)
+        cpu = time.process_time()
+        for path in files:  # every event framed in one call: little but the mapping of the file's pages
+            with BinlogFile(path) as binlog:
+                facts = binlog.facts
+                skip(
+                    binlog.buf, 4, binlog.size, binlog.size, facts.header_len, facts.checksum_len, every_type
+                )
+        found["framing_c"] = min(found["framing_c"], time.process_time() - cpu)
     size = int(range_bytes(rng) * 0.57)  # the mixed file's script is 57% of its bytes
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
         source = os.path.join(tmp, "part")
@@ -574,8 +598,10 @@ def report(made: list[Config], runs: int) -> list[str]:
     if "plan" in CONTENTION:
         c = CONTENTION
         lines.append(
-            f"The serial part's floor: planning {c['plan']:.3f} CPU s (framing the events alone: {c['framing']:.3f}; "
-            f"the rest is the planner's Python per event); the merge's copy of {c['copy_bytes'] / 2**20:.0f} MiB "
+            f"The serial part's floor: planning {c['plan']:.3f} CPU s (framing every event with the compiled "
+            f"core's skip_run: {c.get('framing_c', float('nan')):.3f}, little but mapping the file's pages; with "
+            f"iter_events, one Python object per event: {c['framing']:.3f}); the merge's copy of "
+            f"{c['copy_bytes'] / 2**20:.0f} MiB "
             f"into one file {c['copy1']:.3f} s with one thread, {c['copy2']:.3f} s with two"
         )
     lines.append("")
