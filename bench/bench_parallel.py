@@ -26,16 +26,29 @@ change in the machine's load falls on all of them alike. Every job writes the fl
   local: the forks), after the last one ends (result collection), the time one slot stood idle at
   the end while the other still worked, the gaps between one slot's partitions (per-task
   overhead), and each partition's CPU seconds;
+* for Spark, after each job, its empty twin on the same warm session: the same JobSpec and
+  partition descriptors through the engine's own `run_spark`, each task freezing the worker's heap
+  and returning a Summary padded to the real one's pickled size, but doing no partition work. Its
+  table ("Spark's empty job") gives its wall time (best run, median), the wait before its first
+  task, after its last, the gaps between one slot's tasks, the CPU seconds of the driver, the JVM
+  and the Python workers, and the bytes of the results: what Spark's scheduling costs a job by
+  itself (submission, task launch, the gaps, result collection, the JVM's CPU);
 * once, two partitions run one after the other and at once in forked processes: the CPU seconds the
-  two cores lose to sharing caches and memory bandwidth.
+  two cores lose to sharing caches and memory bandwidth; and the serial part's floor: the planner's
+  CPU seconds, framing every event of the file in the compiled core (little but mapping the file's
+  pages) and in Python, the merge's copy with one thread and with two.
 
 Then, for each engine, the speed-up from one slot to two (best run of each), and the bounds that
 follow from the measures: two cores finish the two-slot run's CPU seconds in no less than half
 of them (the CPU bound), the one-slot run already kept `CPU / wall` cores busy (the driver, the JVM
 and the merge beside the one slot: 2 / that is the best two cores allow it), Amdahl's law with
-the one-slot run's serial seconds (and with the cores' sharing), and the speed-up the CPU seconds
-alone predict (the driver's, the partitions' on the busiest slot, half the JVM's): on a machine
-others load, wall times say little and that estimate is the figure to compare.
+the one-slot run's serial seconds (and with the cores' sharing), for Spark Amdahl with the serial
+part plus Spark's empty-job cost (serial + the two-slot empty job + (the one-slot partitions less
+its empty job) x sharing / 2: how far Spark's scheduling alone keeps the speed-up from the goal),
+and the speed-up the CPU seconds alone predict (the driver's, the partitions' on the busiest slot,
+half the JVM's): on a machine others load, wall times say little and that estimate is the figure to
+compare. A task that does no work shows every wait of Spark's task protocol; a real task hides the
+ones that overlap its work, so the empty job bounds Spark's scheduling cost from above.
 """
 
 from __future__ import annotations
@@ -146,6 +159,14 @@ def child(files: list[str], config: str) -> None:
 
         warm_spark(master)
     phases: dict[str, Any] = {}
+    ran: dict[str, Any] = {}  # the last Spark job's JobSpec and partitions, for its empty twin
+    spark_run = SparkEngine.run
+
+    def keep_args(self: Any, job: Any, partitions: Any, progress: Any = None) -> Any:
+        ran["args"] = (job, partitions)
+        return spark_run(self, job, partitions, progress)
+
+    SparkEngine.run = keep_args  # type: ignore[method-assign]
     job_module.plan_range = _timed(phases, "plan", job_module.plan_range)  # type: ignore[assignment]
     for cls in (SparkEngine, LocalEngine):
         cls.run = _timed(phases, "partitions", cls.run, keep=True)  # type: ignore[method-assign]
@@ -188,8 +209,67 @@ def child(files: list[str], config: str) -> None:
             "script_bytes": out.stat().st_size,
         }
         out.unlink()
+        if engine == "spark" and "args" in ran:
+            reply["empty"] = empty_job(*ran.pop("args"), summaries, master, me)
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+
+
+def empty_job(job: Any, partitions: list[Any], summaries: list[Any], master: str, me: int) -> dict[str, Any]:
+    """The Spark job just measured again on the same warm session, its tasks doing no work: the
+    engine's own path (run_spark: the accumulator, the job's JobSpec and partition descriptors
+    serialised into the tasks, the action in a thread, the results collected and sorted) with each
+    task freezing the worker's heap as the real one does and returning a Summary padded to the real
+    one's pickled size. Its wall time is what Spark's scheduling costs the job without any partition
+    work: submission, task launch, the gaps between one slot's tasks, result collection."""
+    import pickle
+
+    from rollback.pipeline.engines import spark as spark_engine
+
+    sizes = {s.index: len(pickle.dumps(s)) for s in summaries}
+    task = _empty_task(sizes)
+    saved = spark_engine._shared_task
+    spark_engine._shared_task = task  # type: ignore[assignment]
+    try:
+        cpu0 = tree_cpu(me)
+        started = time.monotonic()
+        results = spark_engine.run_spark(job, partitions, None, master)
+        ended = time.monotonic()
+        cpu = cpu_by_kind(cpu0, tree_cpu(me))
+    finally:
+        spark_engine._shared_task = saved  # type: ignore[assignment]
+    return {
+        "wall": ended - started,
+        "engine_span": (started, ended),
+        "timeline": [(r.started, r.seconds, r.bytes, r.cpu) for r in results],
+        "count": len(results),
+        "result_bytes": sum(len(pickle.dumps(r)) for r in results),
+        "cpu": cpu,
+    }
+
+
+def _empty_task(sizes: dict[int, int]) -> Any:
+    """A Spark task like engines/spark.py's `_shared_task` that does no partition work: its Summary,
+    padded to `sizes[index]` pickled bytes, is all it returns (defined in a closure: pickled by
+    value, the workers need not import this file)."""
+
+    def task(job: Any, done: Any, descriptors: Any) -> Any:
+        import pickle
+        import time
+
+        from rollback.pipeline.engines.spark import _out_of_gc_sight
+        from rollback.pipeline.parts import Summary
+
+        _out_of_gc_sight()
+        for part in descriptors:
+            started = time.monotonic()
+            summary = Summary(part.index, part.size, part.events, started=started)
+            padding = sizes.get(part.index, 0) - len(pickle.dumps(summary)) - 8
+            summary.warnings = ["." * max(0, padding)]
+            done.add((part.size, part.events))
+            yield summary
+
+    return task
 
 
 def contention(files: list[str], rounds: int = 3) -> dict[str, float]:
@@ -239,19 +319,22 @@ def contention(files: list[str], rounds: int = 3) -> dict[str, float]:
 
 
 def serial_floor(files: list[str], rounds: int = 3) -> dict[str, float]:
-    """What the serial part is made of, each best of `rounds`: the planner's walk (CPU seconds) and
-    the framing alone inside it; the merge's copy of a script-sized file into one file with one
-    thread and with two (halves at explicit offsets: does a second core help?)."""
+    """What the serial part is made of, each best of `rounds`: the planner's walk (CPU seconds), and
+    framing every event of the files in the compiled core (the mapping of the pages) and in Python;
+    the merge's copy of a script-sized file into one file with one thread and with two (halves at
+    explicit offsets: does a second core help?)."""
     import tempfile
     import threading
 
-    from rollback import RangeSpec
-    from rollback.binlog.reader import BinlogFile, iter_events
+    from rollback import RangeSpec, hotpath
+    from rollback.binlog.reader import BinlogFile, iter_events, skip_run
     from rollback.pipeline.plan import partition_target, plan_range, range_bytes
 
     rng = RangeSpec(files)
     target = partition_target(range_bytes(rng), 2)
-    found: dict[str, float] = {"plan": float("inf"), "framing": float("inf")}
+    found: dict[str, float] = {"plan": float("inf"), "framing": float("inf"), "framing_c": float("inf")}
+    every_type = b"\x01" * 256
+    skip = skip_run if hotpath.CORE is None else hotpath.CORE.skip_run
     for _ in range(rounds):
         cpu = time.process_time()
         plan_range(rng, target)
@@ -262,6 +345,14 @@ def serial_floor(files: list[str], rounds: int = 3) -> dict[str, float]:
                 for _event in iter_events(binlog.buf, binlog.facts, 4, binlog.size, verify=False):
                     pass
         found["framing"] = min(found["framing"], time.process_time() - cpu)
+        cpu = time.process_time()
+        for path in files:  # every event framed in one call: little but the mapping of the file's pages
+            with BinlogFile(path) as binlog:
+                facts = binlog.facts
+                skip(
+                    binlog.buf, 4, binlog.size, binlog.size, facts.header_len, facts.checksum_len, every_type
+                )
+        found["framing_c"] = min(found["framing_c"], time.process_time() - cpu)
     size = int(range_bytes(rng) * 0.57)  # the mixed file's script is 57% of its bytes
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
         source = os.path.join(tmp, "part")
@@ -423,6 +514,12 @@ def _best(config: Config) -> dict[str, Any]:
     return min(config.runs, key=lambda r: r["wall"])
 
 
+def _best_empty(config: Config) -> dict[str, Any] | None:
+    """The empty Spark job (no partition work) of least wall time among the configuration's runs."""
+    empties = [r["empty"] for r in config.runs if r.get("empty")]
+    return min(empties, key=lambda e: e["wall"]) if empties else None
+
+
 def report(made: list[Config], runs: int) -> list[str]:
     """The tables and the bounds, as Markdown lines."""
     lines = [
@@ -461,6 +558,26 @@ def report(made: list[Config], runs: int) -> list[str]:
                 f"| {t['gaps']:.3f} | {t['mean']:.3f} / {t['slowest']:.3f} | {t['busy']:.2f} "
                 f"| {t['cpu']:.2f} ({t['slot_cpu']:.2f}) |"
             )
+    empties = [(c, _best_empty(c)) for c in made]
+    if any(e for _c, e in empties):
+        lines += [
+            "",
+            "| Spark's empty job (the same tasks on the same warm session, no partition work) | tasks "
+            "| wall s (median) | before the first task s | after the last s | gaps between a slot's tasks s "
+            "| CPU s: driver / JVM / Python workers | results' bytes |",
+            "|---|---:|---:|---:|---:|---:|---|---:|",
+        ]
+        for config, empty in empties:
+            if empty is None:
+                continue
+            t = timeline(empty, config.slots)
+            median = statistics.median(r["empty"]["wall"] for r in config.runs if r.get("empty"))
+            cpu = " / ".join(f"{empty['cpu'][k]:.2f}" for k in KINDS[:3])
+            lines.append(
+                f"| {config.label} | {empty['count']} | {empty['wall']:.3f} ({median:.3f}) "
+                f"| {t.get('first_start', 0.0):.3f} | {t.get('after_last', 0.0):.3f} | {t.get('gaps', 0.0):.3f} "
+                f"| {cpu} | {empty['result_bytes']} |"
+            )
     lines.append("")
     lines.append(
         "JVM CPU s per run, in order (the JIT compiler's work falls over the first jobs): "
@@ -481,8 +598,10 @@ def report(made: list[Config], runs: int) -> list[str]:
     if "plan" in CONTENTION:
         c = CONTENTION
         lines.append(
-            f"The serial part's floor: planning {c['plan']:.3f} CPU s (framing the events alone: {c['framing']:.3f}; "
-            f"the rest is the planner's Python per event); the merge's copy of {c['copy_bytes'] / 2**20:.0f} MiB "
+            f"The serial part's floor: planning {c['plan']:.3f} CPU s (framing every event with the compiled "
+            f"core's skip_run: {c.get('framing_c', float('nan')):.3f}, little but mapping the file's pages; with "
+            f"iter_events, one Python object per event: {c['framing']:.3f}); the merge's copy of "
+            f"{c['copy_bytes'] / 2**20:.0f} MiB "
             f"into one file {c['copy1']:.3f} s with one thread, {c['copy2']:.3f} s with two"
         )
     lines.append("")
@@ -490,7 +609,8 @@ def report(made: list[Config], runs: int) -> list[str]:
     for engine in ("Spark", "local engine"):
         one, two = by_slots.get((engine, 1)), by_slots.get((engine, 2))
         if one is not None and two is not None:
-            lines += bounds(engine, _best(one), _best(two), share)
+            empty = (_best_empty(one), _best_empty(two))
+            lines += bounds(engine, _best(one), _best(two), share, None if None in empty else empty)
             lines += cpu_path(engine, _best(one), _best(two))
     return lines
 
@@ -530,8 +650,15 @@ def scheduled(run: dict[str, Any], slots: int) -> float:
     return max(free)
 
 
-def bounds(engine: str, one: dict[str, Any], two: dict[str, Any], share: float = 0.0) -> list[str]:
-    """The measured speed-up from one slot to two, and what the measures allow at best."""
+def bounds(
+    engine: str,
+    one: dict[str, Any],
+    two: dict[str, Any],
+    share: float = 0.0,
+    empty: tuple[Any, Any] | None = None,
+) -> list[str]:
+    """The measured speed-up from one slot to two, and what the measures allow at best (`empty`:
+    Spark's empty jobs on one slot and on two, for the bound with Spark's own scheduling)."""
     w1, w2 = one["wall"], two["wall"]
     c1, c2 = sum(one["cpu"].values()), sum(two["cpu"].values())
     serial = w1 - one["partitions"]
@@ -543,6 +670,20 @@ def bounds(engine: str, one: dict[str, Any], two: dict[str, Any], share: float =
         loaded = [
             f"- other processes took up to {others:.2f} CPU s during these runs: the wall times and the "
             "bounds read from them do not hold here; the CPU-seconds estimate below does"
+        ]
+    scheduling = []
+    if empty is not None:
+        e1, e2 = empty[0]["wall"], empty[1]["wall"]
+        work = one["partitions"] - e1
+        spark_floor = serial + e2 + work * (1 + share) / 2
+        scheduling = [
+            f"- Amdahl with the serial part plus Spark's empty-job cost (the same tasks doing no work: "
+            f"{e1:.2f} s on one slot, {e2:.2f} s on two): {serial:.2f} s + {e2:.2f} s + "
+            f"({one['partitions']:.2f} - {e1:.2f}) s x {1 + share:.3f} / 2 = {spark_floor:.2f} s, at most "
+            f"{w1 / spark_floor:.2f}x; from {w1 / floor:.2f}x (Amdahl with the cores' sharing) Spark's "
+            f"scheduling itself takes {w1 / floor - w1 / spark_floor:.2f}, the rest of the way to the "
+            f"measured {w1 / w2:.2f}x ({w1 / spark_floor - w1 / w2:+.2f}) is the JVM's CPU, imbalance "
+            "and the load"
         ]
     return [
         f"{engine}, one slot -> two: measured {w1 / w2:.2f}x ({w1:.2f} s -> {w2:.2f} s)",
@@ -556,6 +697,7 @@ def bounds(engine: str, one: dict[str, Any], two: dict[str, Any], share: float =
         f"- Amdahl with the cores' sharing ({share:+.1%} CPU for work done at once): {serial:.2f} s + "
         f"{one['partitions']:.2f} s x {1 + share:.3f} / 2 = {floor:.2f} s, at most {w1 / floor:.2f}x; "
         f"the rest of the two-slot run ({w2 - floor:+.2f} s) is scheduling, imbalance and the JVM",
+        *scheduling,
     ]
 
 

@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The compiled hot path: row images -> values, values -> SQL statements (rollback/hotpath.py).
+"""The compiled hot path: row images -> values, values -> SQL statements, and the planner's walk over
+runs of rows events (rollback/hotpath.py).
 
 Nothing here decides anything: which kind of value a column holds and which literal renders it is
 decided in Python (``rowdecoder.compiled_layout``, ``sql.compiled_statements``), once per table,
@@ -1217,3 +1218,45 @@ cdef class ChangeImages:
         data = PyBytes_FromStringAndSize(out.data, out.size)
         out.size = 0
         return data
+
+
+# ---------------------------------------------------------------------------------------------
+# The planner's walk over rows events (reader.skip_run, compiled)
+# ---------------------------------------------------------------------------------------------
+
+DEF MAX_EVENT_LENGTH = 1 << 30  # reader.MAX_EVENT_LENGTH
+DEF V4_HEADER_LEN = 19
+
+
+def skip_run(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t stop, Py_ssize_t cut_at,
+             Py_ssize_t header_len, Py_ssize_t checksum_len, const unsigned char[::1] kinds):
+    """(position after the run, events in it, timestamp of its last event or -1): the events from
+    ``pos`` whose type ``kinds[type]`` marks, framed as reader.iter_events frames them, up to the first
+    other event, the first that cannot be framed, or the first position at or past ``cut_at`` or
+    ``stop``. reader.skip_run is its pure-Python twin."""
+    cdef Py_ssize_t end = buf.shape[0]  # events must end by here (iter_events' limit)
+    cdef Py_ssize_t walk_end
+    cdef Py_ssize_t count = 0
+    cdef long long timestamp = -1
+    cdef uint64_t length
+    cdef const unsigned char *p
+    if kinds.shape[0] != 256 or pos < 0 or header_len < V4_HEADER_LEN:
+        raise ValueError("skip_run: kinds marks 256 event types, pos >= 0, header_len >= 19")
+    if stop < end:
+        end = stop
+    walk_end = cut_at if cut_at < end else end  # an event may end past cut_at: the walk stops there
+    while pos < walk_end:
+        if pos + header_len > end:
+            break
+        p = &buf[pos]
+        if not kinds[p[4]]:
+            break
+        length = p[9] | (<uint64_t>p[10] << 8) | (<uint64_t>p[11] << 16) | (<uint64_t>p[12] << 24)
+        if length < <uint64_t>(header_len + checksum_len) or length > MAX_EVENT_LENGTH:
+            break
+        if pos + <Py_ssize_t>length > end:
+            break
+        timestamp = p[0] | (<uint64_t>p[1] << 8) | (<uint64_t>p[2] << 16) | (<uint64_t>p[3] << 24)
+        count += 1
+        pos += <Py_ssize_t>length
+    return pos, count, timestamp

@@ -2,11 +2,12 @@
 
 The compiled core is `rollback/_speedups.pyx` (Cython, built by `pip install`); it runs plans that
 the Python modules prepare once per table (`binlog/rowdecoder.py` for row images, `sql.py` for the
-statements of full images) and produces exactly the bytes the pure-Python path produces. The pure
-path is used when the extension cannot be imported, or when MYSQL_ROLLBACK_PURE_PYTHON=1.
+statements of full images) and produces exactly the bytes the pure-Python path produces; the
+planner's walk over runs of rows events (`skip_run`, twin of `binlog/reader.py`'s) is there too. The
+pure path is used when the extension cannot be imported, or when MYSQL_ROLLBACK_PURE_PYTHON=1.
 
-`CORE` is read each time a decoder or a statement renderer is prepared (the caches are keyed by it),
-so a test can switch paths by setting it.
+`CORE` is read each time a decoder or a statement renderer is prepared (the caches are keyed by it)
+and each time the planner walks a file, so a test can switch paths by setting it.
 """
 
 from __future__ import annotations

@@ -308,6 +308,39 @@ def iter_events(
         pos += length
 
 
+def skip_run(
+    buf: memoryview,
+    pos: int,
+    stop: int,
+    cut_at: int,
+    header_len: int,
+    checksum_len: int,
+    kinds: bytes,
+) -> tuple[int, int, int]:
+    """(position after the run, events in it, timestamp of its last event or -1): the events from
+    `pos` whose type `kinds[type]` marks, framed as iter_events frames them, up to the first other
+    event, the first that cannot be framed (iter_events, called there, raises its located error), or
+    the first position at or past `cut_at` or `stop`. The planner skips runs of rows events with it;
+    the compiled core's `skip_run` (rollback/_speedups.pyx) is its twin."""
+    if len(kinds) != 256 or pos < 0 or header_len < V4_HEADER_LEN:
+        raise ValueError("skip_run: kinds marks 256 event types, pos >= 0, header_len >= 19")
+    end = min(stop, len(buf))
+    walk_end = min(cut_at, end)
+    unpack = EVENT_HEADER.unpack_from
+    count = 0
+    timestamp = -1
+    while pos < walk_end and pos + header_len <= end:
+        stamp, type_code, _sid, length, _next, _flags = unpack(buf, pos)
+        if not kinds[type_code]:
+            break
+        if length < header_len + checksum_len or length > MAX_EVENT_LENGTH or pos + length > end:
+            break
+        timestamp = stamp
+        count += 1
+        pos += length
+    return pos, count, timestamp
+
+
 def scan_headers(
     buf: memoryview, facts: FormatFacts, start: int, end: int, path: str | None = None
 ) -> Iterator[tuple[int, int, int, int]]:

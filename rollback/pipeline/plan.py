@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollback import errors
+from rollback import errors, hotpath
 from rollback.binlog import events as ev
 from rollback.binlog.constants import EventType
 from rollback.binlog.decode import (
@@ -41,6 +41,7 @@ from rollback.binlog.reader import (
     FormatFacts,
     RawEvent,
     iter_events,
+    skip_run,
     without_checksum,
 )
 from rollback.binlog.rows import ROWS_EVENT_TYPES, RowsEvent
@@ -256,12 +257,10 @@ class _FilePlanner:
         self.trail = FileTrail(self.label, identity(self.location, storage.is_local(path)))
 
     def advance(self, raw: RawEvent) -> None:
-        """Apply one top-level event to the state (and, in the range, to the open block)."""
+        """Apply one top-level event but a rows event (`_walk` counts those) to the state (and, in
+        the range, to the open block)."""
         type_code = raw.type_code
-        if type_code in ROWS_EVENT_TYPES:
-            if self.in_range:
-                self._rows(raw.pos)
-        elif type_code == _TABLE_MAP:
+        if type_code == _TABLE_MAP:
             self._table_map(raw, bytes(raw.data), False)
         elif type_code == _XID and len(raw.body) == 8:
             end_transaction(self.state)
@@ -364,8 +363,9 @@ class _FilePlanner:
             "they never persisted and are left out"
         )
 
-    def _rows(self, pos: int) -> None:
-        self.savepoints.rows_event(self.state.tx)
+    def _rows(self, pos: int, count: int = 1) -> None:
+        """`count` rows events of the current transaction, the first at `pos`."""
+        self.savepoints.rows_event(self.state.tx, count)
         if self.block is None or self.block_tx is not self.state.tx:
             self.block = OpenBlock(self.ordinal, self.state.tx.begin_pos or pos)
             self.block_tx = self.state.tx
@@ -402,8 +402,7 @@ class _FilePlanner:
         binlog = self.binlog
         if start > 4:
             check_boundary(binlog.buf, binlog.facts, start, binlog.path)
-            for raw in iter_events(binlog.buf, binlog.facts, 4, start, binlog.path, verify=False):
-                self.advance(raw)
+            self._walk(4, start, binlog.facts, None)
         if stop != binlog.size:
             check_boundary(binlog.buf, binlog.facts, stop, binlog.path)
         self.state.file_name = self.label
@@ -413,23 +412,59 @@ class _FilePlanner:
             post = facts.post_header_len(EventType.TABLE_MAP, 8)
             self._signature(data[facts.header_len + post : len(data) - facts.checksum_len], pos, data, facts)
         frame = self.state.facts  # framing keeps the facts in force at the range start
-        part = self.snapshot(start, range_start=True)
-        event: RawEvent | None = None
-        for event in iter_events(binlog.buf, frame, start, stop, binlog.path, verify=False):
-            self.advance(event)
-            part.events += 1
-            end = event.pos + event.length
-            if end - part.start >= self.target and end < stop and _same_framing(self.state.facts, frame):
-                part.end = end
-                self._emit(part)
-                part = self.snapshot(end, range_start=False)
-                binlog.release(end)  # a 5 GB file would otherwise end up resident in the driver
-        if event is not None:  # the first and last event times of the range (said when it selects nothing)
+        part, last = self._walk(start, stop, frame, self.snapshot(start, range_start=True))
+        assert part is not None
+        if last is not None:  # the first and last event times of the range (said when it selects nothing)
             first = int.from_bytes(binlog.buf[start : start + 4], "little")
-            self.plan.times.extend(t for t in (first, event.timestamp) if t)
+            self.plan.times.extend(t for t in (first, last) if t)
         part.end = stop
         part.range_end = True
         self._emit(part)
+
+    def _walk(
+        self, pos: int, stop: int, frame: FormatFacts, part: Partition | None
+    ) -> tuple[Partition | None, int | None]:
+        """Apply the events of [pos, stop), framed with `frame`, to the state. In the range (`part`
+        given) count them into `part` and cut a new partition once it holds the target size. Returns
+        the last partition and the last event's timestamp (None: no event).
+
+        Nine events in ten are rows events, which the planner only counts: a run of them is framed
+        by `skip_run` (the compiled core's, or its pure-Python twin), up to where a cut may fall. It
+        stops at any event it cannot frame, and `iter_events`, restarted there, raises the error."""
+        binlog = self.binlog
+        buf, path = binlog.buf, binlog.path
+        skip = _skip_run()
+        header_len, checksum_len = frame.header_len, frame.checksum_len
+        target = self.target
+        last: int | None = None
+        while pos < stop:
+            events = iter_events(buf, frame, pos, stop, path, verify=False)
+            pos = stop  # unless a run of rows events moves the walk on (the loop restarts there)
+            for event in events:
+                end = event.pos + event.length
+                more = 0
+                if event.type_code in ROWS_EVENT_TYPES:
+                    cut_at = stop  # where the run must hand back: a cut may fall after that event
+                    if part is not None and _same_framing(self.state.facts, frame):
+                        cut_at = part.start + target
+                    end, more, stamp = skip(buf, end, stop, cut_at, header_len, checksum_len, _ROWS_KINDS)
+                    if self.in_range:
+                        self._rows(event.pos, 1 + more)
+                    last = stamp if more else event.timestamp
+                else:
+                    self.advance(event)
+                    last = event.timestamp
+                if part is not None:
+                    part.events += 1 + more
+                    if end - part.start >= target and end < stop and _same_framing(self.state.facts, frame):
+                        part.end = end
+                        self._emit(part)
+                        part = self.snapshot(end, range_start=False)
+                        binlog.release(end)  # a 5 GB file would otherwise end up resident in the driver
+                if more:
+                    pos = end
+                    break
+        return part, last
 
     def open_at_stop(self, stop: int) -> bool:
         """Whether the range stops inside a transaction with rows in the range (and the file goes on)."""
@@ -467,6 +502,15 @@ class _FilePlanner:
         part.end_block = self.ordinal
         self.plan.partitions.append(part)
         self.plan.events_total += part.events
+
+
+_ROWS_KINDS = bytes(code in ROWS_EVENT_TYPES for code in range(256))  # skip_run's event types
+
+
+def _skip_run() -> Any:
+    """The walk over a run of rows events: the compiled core's, or its pure-Python twin."""
+    core = hotpath.CORE
+    return skip_run if core is None else core.skip_run
 
 
 def _same_framing(a: FormatFacts, b: FormatFacts) -> bool:

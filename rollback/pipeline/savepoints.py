@@ -77,9 +77,9 @@ class SavepointTracker:
         if tx is not self.tx:
             self.tx, self.points, self.rows = tx, [], 0
 
-    def rows_event(self, tx: Any) -> None:
+    def rows_event(self, tx: Any, count: int = 1) -> None:
         self._follow(tx)
-        self.rows += 1
+        self.rows += count
 
     def query(self, tx: Any, sql: str, kind: str, at: Key) -> Undo | str | None:
         """Apply a SAVEPOINT / ROLLBACK TO / RELEASE / ROLLBACK query at position `at`. Returns the
