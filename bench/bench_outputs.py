@@ -262,33 +262,39 @@ def main() -> None:
         if len(args.files) == 1:  # the row changes' own compact form, for comparison
             outputs["the binlog (input)"] = args.files[0]
         floors(outputs, script, args.floor_runs, kept)
-        rendered = best.get("script + plan, plan rendered and dropped")
-        if rendered is not None:
-            print(
-                f"\nthe plan rendered and dropped: +{(rendered - script) / script:.0%} of the script alone",
-                end="",
-            )
-            if "script + plan" in best:
-                print(
-                    f" (written as the job writes it: +{(best['script + plan'] - script) / script:.0%})",
-                    end="",
-                )
-            print()
-        changes = best.get("change log rendered and dropped (changes mode)")
-        if changes is not None:
-            print(
-                f"the change log rendered and dropped (changes mode): {changes / script:.2f}x the script alone",
-                end="",
-            )
-            if "change log only (changes mode)" in best:
-                print(
-                    f" (written as the job writes it: {best['change log only (changes mode)'] / script:.2f}x)",
-                    end="",
-                )
-            print()
+        print()
+        _dropped_line(
+            best, "the plan", "script + plan, plan rendered and dropped", "script + plan", script, True
+        )
+        _dropped_line(
+            best,
+            "the change log (changes mode)",
+            "change log rendered and dropped (changes mode)",
+            "change log only (changes mode)",
+            script,
+            False,
+        )
     finally:
         shutil.rmtree(kept, ignore_errors=True)
         print(f"load {os.getloadavg()[0]:.1f} at the end", file=sys.stderr)
+
+
+def _dropped_line(
+    best: dict[str, float], what: str, dropped: str, written: str, script: float, over: bool
+) -> None:
+    """What `what` costs rendered and dropped, against the same output written as the job writes
+    it: over the script alone (`over`: as +%), or as a multiple of it."""
+    if dropped not in best:
+        return
+
+    def said(cpu: float) -> str:
+        return f"+{(cpu - script) / script:.0%}" if over else f"{cpu / script:.2f}x"
+
+    of = " of" if over else ""
+    line = f"{what} rendered and dropped: {said(best[dropped])}{of} the script alone"
+    if written in best:
+        line += f" (written as the job writes it: {said(best[written])})"
+    print(line)
 
 
 if __name__ == "__main__":
