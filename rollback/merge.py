@@ -199,34 +199,50 @@ def merge_parts(
         heads, tails = spans(summaries)
         for summary in reversed(summaries) if newest_first else summaries:
             index = summary.index
-            head = summary.head.script_bytes if summary.head else 0
-            tail = summary.tail.script_bytes if summary.tail else 0
-            size = summary.script_bytes
-            head_span, tail_span = heads.get(index), tails.get(index)
-            closes = head_span is not None and head_span.pieces[-1][0] == index and head_span.statements
             with open(part_path(out_dir, index, "sql"), "rb") as part:
-                if newest_first:  # tail piece, blocks, head piece
-                    copy_range(part, script_out, 0, tail)
-                    if tail_span is not None and tail_span.statements:
-                        script_out.write(BLOCK_END.encode())
-                    copy_range(part, script_out, tail, size - tail - head)
-                    if closes:
-                        assert head_span is not None
-                        script_out.write(head_span.header(out_dir).encode("utf-8"))
-                    copy_range(part, script_out, size - head, head)
-                else:  # head piece, blocks, tail piece
-                    copy_range(part, script_out, 0, head)
-                    if closes:
-                        script_out.write(BLOCK_END.encode())
-                    copy_range(part, script_out, head, size - head - tail)
-                    if tail_span is not None and tail_span.statements:
-                        script_out.write(tail_span.header(out_dir).encode("utf-8"))
-                    copy_range(part, script_out, size - tail, tail)
+                _copy_script_part(
+                    part, summary, heads.get(index), tails.get(index), out_dir, newest_first, script_out
+                )
             removed(part_path(out_dir, index, "sql"))
             if plan_out is not None:
                 with open(part_path(out_dir, index, "plan.jsonl"), "rb") as part:
                     copy_range(part, plan_out, 0, os.fstat(part.fileno()).st_size)
                 removed(part_path(out_dir, index, "plan.jsonl"))
+
+
+def _copy_script_part(
+    part: IO[bytes],
+    summary: Summary,
+    head_span: Span | None,
+    tail_span: Span | None,
+    out_dir: str,
+    newest_first: bool,
+    script_out: Sink,
+) -> None:
+    """One partition's script part into the script: its blocks between its head and tail pieces (the
+    transactions it shares with its neighbours), with the block end or the span's header where a
+    crossing transaction closes or opens."""
+    head = summary.head.script_bytes if summary.head else 0
+    tail = summary.tail.script_bytes if summary.tail else 0
+    size = summary.script_bytes
+    closes = head_span is not None and head_span.pieces[-1][0] == summary.index and head_span.statements
+    if newest_first:  # tail piece, blocks, head piece
+        copy_range(part, script_out, 0, tail)
+        if tail_span is not None and tail_span.statements:
+            script_out.write(BLOCK_END.encode())
+        copy_range(part, script_out, tail, size - tail - head)
+        if closes:
+            assert head_span is not None
+            script_out.write(head_span.header(out_dir).encode("utf-8"))
+        copy_range(part, script_out, size - head, head)
+    else:  # head piece, blocks, tail piece
+        copy_range(part, script_out, 0, head)
+        if closes:
+            script_out.write(BLOCK_END.encode())
+        copy_range(part, script_out, head, size - head - tail)
+        if tail_span is not None and tail_span.statements:
+            script_out.write(tail_span.header(out_dir).encode("utf-8"))
+        copy_range(part, script_out, size - tail, tail)
 
 
 def _unlink(path: str) -> None:
