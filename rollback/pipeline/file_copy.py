@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-# Bytes per write. Measured on this project's machine (Linux 6.18, ext4, a VM that hands free memory
-# back to its host): 300 MB written into pages not freed in the last second cost 0.06 CPU-s in 1 MiB
-# writes, 0.6-0.8 in 16 MiB writes; 96 MB as writev calls of 1024 pieces (~20 MB each) 0.20, in
-# ~1 MiB calls 0.03. copy_file_range costs the same at any size.
+# Bytes per write, here and as the write buffer of the part files and spools. Measured on this
+# project's machine (Linux 6.18, ext4, a VM that hands free memory back to its host): 300 MB written
+# into pages not freed in the last second cost 0.06 CPU-s in 1 MiB writes, 0.6-0.8 in 16 MiB writes;
+# 96 MB as writev calls of 1024 pieces (~20 MB each) 0.20, in ~1 MiB calls 0.03; writes of a rows
+# event's text each (~20 kB) cost the kernel 2.5x what 1 MiB writes cost. copy_file_range costs the
+# same at any size.
 WRITE_BYTES = 1 << 20
 WRITEV_PIECES = min(1024, os.sysconf("SC_IOV_MAX")) if hasattr(os, "sysconf") else 1024
 

@@ -43,6 +43,7 @@ from rollback.ddl import ddl_targets
 from rollback.errors import RollbackError, SchemaMismatch
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.pipeline.dependencies import DependencyKeys
+from rollback.pipeline.file_copy import WRITE_BYTES
 from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
 from rollback.pipeline.parts import (
     BLOCK_END,
@@ -57,7 +58,7 @@ from rollback.pipeline.plan import Partition, SchemaKey, schema_key
 from rollback.pipeline.plan_lines import PlanLines
 from rollback.pipeline.savepoints import VoidSet
 from rollback.pipeline.selection import Selection
-from rollback.pipeline.spill import WRITE_BUFFER, SpillBuffer
+from rollback.pipeline.spill import SpillBuffer
 from rollback.pipeline.storage import ByteRange
 from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
@@ -354,7 +355,7 @@ class _Run:
         job = self.job
         if job.changes:
             self.changes_out = open(
-                part_path(job.out_dir, part.index, "changes.jsonl"), "wb", buffering=WRITE_BUFFER
+                part_path(job.out_dir, part.index, "changes.jsonl"), "wb", buffering=WRITE_BYTES
             )
         try:
             with ByteRange(part.location, part.start, part.end) as source:
@@ -766,7 +767,7 @@ class _Run:
         entries = list(reversed(self.entries)) if newest_first else self.entries
         sizes: dict[str, int] = {}
         order: list[int] = []  # the chunks in the script's order
-        with open(part_path(out_dir, part.index, "sql"), "wb", buffering=WRITE_BUFFER) as script_out:
+        with open(part_path(out_dir, part.index, "sql"), "wb", buffering=WRITE_BYTES) as script_out:
             for kind, first, end, header in entries:
                 began = script_out.tell()
                 if header:

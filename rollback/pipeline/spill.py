@@ -11,15 +11,13 @@ from array import array
 from collections.abc import Iterable
 from typing import IO
 
-from rollback.pipeline.file_copy import copy_range, write_pieces
+from rollback.pipeline.file_copy import WRITE_BYTES, copy_range, write_pieces
 
 SPILL_MEMORY = 64 << 20  # rendered script text kept in memory before the buffer spills to disk
 # Plan text kept in memory before it spills: a partition of 28 MB of binlog (the 1M-row mixed file
 # on two cores) renders ~92 MB of plan. Text in memory goes into the part file in one write; spilled
 # text is written twice (the spool, then the kernel's copy into the part).
 PLAN_MEMORY = 128 << 20
-# Writes of a rows event's text each (~20 kB) cost the kernel 2.5x what 1 MiB writes cost.
-WRITE_BUFFER = 1 << 20
 
 
 class SpillBuffer:
@@ -65,7 +63,7 @@ class SpillBuffer:
 
     def _spill(self) -> None:
         if self._file is None:
-            self._file = tempfile.TemporaryFile(dir=self._directory, buffering=WRITE_BUFFER)
+            self._file = tempfile.TemporaryFile(dir=self._directory, buffering=WRITE_BYTES)
         f = self._file
         f.seek(0, 2)
         for script in self._memory:
