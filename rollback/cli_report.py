@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollback import redact
+from rollback.output_files import write_bytes
 
 RESULTS = {
     0: "ok",
@@ -92,16 +93,9 @@ class CommandReport:
 def write_outputs(args: argparse.Namespace, report: CommandReport) -> None:
     """The report files the command line asked for (OSError when one cannot be written)."""
     if getattr(args, "report", None):
-        _write(args.report, (json.dumps(report.to_dict(), ensure_ascii=False, indent=1) + "\n").encode())
+        write_bytes(args.report, (json.dumps(report.to_dict(), ensure_ascii=False, indent=1) + "\n").encode())
     if getattr(args, "junit", None):
-        _write(args.junit, report.junit_xml())
-
-
-def _write(path: str, data: bytes) -> None:
-    tmp = f"{path}.part"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+        write_bytes(args.junit, report.junit_xml())
 
 
 def report_path_in(argv: Sequence[str]) -> tuple[str | None, str | None]:

@@ -24,6 +24,7 @@ from rollback.cli_report import CommandReport, add_report_options
 from rollback.cli_service import add_service_options, fetch_plan
 from rollback.errors import EXIT_DIFFERS, RollbackError
 from rollback.execute import DEFAULT_LOCK_WAIT_TIMEOUT, connect, redact
+from rollback.output_files import write_bytes
 
 if TYPE_CHECKING:
     from rollback.checksum import TableChecksum
@@ -105,8 +106,7 @@ def _checksum(args: argparse.Namespace) -> int:
     args.outcome.extra["tables"] = [{"table": name, "rows": t.row_count} for name, t in sorted(taken.items())]
     text = json.dumps(document(taken, server=redact(args.dsn)), ensure_ascii=False, indent=1) + "\n"
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_bytes(args.output, text.encode("utf-8"))
     else:
         sys.stdout.write(text)
     return 0

@@ -32,8 +32,8 @@ from rollback.merge import (
     irreversible_items,
     merge_parts,
     partial_picks,
-    replace,
 )
+from rollback.output_files import OutputPath
 from rollback.pipeline.contents import held, table_hints
 from rollback.pipeline.dependencies import DEPENDENTS_KEPT, Seen, dependents, merge_lines
 from rollback.pipeline.dependencies import describe as describe_dependency
@@ -52,7 +52,7 @@ from rollback.pipeline.plan import (
     plan_range,
     range_bytes,
 )
-from rollback.pipeline.session import spark_slots
+from rollback.pipeline.session import session_started, spark_master, spark_slots
 from rollback.report import IRREVERSIBLE_KEPT, PARTIAL_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
@@ -97,7 +97,11 @@ class Job:
                 size = range_bytes(self.rng)
             except OSError:
                 pass  # a file that is not there: planning says so
-        self._engine, self.report.engine_reason = choose_engine(asked, size, self.options.auto_spark_bytes)
+        master = self.options.spark_master or spark_master()
+        warm = self.options.spark_warm or session_started()
+        self._engine, self.report.engine_reason = choose_engine(
+            asked, size, self.options.auto_spark_bytes, master, warm
+        )
         if len(self.rng.files) > 1 and size >= PARALLEL_PLAN_BYTES:
             self._plan_processes = min(len(self.rng.files), os.cpu_count() or 1)
         if self.options.partition_bytes:
@@ -141,35 +145,32 @@ class Job:
         progress: ProgressCallback | None = None,
     ) -> Report:
         """Write the script (and plan, change log); the files appear only when the job succeeds."""
-        script_path = Path(script_path)
-        out_dir = tempfile.mkdtemp(
-            prefix=".mysql-rollback-", dir=self._parts_dir(script_path.resolve().parent)
+        script = OutputPath(script_path)
+        plan = OutputPath(plan_path) if plan_path else None
+        changes = (
+            OutputPath(changes_path, directory_ok=self.options.changes_format == "parquet")
+            if changes_path
+            else None
         )
-        outputs: list[tuple[Path, Path]] = [(script_path.with_name(script_path.name + ".part"), script_path)]
-        if plan_path:
-            outputs.append((Path(str(plan_path) + ".part"), Path(plan_path)))
+        outputs = [o for o in (script, plan, changes) if o is not None]
+        out_dir = tempfile.mkdtemp(prefix=".mysql-rollback-", dir=self._parts_dir(script.directory))
         try:
-            summaries = self._run(out_dir, bool(changes_path), bool(plan_path), progress)
+            summaries = self._run(out_dir, changes is not None, plan is not None, progress)
             _tell(progress, "merging", self.report)
-            with open(outputs[0][0], "wb") as script_out:
-                plan_out = open(outputs[1][0], "wb") if plan_path else None
+            with open(script.staging, "wb") as script_out:
+                plan_out = open(plan.staging, "wb") if plan is not None else None
                 try:
                     self._merge(out_dir, summaries, script_out, plan_out)
                 finally:
                     if plan_out is not None:
                         plan_out.close()
-            if changes_path:
-                tmp = Path(str(changes_path) + ".part")
-                outputs.append((tmp, Path(changes_path)))
-                self._write_changes(out_dir, summaries, tmp)
-            for tmp, final in outputs:
-                replace(tmp, final)
+            if changes is not None:
+                self._write_changes(out_dir, summaries, changes.staging)
+            for output in outputs:
+                output.commit()
         finally:
-            for tmp, _final in outputs:
-                if tmp.is_dir():
-                    shutil.rmtree(tmp, ignore_errors=True)
-                elif tmp.exists():
-                    tmp.unlink()
+            for output in outputs:
+                output.discard()
             shutil.rmtree(out_dir, ignore_errors=True)
         return self.report
 

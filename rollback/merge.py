@@ -11,11 +11,9 @@ import codecs
 import io
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any, Protocol
 
 from rollback.pipeline.file_copy import copy_in_kernel
@@ -260,10 +258,3 @@ def concatenate(parts: list[str], out: Sink) -> None:
     for part in parts:
         with open(part, "rb") as f:
             copy_range(f, out, 0, os.fstat(f.fileno()).st_size)
-
-
-def replace(tmp: Path, final: Path) -> None:
-    """Move a finished output into place (a Parquet directory replaces the old one)."""
-    if tmp.is_dir() and final.is_dir():
-        shutil.rmtree(final)
-    os.replace(tmp, final)

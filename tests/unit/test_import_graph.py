@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.predicate",
             "rollback.hotpath",
             "rollback.logs",
+            "rollback.output_files",
         ),
     ),
     ("request", ("rollback.request",)),
