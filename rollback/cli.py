@@ -320,7 +320,8 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         choices=tuple(kind.value for kind in EngineKind),
         default=os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE.value,
         help="auto (default, or $MYSQL_ROLLBACK_ENGINE as for the service): in this process below "
-        "MYSQL_ROLLBACK_AUTO_SPARK_BYTES of range (default 256 MiB), Spark from there on; spark: partitions "
+        "MYSQL_ROLLBACK_AUTO_SPARK_BYTES of range (default 256 MiB), Spark from there on on a cluster master "
+        "(a cold local master would only add a JVM's start: in-process then too); spark: partitions "
         "run as Spark tasks (a range that fits in one partition runs in-process); local: in this process, "
         "in order. The choice and why is said on stderr",
     )

@@ -341,6 +341,9 @@ class Options:
     spark_master: str | None = None
     # EngineKind.AUTO: ranges of at least this many bytes run on Spark, smaller ones in-process.
     auto_spark_bytes: int = AUTO_SPARK_BYTES
+    # EngineKind.AUTO: whether the caller's Spark session is already warm (the service's, once it
+    # has started); a cold local master runs every range in-process (choose_engine says why).
+    spark_warm: bool = False
     # What DDL on a changed table in the range (or after it, up to the schema source) does: refuse,
     # keep today's schema (old images mapped to today's columns by name), or reverse it too.
     ddl: str = "refuse"

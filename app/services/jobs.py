@@ -268,6 +268,7 @@ class JobRunner(WorkerPool[str]):
             auto_spark_bytes=(
                 self.settings.auto_spark_bytes_warm if self.spark_ready() else self.settings.auto_spark_bytes
             ),
+            spark_warm=self.spark_ready(),
             partition_bytes=self.settings.partition_bytes,
             work_dir=self.settings.work_dir,
         )

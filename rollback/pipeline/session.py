@@ -41,6 +41,11 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+def session_started() -> bool:
+    """Whether this process's SparkSession is up (warm): a job on it pays no JVM start."""
+    return _session is not None
+
+
 def spark_status(master: str | None = None) -> dict:
     """What /health reports: the installed Spark version and whether the session has started yet."""
     import pyspark

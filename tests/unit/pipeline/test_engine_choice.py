@@ -79,3 +79,35 @@ def test_a_failed_spark_job_is_the_executors_own_error_on_one_line():
     assert "ModuleNotFoundError: No module named 'rollback'" in line and "spark.pyspark.python" in line
     other = KeyboardInterrupt()
     assert spark_failure(other, 4) is other
+
+
+@pytest.mark.parametrize(
+    ("master", "warm", "engine", "reason"),
+    [
+        ("local[*]", False, EngineKind.LOCAL, "but Spark's master local[*] is local and not started"),
+        ("local[2]", True, EngineKind.SPARK, "(master local[2], warm)"),
+        ("spark://127.0.0.1:7077", False, EngineKind.SPARK, "(master spark://127.0.0.1:7077, cold)"),
+    ],
+)
+def test_auto_on_a_large_range_takes_spark_only_where_it_brings_something(master, warm, engine, reason):
+    # A cold local master starts a JVM for no core the local engine's workers lack (bench/README.md).
+    chosen, why = choose_engine(EngineKind.AUTO, 2 * AUTO_SPARK_BYTES, AUTO_SPARK_BYTES, master, warm)
+    assert chosen is engine and why.startswith("auto: the range's 512.0 MiB is at least 256.0 MiB")
+    assert reason in why
+
+
+def test_the_cli_with_its_defaults_keeps_a_large_range_in_process_on_a_cold_local_master(
+    corpus_dir, tmp_path, monkeypatch, capsys
+):
+    from rollback import cli
+
+    binlog = corpus_dir / "blackbeam__rust_mysql_common/test-data/binlogs/mariadb-bin.000001"
+    monkeypatch.setenv("MYSQL_ROLLBACK_AUTO_SPARK_BYTES", "1K")  # the file is "large" here
+    monkeypatch.delenv("MYSQL_ROLLBACK_SPARK_MASTER", raising=False)
+    monkeypatch.delenv("MYSQL_ROLLBACK_ENGINE", raising=False)
+    assert cli.main(["flashback", str(binlog), "-o", str(tmp_path / "r.sql")]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "engine local (auto: the range's " in err
+        and "but Spark's master local[*] is local and not started" in err
+    )
