@@ -20,7 +20,9 @@ from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy, strlen, strpbrk
+from libc.math cimport isfinite, fabs
+from libc.float cimport FLT_MAX
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 
 cdef extern from "Python.h":
@@ -29,6 +31,11 @@ cdef extern from "Python.h":
     bint PyUnicode_CheckExact(object o)
     bint PyBytes_CheckExact(object o)
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+    bint PyFloat_CheckExact(object o)
+    double PyFloat_AS_DOUBLE(object o)
+    char* PyOS_double_to_string(double val, char format_code, int precision, int flags, int *ptype) except NULL
+    double PyOS_string_to_double(const char *s, char **endptr, object overflow_exception) except? -1.0
+    int Py_DTSF_ADD_DOT_0
 
 from decimal import Decimal
 
@@ -53,6 +60,7 @@ DEF K_LE_UINT = 12     # ENUM, SET
 DEF K_NULL_TYPE = 13
 DEF K_STRING = 14      # arg: bytes of the length prefix
 DEF K_UNSUPPORTED = 15
+DEF K_TIME2 = 16       # arg: fsp; fn: columns.time2_text for what the inline path refuses
 
 cdef object _decimal = Decimal
 # exclusive limit of a stored fraction by its bytes: 1/100 s, 1/10000 s, microseconds
@@ -68,13 +76,11 @@ for _i in range(1, 19):
 
 
 cdef class _Decimal:
-    """A NEWDECIMAL column's digit groups, in C: (precision, scale, byte sizes, digit counts,
-    columns.decimal_converter for precisions beyond 18 digits)."""
+    """A NEWDECIMAL column's digit groups, in C: (precision, scale, byte sizes, digit counts)."""
 
     cdef int precision, scale, ngroups
     cdef int sizes[16]
     cdef int digits[16]
-    cdef object convert
 
     def __cinit__(self, tuple extra):
         cdef int k
@@ -86,7 +92,6 @@ cdef class _Decimal:
         for k in range(self.ngroups):
             self.sizes[k] = extra[2][k]
             self.digits[k] = extra[3][k]
-        self.convert = extra[4]
 
 
 cdef class Layout:
@@ -219,6 +224,60 @@ cdef object _datetime2(uint64_t r, int fsp, object fn):
     return _ascii(text, n)
 
 
+cdef int[7] _FRAC_UNIT_BY_FSP  # TIME2's stored fraction unit in microseconds, by fsp (columns._FRAC_UNIT)
+_FRAC_UNIT_BY_FSP[:] = [0, 10000, 10000, 100, 100, 1, 1]
+cdef uint64_t[7] _FRAC_DIV_BY_FSP  # usec // this = the fsp digits (columns._FRAC_DIV)
+_FRAC_DIV_BY_FSP[:] = [1, 100000, 10000, 1000, 100, 10, 1]
+
+
+cdef object _time2(uint64_t r, int fsp, object fn):
+    """TIME2 text as ``columns.time2_text`` makes it (the packed in-memory TIME: ``hms << 24 |
+    usec``, negated when negative; a negative value with a fraction borrows a second); anything
+    out of range goes to that function, which says why."""
+    cdef int nbytes = (fsp + 1) // 2
+    cdef int bits = nbytes * 8
+    cdef int64_t packed, intpart, frac
+    cdef int64_t hms, usec
+    cdef int hour, minute, second, n = 0
+    cdef char text[32]
+    if fsp > 6:
+        return fn(r, fsp)
+    if fsp >= 5:
+        packed = <int64_t>r - <int64_t>0x800000000000
+    else:
+        intpart = <int64_t>(r >> bits) - 0x800000
+        frac = <int64_t>(r & ((<uint64_t>1 << bits) - 1))
+        if intpart < 0 and frac:
+            intpart += 1
+            frac -= <int64_t>1 << bits
+        packed = intpart * (<int64_t>1 << 24) + frac * _FRAC_UNIT_BY_FSP[fsp]
+    if packed < 0:
+        text[0] = b'-'
+        n = 1
+        packed = -packed
+    hms = packed >> 24
+    usec = packed & 0xFFFFFF
+    hour = <int>(hms >> 12 & 0x3FF)
+    minute = <int>(hms >> 6 & 63)
+    second = <int>(hms & 63)
+    if minute > 59 or second > 59 or (fsp and usec >= 1000000):
+        return fn(r, fsp)
+    if hour < 10:
+        text[n] = b'0'
+        n += 1
+    n += _put_uint(text + n, <uint64_t>hour)
+    text[n] = b':'
+    _put2(text + n + 1, minute)
+    text[n + 3] = b':'
+    _put2(text + n + 4, second)
+    n += 6
+    if fsp:
+        text[n] = b'.'
+        n += 1
+        n += _put_digits(text + n, <uint64_t>usec // _FRAC_DIV_BY_FSP[fsp], fsp)
+    return _ascii(text, n)
+
+
 cdef void _civil(int64_t days, int *year, int *month, int *day) noexcept:
     """Days since 1970-01-01 -> the proleptic Gregorian date (what time.gmtime gives)."""
     cdef int64_t z = days + 719468
@@ -263,20 +322,16 @@ cdef object _timestamp2(uint64_t r, int fsp, object fn):
 
 cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
     """NEWDECIMAL as ``columns.decimal_converter`` makes it: Decimal('[-]<unscaled>E-<scale>');
-    with ``as_text`` (up to 18 digits) the text the statement renderer writes for that Decimal,
-    ``format(value, "f")``, as a str (see decode_rows)."""
+    with ``as_text`` the text the statement renderer writes for that Decimal, ``format(value,
+    "f")``, as a str (see decode_rows). The unscaled digits are the groups' digits one after the
+    other (each group but the leading ones zero-padded to its digit count): no integer wider than
+    a group is needed, at any precision (up to 65 digits)."""
     cdef int k, nbytes, d
-    cdef uint64_t g, top, unscaled = 0
+    cdef uint64_t g, top
     cdef bint negative = False
-    cdef char text[48]
-    cdef int n = 0
-    if dec.precision > 18:
-        groups = []
-        for k in range(dec.ngroups):
-            nbytes = dec.sizes[k]
-            groups.append(_be(p, nbytes))
-            p += nbytes
-        return dec.convert(*groups)
+    cdef char digits[72]
+    cdef char text[80]
+    cdef int nd = 0, n = 0
     for k in range(dec.ngroups):
         nbytes = dec.sizes[k]
         d = dec.digits[k]
@@ -293,13 +348,20 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
             g ^= (<uint64_t>1 << (nbytes * 8)) - 1
         if g >= _POW10[d]:
             raise Fallback
-        unscaled = unscaled * _POW10[d] + g
-    if as_text and _plain_decimal(negative, unscaled, dec.scale):
-        return _decimal_text(negative, unscaled, dec.scale)
+        if nd:
+            nd += _put_digits(digits + nd, g, d)
+        elif g:
+            nd = _put_uint(digits, g)
+    if nd == 0:
+        digits[0] = b'0'
+        nd = 1
+    if as_text and _plain_decimal(negative, digits, nd, dec.scale):
+        return _decimal_text(negative, digits, nd, dec.scale)
     if negative:
         text[n] = b'-'
         n += 1
-    n += _put_uint(text + n, unscaled)
+    memcpy(text + n, digits, nd)
+    n += nd
     if dec.scale:
         text[n] = b'E'
         text[n + 1] = b'-'
@@ -308,29 +370,22 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
     return _decimal(_ascii(text, n))
 
 
-cdef inline bint _plain_decimal(bint negative, uint64_t unscaled, int scale) noexcept:
-    """Whether str() of Decimal('[-]<unscaled>E-<scale>') is its format(value, "f") text: not in
+cdef inline bint _plain_decimal(bint negative, const char *digits, int nd, int scale) noexcept:
+    """Whether str() of Decimal('[-]<digits>E-<scale>') is its format(value, "f") text: not in
     exponent form (adjusted exponent from -6 on), and not a negative zero (-0.00 is a Decimal equal
     to 0.00 with another text; an UPDATE compares values). The change log writes str(), the
     statements format(): a text both agree on serves both."""
-    cdef int digits = 1
-    cdef uint64_t rest = unscaled
-    while rest >= 10:
-        rest //= 10
-        digits += 1
-    return digits - 1 - scale >= -6 and not (negative and unscaled == 0)
+    return nd - 1 - scale >= -6 and not (negative and nd == 1 and digits[0] == b'0')
 
 
-cdef object _decimal_text(bint negative, uint64_t unscaled, int scale):
-    """format(Decimal('[-]<unscaled>E-<scale>'), "f"): the digits with the point `scale` from the
+cdef object _decimal_text(bint negative, const char *digits, int nd, int scale):
+    """format(Decimal('[-]<digits>E-<scale>'), "f"): the digits with the point `scale` from the
     right, a 0 before a point with nothing left of it. A negative zero (-0.00) is a Decimal equal
     to 0.00 with another text: left to the Decimal path (an UPDATE compares values)."""
-    cdef char digits[24]
-    cdef char text[48]
-    cdef int nd, n = 0, i
-    if negative and unscaled == 0:
+    cdef char text[160]
+    cdef int n = 0, i
+    if negative and nd == 1 and digits[0] == b'0':
         raise Fallback
-    nd = _put_uint(digits, unscaled)
     if negative:
         text[n] = b'-'
         n += 1
@@ -420,6 +475,8 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
                     value = _datetime2(_be(p, size), arg, layout.fns[k])
                 elif kind == K_TIMESTAMP2:
                     value = _timestamp2(_be(p, size), arg, layout.fns[k])
+                elif kind == K_TIME2:
+                    value = _time2(_be(p, size), arg, layout.fns[k])
                 elif kind == K_DECIMAL:
                     value = _decimal_value(p, <_Decimal>layout.extras[k], decimal_text)
                 elif kind == K_LE_UINT:
@@ -526,6 +583,8 @@ DEF L_TEXT = 4       # string_literal of a UTF-8 (or ASCII) charset; hex with th
 DEF L_HEX = 5        # hex_literal(bytes(value))
 DEF L_ASCII = 6      # string_literal of the ascii charset
 DEF L_ENUM = 7       # sql.EnumLiteral: fn.literals[index], or the index
+DEF L_FLOAT32 = 8    # sql.float32_literal: the shortest text that stores the same FLOAT
+DEF L_DOUBLE = 9     # sql.double_literal: repr() with an exponent (a DOUBLE literal, not a DECIMAL)
 
 cdef const char *_HEX = b"0123456789abcdef"
 cdef char _HEX_PAIRS[512]  # the two hex digits of every byte value, side by side
@@ -677,6 +736,46 @@ cdef int _text(_Out out, object value, bint ascii_only, bytes charset) except -1
 cdef bytes _BINARY = b"binary"
 
 
+cdef int _float_text(_Out out, char *text) except -1:
+    """sql._float_text of a finite value's text: written with an exponent, the literal is a DOUBLE
+    (not an exact DECIMAL) in MySQL and MariaDB."""
+    out.raw(text, <Py_ssize_t>strlen(text))
+    if strpbrk(text, b"eE") == NULL:
+        out.raw(b"e0", 2)
+    return 0
+
+
+cdef int _float_literal(_Out out, int kind, object fn, object value) except -1:
+    """sql.float32_literal and sql.double_literal for a finite float, with the same C functions
+    Python's format() and repr() use; anything else (NaN, infinity, not a float) goes to `fn`."""
+    cdef double v, number
+    cdef float target, found
+    cdef int digits
+    cdef char *text
+    if not PyFloat_CheckExact(value):
+        return out.text(fn(value))
+    v = PyFloat_AS_DOUBLE(value)
+    if not isfinite(v):
+        return out.text(fn(value))
+    if kind == L_FLOAT32:
+        target = <float>v
+        for digits in range(6, 10):  # f"{value:.{digits}g}" until it stores the same float32
+            text = PyOS_double_to_string(v, b'g', digits, 0, NULL)
+            try:
+                number = PyOS_string_to_double(text, NULL, None)
+                if fabs(number) <= FLT_MAX:
+                    found = <float>number
+                    if memcmp(&found, &target, sizeof(float)) == 0:
+                        return _float_text(out, text)
+            finally:
+                PyMem_Free(text)
+    text = PyOS_double_to_string(v, b'r', 0, Py_DTSF_ADD_DOT_0, NULL)  # repr(value)
+    try:
+        return _float_text(out, text)
+    finally:
+        PyMem_Free(text)
+
+
 cdef int _literal(_Out out, int kind, object fn, bytes charset, object value) except -1:
     cdef list literals
     cdef str text
@@ -720,6 +819,8 @@ cdef int _literal(_Out out, int kind, object fn, bytes charset, object value) ex
         return out.text(str(value))
     if kind == L_TEMPORAL:
         return out.text("'" + value + "'")
+    if kind == L_FLOAT32 or kind == L_DOUBLE:
+        return _float_literal(out, kind, fn, value)
     return out.text(fn(value))
 
 

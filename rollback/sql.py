@@ -560,6 +560,7 @@ def _lines(texts: list[str]) -> tuple[bytes, int, int]:
 
 # Literal kinds of the compiled core (rollback/_speedups.pyx's L_* constants).
 _L_CALL, _L_STR, _L_DECIMAL, _L_TEMPORAL, _L_TEXT, _L_HEX, _L_ASCII, _L_ENUM = 0, 1, 2, 3, 4, 5, 6, 7
+_L_FLOAT32, _L_DOUBLE = 8, 9
 _UTF8_CODECS = {"utf-8": _L_TEXT, "ascii": _L_ASCII}
 
 
@@ -576,6 +577,10 @@ def _literal_plan(literal: Literal) -> tuple[int, Literal | None, bytes | None]:
         return _L_HEX, None, None
     if isinstance(literal, EnumLiteral):
         return _L_ENUM, literal, None
+    if literal is float32_literal:  # the function stays: the core calls it for what it leaves (NaN)
+        return _L_FLOAT32, literal, None
+    if literal is double_literal or literal is float32_where_literal:
+        return _L_DOUBLE, literal, None
     if isinstance(literal, StringLiteral):
         charset = literal.charset
         if charset is None or charset == "binary":

@@ -489,7 +489,7 @@ def _unsupporter(specs: tuple[ColumnSpec, ...]) -> Callable[[int, int], None]:
 
 _K_INT, _K_FLOAT, _K_DOUBLE, _K_YEAR, _K_DATE, _K_DATETIME2, _K_TIMESTAMP2 = 1, 2, 3, 4, 5, 6, 7
 _K_BE_CALL, _K_LE_CALL, _K_DECIMAL, _K_BE_UINT, _K_LE_UINT, _K_NULL_TYPE = 8, 9, 10, 11, 12, 13
-_K_STRING, _K_UNSUPPORTED = 14, 15
+_K_STRING, _K_UNSUPPORTED, _K_TIME2 = 14, 15, 16
 
 # (kind, bytes, argument, converter, extra) of one column
 _Kind = tuple[int, int, int, Any, Any]
@@ -533,7 +533,7 @@ def _column_kind(spec: ColumnSpec) -> _Kind:
     if code == T.TIMESTAMP2:
         return _K_TIMESTAMP2, width, fsp, C.timestamp2_text, None
     if code == T.TIME2:
-        return _K_BE_CALL, width, fsp, C.time2_text, None
+        return _K_TIME2, width, fsp, C.time2_text, None
     if code == T.NEWDECIMAL:
         groups = C.decimal_groups(spec.precision, spec.scale)
         extra = (
@@ -541,7 +541,6 @@ def _column_kind(spec: ColumnSpec) -> _Kind:
             spec.scale,
             tuple(nbytes for nbytes, _ in groups),
             tuple(digits for _, digits in groups),
-            C.decimal_converter(spec.precision, spec.scale),
         )
         return _K_DECIMAL, width, 0, None, extra
     if code == T.BIT:
