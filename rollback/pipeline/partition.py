@@ -773,8 +773,7 @@ class _Run:
                 if header:
                     script_out.write(header.encode("utf-8"))
                 chunks = range(end - 1, first - 1, -1) if newest_first else range(first, end)
-                for index in chunks:
-                    script_out.write(self.rendered.get(index))
+                self.rendered.write_script(chunks, script_out)
                 order.extend(chunks)
                 if header:
                     script_out.write(BLOCK_END.encode("utf-8"))

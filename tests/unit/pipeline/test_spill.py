@@ -24,6 +24,12 @@ def test_chunks_come_back_in_the_order_asked_for(tmp_path, limit, plan_limit, ne
     assert len(buffer) == len(CHUNKS)
     for order in ORDERS:
         assert [buffer.get(i) for i in order] == [CHUNKS[i][0] for i in order]
+        script = tmp_path / "script"
+        with open(script, "wb") as f:
+            f.write(b"header\n")
+            buffer.write_script(order, f)
+            f.write(b"end\n")
+        assert script.read_bytes() == b"header\n" + b"".join(CHUNKS[i][0] for i in order) + b"end\n"
         out = tmp_path / "plan"
         with open(out, "wb") as f:
             f.write(b"head\n")
@@ -36,8 +42,7 @@ def test_a_plan_past_its_limit_is_spilled_and_read_back_from_the_spool(tmp_path)
     buffer = SpillBuffer(str(tmp_path), plan_limit=100, newest_first=True)
     for script, plan in CHUNKS:
         buffer.add_encoded(script, plan)
-    assert buffer._plan is not None and buffer._plan_size > 0  # noqa: SLF001 - the spill path is the point
-    assert buffer._plan_memory_bytes <= 100  # noqa: SLF001
+    assert buffer.plan_spilled_bytes > 0 and buffer.plan_memory_bytes <= 100  # the spill path is the point
     out = tmp_path / "plan"
     with open(out, "wb", buffering=0) as f:
         buffer.write_plan(reversed(range(len(CHUNKS))), f)
@@ -52,5 +57,5 @@ def test_a_buffer_without_a_plan_writes_none(tmp_path):
     with open(out, "wb") as f:
         buffer.write_plan([0], f)
     assert out.read_bytes() == b""
-    assert buffer._plan is None  # noqa: SLF001 - no spool for empty text
+    assert buffer._plan._file is None  # noqa: SLF001 - no spool for empty text
     buffer.close()
