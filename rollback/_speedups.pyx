@@ -31,6 +31,7 @@ cdef extern from "Python.h":
     bint PyUnicode_CheckExact(object o)
     bint PyBytes_CheckExact(object o)
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
+    unsigned long long PyLong_AsUnsignedLongLong(object o) except? -1
     bint PyFloat_CheckExact(object o)
     double PyFloat_AS_DOUBLE(object o)
     char* PyOS_double_to_string(double val, char format_code, int precision, int flags, int *ptype) except NULL
@@ -585,6 +586,9 @@ DEF L_ASCII = 6      # string_literal of the ascii charset
 DEF L_ENUM = 7       # sql.EnumLiteral: fn.literals[index], or the index
 DEF L_FLOAT32 = 8    # sql.float32_literal: the shortest text that stores the same FLOAT
 DEF L_DOUBLE = 9     # sql.double_literal: repr() with an exponent (a DOUBLE literal, not a DECIMAL)
+DEF L_ASCII_OR_CALL = 10  # string_literal of a charset that reads ASCII as ASCII: ASCII text here, the rest fn(value)
+DEF L_BIT = 11       # sql.BitLiteral: b'<binary digits, zero-filled to fn.width>'
+DEF L_SET = 12       # sql.SetLiteral: the members of the mask (fn.quoted) joined and quoted
 
 cdef const char *_HEX = b"0123456789abcdef"
 cdef char _HEX_PAIRS[512]  # the two hex digits of every byte value, side by side
@@ -736,6 +740,53 @@ cdef int _text(_Out out, object value, bint ascii_only, bytes charset) except -1
 cdef bytes _BINARY = b"binary"
 
 
+cdef inline bint _is_ascii(const unsigned char *s, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if s[i] >= 0x80:
+            return False
+    return True
+
+
+cdef int _bit_literal(_Out out, object fn, object value) except -1:
+    """sql.BitLiteral: b'<digits>' with at least fn.width digits (a value needing more keeps them)."""
+    cdef uint64_t v
+    cdef int width = fn.width, bits = 0, i
+    cdef char text[80]
+    if value < 0 or value.bit_length() > 64 or width > 64:
+        return out.text(fn(value))
+    v = PyLong_AsUnsignedLongLong(value)
+    while bits < 64 and (v >> bits) != 0:
+        bits += 1
+    if bits < width:
+        bits = width
+    text[0] = b"b"
+    text[1] = b"'"
+    for i in range(bits):
+        text[2 + i] = b"1" if (v >> (bits - 1 - i)) & 1 else b"0"
+    text[2 + bits] = b"'"
+    return out.raw(text, bits + 3)
+
+
+cdef int _set_literal(_Out out, object fn, object value) except -1:
+    """sql.SetLiteral for a mask within the members: 'm1,m2,...' (their quotes doubled in fn.quoted)."""
+    cdef list quoted = <list>fn.quoted
+    cdef Py_ssize_t n = len(quoted), i
+    cdef uint64_t mask
+    cdef bint first = True
+    if value < 0 or value.bit_length() > n or n > 64:
+        return out.text(fn(value))
+    mask = PyLong_AsUnsignedLongLong(value)
+    out.raw(b"'", 1)
+    for i in range(n):
+        if mask >> i & 1:
+            if not first:
+                out.raw(b",", 1)
+            first = False
+            out.text(quoted[i])
+    return out.raw(b"'", 1)
+
+
 cdef int _float_text(_Out out, char *text) except -1:
     """sql._float_text of a finite value's text: written with an exponent, the literal is a DOUBLE
     (not an exact DECIMAL) in MySQL and MariaDB."""
@@ -803,6 +854,12 @@ cdef int _literal(_Out out, int kind, object fn, bytes charset, object value) ex
         return out.raw(b"'", 1)
     if kind == L_TEXT or kind == L_ASCII:
         return _text(out, value, kind == L_ASCII, charset)
+    if kind == L_ASCII_OR_CALL:
+        if not PyBytes_CheckExact(value):
+            value = bytes(value)
+        if _is_ascii(<const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value)):
+            return _text(out, value, True, charset)
+        return out.text(fn(value))
     if kind == L_HEX:
         if not PyBytes_CheckExact(value):
             value = bytes(value)
@@ -821,6 +878,10 @@ cdef int _literal(_Out out, int kind, object fn, bytes charset, object value) ex
         return out.text("'" + value + "'")
     if kind == L_FLOAT32 or kind == L_DOUBLE:
         return _float_literal(out, kind, fn, value)
+    if kind == L_BIT and PyLong_CheckExact(value):
+        return _bit_literal(out, fn, value)
+    if kind == L_SET and PyLong_CheckExact(value):
+        return _set_literal(out, fn, value)
     return out.text(fn(value))
 
 

@@ -159,8 +159,21 @@ def json_text(value: Any) -> str:
     raise ValueError("a partial JSON update without its before document cannot be rendered as SQL")
 
 
+class BitLiteral:
+    """A BIT(width) value as a bit-string literal, zero-filled to the column's width. A class, not a
+    closure, so that the compiled statements can read the width and render it in C."""
+
+    __slots__ = ("width",)
+
+    def __init__(self, width: int):
+        self.width = max(width, 1)
+
+    def __call__(self, value: int) -> str:
+        return "b'" + format(value, "b").zfill(self.width) + "'"
+
+
 def bit_literal(width: int) -> Literal:
-    return lambda v: "b'" + format(v, "b").zfill(max(width, 1)) + "'"
+    return BitLiteral(width)
 
 
 @dataclass(slots=True)
@@ -193,16 +206,29 @@ def _enum_literal(members: tuple[str, ...] | None) -> Literal:
     return EnumLiteral(members)
 
 
-def _set_literal(members: tuple[str, ...] | None) -> Literal:
-    if not members:
-        return str
+class SetLiteral:
+    """A SET's literal by bit mask: its members joined, quoted; a mask with a bit past the members
+    as its number. A class, not a closure, so that the compiled statements can join the members in C
+    (`quoted`: each member with its quotes doubled, or None when one needs hex: then it is called)."""
 
-    def render(mask: int) -> str:
+    __slots__ = ("members", "quoted")
+
+    def __init__(self, members: tuple[str, ...]):
+        self.members = members
+        safe = all(_UNSAFE_CHARS.search(m) is None for m in members)
+        self.quoted = [m.replace("'", "''") for m in members] if safe else None
+
+    def __call__(self, mask: int) -> str:
+        members = self.members
         if mask >> len(members):
             return str(mask)
         return quote_text(",".join(m for i, m in enumerate(members) if mask >> i & 1))
 
-    return render
+
+def _set_literal(members: tuple[str, ...] | None) -> Literal:
+    if not members:
+        return str
+    return SetLiteral(members)
 
 
 def column_literals(
@@ -560,8 +586,18 @@ def _lines(texts: list[str]) -> tuple[bytes, int, int]:
 
 # Literal kinds of the compiled core (rollback/_speedups.pyx's L_* constants).
 _L_CALL, _L_STR, _L_DECIMAL, _L_TEMPORAL, _L_TEXT, _L_HEX, _L_ASCII, _L_ENUM = 0, 1, 2, 3, 4, 5, 6, 7
-_L_FLOAT32, _L_DOUBLE = 8, 9
+_L_FLOAT32, _L_DOUBLE, _L_ASCII_OR_CALL, _L_BIT, _L_SET = 8, 9, 10, 11, 12
 _UTF8_CODECS = {"utf-8": _L_TEXT, "ascii": _L_ASCII}
+_ASCII = bytes(range(128))
+# Charsets whose Python codec reads every ASCII byte as that ASCII character (checked, not assumed):
+# for them string_literal of ASCII-only bytes is the ASCII text, which the core renders in C.
+_ASCII_AS_ASCII = frozenset(
+    charset
+    for charset, codec in PYTHON_CODEC.items()
+    if codec is not None
+    and charset not in _NOT_ASCII_BASED
+    and _ASCII.decode(codec, "replace") == _ASCII.decode()
+)
 
 
 def _literal_plan(literal: Literal) -> tuple[int, Literal | None, bytes | None]:
@@ -577,6 +613,10 @@ def _literal_plan(literal: Literal) -> tuple[int, Literal | None, bytes | None]:
         return _L_HEX, None, None
     if isinstance(literal, EnumLiteral):
         return _L_ENUM, literal, None
+    if isinstance(literal, BitLiteral):
+        return _L_BIT, literal, None
+    if isinstance(literal, SetLiteral) and literal.quoted is not None:
+        return _L_SET, literal, None
     if literal is float32_literal:  # the function stays: the core calls it for what it leaves (NaN)
         return _L_FLOAT32, literal, None
     if literal is double_literal or literal is float32_where_literal:
@@ -588,6 +628,8 @@ def _literal_plan(literal: Literal) -> tuple[int, Literal | None, bytes | None]:
         kind = _UTF8_CODECS.get(PYTHON_CODEC.get(charset) or "")
         if kind is not None and charset in _UNICODE_EXACT:
             return kind, None, charset.encode("utf-8")
+        if charset in _ASCII_AS_ASCII:
+            return _L_ASCII_OR_CALL, literal, charset.encode("utf-8")
     return _L_CALL, literal, None
 
 

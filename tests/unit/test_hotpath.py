@@ -60,7 +60,7 @@ def test_version_says_which_path_runs_and_the_environment_variable_forces_the_pu
 
 # ---- random tables ------------------------------------------------------------------------------------
 
-CHARSETS = ["utf8mb4", "utf8mb3", "ascii", "latin1", "binary", "cp1251", "gbk", None]
+CHARSETS = ["utf8mb4", "utf8mb3", "ascii", "latin1", "binary", "cp1251", "gbk", "sjis", "koi8r", None]
 TEXT = st.one_of(
     st.binary(max_size=40),
     st.text(max_size=20).map(lambda s: s.encode("utf-8", "surrogatepass")),
