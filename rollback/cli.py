@@ -298,6 +298,15 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         "writing old rows into today's columns by name; reverse: also undo the DDL in the range",
     )
     cmd.add_argument("--full-where", action="store_true", help="identify rows by every column, not the key")
+    cmd.add_argument(
+        "--rows-per-statement",
+        type=_rows_per_statement,
+        default=1,
+        metavar="N",
+        help="join up to N re-inserted rows, or N rows deleted by key, into one statement of the script "
+        "(default 1: a statement a row); UPDATEs and keyless deletes stay one a row, and the plan keeps "
+        "one check a row",
+    )
     cmd.add_argument("--allow-partial", action="store_true", help="emit what is restorable, list the rest")
     cmd.add_argument(
         "--allow-empty",
@@ -500,6 +509,7 @@ def _flashback(args: argparse.Namespace) -> int:
     options = Options(
         mode=args.mode,
         full_where=args.full_where,
+        rows_per_statement=args.rows_per_statement,
         allow_partial=args.allow_partial,
         allow_partial_transactions=args.allow_partial_transactions,
         allow_empty=args.allow_empty,
@@ -600,6 +610,16 @@ def _record_generation(outcome: CommandReport, report: Any) -> None:
             else None,
         )
     )
+
+
+def _rows_per_statement(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows from 1 to 100000")
+    return value
 
 
 def _auto_spark_bytes() -> int:

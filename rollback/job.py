@@ -220,6 +220,7 @@ class Job:
             filters=self.filters,
             mode=self.options.mode,
             full_where=self.options.full_where,
+            rows_per_statement=self.options.rows_per_statement,
             verify_checksums=self.options.verify_checksums,
             gtid=self.rng.gtid_filter,
             since=self.rng.since,

@@ -315,6 +315,9 @@ DDL_MODES = ("refuse", "keep", "reverse")
 class Options:
     mode: str = "flashback"  # flashback | forward | changes (the change log only; the script is its header)
     full_where: bool = False
+    # The script's re-inserts and deletes by key joined up to this many rows a statement (1: one row
+    # a statement, the readable form); the plan keeps one row a statement (statement_batches.py).
+    rows_per_statement: int = 1
     allow_partial: bool = False
     # A pick (--where, --include-query/--exclude-query) may keep only some rows of a transaction:
     # refused unless accepted here, since undoing part of a transaction may break its invariants.

@@ -428,6 +428,10 @@ class TableRenderer:
         ]
         return " AND ".join(parts)
 
+    def joinable_heads(self) -> tuple[bytes, bytes]:
+        """(the head of a whole-row INSERT, of a DELETE): what statement_batches joins statements by."""
+        return self._insert_head.encode("utf-8"), f"DELETE FROM {self.table} WHERE ".encode()
+
     def _limit(self) -> str:
         return "" if self.keyed else " LIMIT 1"
 

@@ -64,6 +64,7 @@ from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
 from rollback.schema import TableSchema
 from rollback.sql import TableRenderer, decimal_literal
+from rollback.statement_batches import join_statements
 
 # (bytes done, events done) within the partition; called now and then while it runs.
 PartitionProgress = Callable[[int, int], None]
@@ -79,6 +80,7 @@ class JobSpec:
     filters: Filters
     mode: str = "flashback"  # flashback | forward | changes (the change log only: nothing rendered)
     full_where: bool = False
+    rows_per_statement: int = 1  # the script's joined statements (rollback/statement_batches.py)
     verify_checksums: bool = True
     gtid: GtidFilter | None = None
     since: float | None = None
@@ -591,6 +593,10 @@ class _Run:
             else:
                 data, count, longest, plan_data = full.plan(kind, rows, forward, lines, self.kept_index)
             if count:
+                if self.job.rows_per_statement > 1:
+                    data, longest = join_statements(
+                        data, self.job.rows_per_statement, *renderer.joinable_heads()
+                    )
                 self._note_largest(longest, batch, table)
                 self.rendered.add_encoded(data, plan_data)
                 self._counted(current, batch, table, count)
@@ -630,7 +636,16 @@ class _Run:
                         plan.append(
                             lines.reverse(index, result.kind, result.check, result.expect, result.sql)
                         )
-        if script:
+        if script and self.job.rows_per_statement > 1:
+            data, longest = join_statements(
+                ("\n".join(script) + "\n").encode("utf-8"),
+                self.job.rows_per_statement,
+                *renderer.joinable_heads(),
+            )
+            self._note_largest(longest, batch, table)
+            self.rendered.add_encoded(data, ("\n".join(plan) + "\n" if plan else "").encode("utf-8"))
+            self._counted(current, batch, table, len(script))
+        elif script:
             text = "\n".join(script) + "\n"
             self._largest(script, text, batch, table)
             self.rendered.add(text, "\n".join(plan) + "\n" if plan else "")

@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("source", ("rollback.pipeline.storage", "rollback.sources")),
     ("plan", ("rollback.pipeline.order", "rollback.pipeline.savepoints", "rollback.pipeline.plan")),
     ("decode", ("rollback.records", "rollback.change_lines", "rollback.decode_files")),
-    ("invert and render", ("rollback.invert", "rollback.sql")),
+    ("invert and render", ("rollback.invert", "rollback.sql", "rollback.statement_batches")),
     # every other module of rollback/pipeline/: holdback, selection, plan_lines, spill, file_copy, parts,
     # partition, contents, session, engines/, changes
     ("partition and engines", ("rollback.pipeline",)),
