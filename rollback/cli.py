@@ -303,9 +303,9 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         type=_rows_per_statement,
         default=1,
         metavar="N",
-        help="join up to N re-inserted rows, or N rows deleted by key, into one statement of the script "
-        "(default 1: a statement a row); UPDATEs and keyless deletes stay one a row, and the plan keeps "
-        "one check a row",
+        help="join up to N rows of one rows event into one statement of the script: re-inserts, deletes by "
+        "key, updates by key that cannot meet a unique key's duplicate midway (default 1: a statement a "
+        "row); keyless deletes stay one a row, and the plan keeps one check a row",
     )
     cmd.add_argument("--allow-partial", action="store_true", help="emit what is restorable, list the rest")
     cmd.add_argument(

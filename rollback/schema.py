@@ -52,6 +52,8 @@ class TableSchema:
     # schema history: the table options named by the DDL that made it (kind -> text: engine ->
     # ENGINE=InnoDB); None unknown, and a kind not in it is the server's default at its CREATE
     options: dict[str, str] | None = None
+    # every column of any unique index (primary, nullable, prefix ones too); None: not known
+    unique_columns: frozenset[int] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -227,6 +229,7 @@ def schema_from_rows(
         )
     primary: tuple[int, ...] = ()
     uniques: list[tuple[int, ...]] = []
+    unique_columns = frozenset(i for parts in by_index.values() if not parts[0][1] for i, _, _ in parts)
     for index_name, parts in by_index.items():
         if any(non_unique for _, non_unique, _ in parts) or any(sub for _, _, sub in parts):
             continue
@@ -236,7 +239,7 @@ def schema_from_rows(
         elif all(not cols[i].nullable for i in key):
             uniques.append(key)
     uniques.sort(key=len)
-    return TableSchema(database, table, cols, primary, uniques, source=source)
+    return TableSchema(database, table, cols, primary, uniques, source=source, unique_columns=unique_columns)
 
 
 _TABLE_TYPE_SQL = (
@@ -386,6 +389,8 @@ def _by_name(named: TableSchema, found: TableSchema, tmap: TableMap, where: str)
     if not named.primary_key:
         named.primary_key = in_binlog(found.primary_key) or ()
     named.unique_keys = [k for k in map(in_binlog, found.unique_keys) if k is not None]
+    if found.unique_columns is not None:  # a unique column the binlog does not carry is set by nothing
+        named.unique_columns = frozenset(mine_of[j] for j in found.unique_columns if j in mine_of)
     return named
 
 

@@ -381,6 +381,8 @@ class TableRenderer:
         self.columns = cols
         self.key = () if full_where or schema is None else schema.row_key
         self.keyed = bool(self.key)
+        # columns of a unique index, or None when not known (then every column is treated as one)
+        self.unique_columns = schema.unique_columns if schema is not None else None
         # Prepared once for the per-row paths: names, literal functions, and the all-columns forms.
         self._names = [c.name for c in cols]
         self._values = [c.value for c in cols]
@@ -451,15 +453,38 @@ class TableRenderer:
 
     def update(self, set_image: Sequence[Any], where_image: Sequence[Any]) -> str | None:
         """UPDATE setting the columns of set_image that differ from where_image; None when nothing differs."""
+        sets = self.update_sets(set_image, where_image)
+        if not sets:
+            return None
+        assignments = ", ".join(f"{self._names[i]}={text}" for i, text in sets)
+        return f"UPDATE {self.table} SET {assignments} WHERE {self.where(where_image)}{self._limit()};"
+
+    def update_sets(self, set_image: Sequence[Any], where_image: Sequence[Any]) -> list[tuple[int, str]]:
+        """(column index, literal) of every column an UPDATE from where_image to set_image sets."""
         columns = self.columns
-        sets = [
-            f"{self._names[i]}={'NULL' if v is None else self._values[i](v)}"
+        return [
+            (i, "NULL" if v is None else self._values[i](v))
             for i, (v, w) in enumerate(zip(set_image, where_image, strict=True))
             if v is not MISSING and (w is MISSING or w != v) and columns[i].writable
         ]
-        if not sets:
-            return None
-        return f"UPDATE {self.table} SET {', '.join(sets)} WHERE {self.where(where_image)}{self._limit()};"
+
+    def joinable_update_columns(self) -> frozenset[int]:
+        """Columns a joined UPDATE (statement_batches.join_updates) may set with CASE: not the key its
+        rows are found by, and of a type whose literals keep their meaning as a CASE result (numbers,
+        DECIMAL, temporal text, UTF-8 text, binary); ENUM, SET, BIT, JSON and other charsets' text
+        are set one row a statement."""
+        if not self.keyed:
+            return frozenset()
+        kinds = (_L_STR, _L_DECIMAL, _L_TEMPORAL, _L_HEX, _L_TEXT, _L_FLOAT32, _L_DOUBLE)
+        joinable = []
+        for i, column in enumerate(self.columns):
+            kind, _fn, charset = _literal_plan(column.value)
+            if i in self.key or kind not in kinds or not column.writable:
+                continue
+            if kind == _L_TEXT and charset not in (b"utf8mb4", b"utf8mb3", b"utf8"):
+                continue
+            joinable.append(i)
+        return frozenset(joinable)
 
     def exists(self, image: Sequence[Any]) -> str:
         """A query counting the rows that match the image exactly (every present column, byte for byte):

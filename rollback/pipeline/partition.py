@@ -64,7 +64,7 @@ from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
 from rollback.schema import TableSchema
 from rollback.sql import TableRenderer, decimal_literal
-from rollback.statement_batches import join_statements
+from rollback.statement_batches import join_statements, join_updates
 
 # (bytes done, events done) within the partition; called now and then while it runs.
 PartitionProgress = Callable[[int, int], None]
@@ -593,7 +593,10 @@ class _Run:
             else:
                 data, count, longest, plan_data = full.plan(kind, rows, forward, lines, self.kept_index)
             if count:
-                if self.job.rows_per_statement > 1:
+                if self.job.rows_per_statement > 1 and kind == "update" and not forward:
+                    pairs = ((before, after) for before, after in reversed(rows))
+                    data, longest, _rows = join_updates(renderer, pairs, self.job.rows_per_statement)
+                elif self.job.rows_per_statement > 1:
                     data, longest = join_statements(
                         data, self.job.rows_per_statement, *renderer.joinable_heads()
                     )

@@ -1,6 +1,7 @@
-"""`--rows-per-statement N`: the script's re-inserts and deletes by key joined into multi-row
-statements restore exactly what the one-row script restores (checksums, applied with `mariadb`),
-while UPDATEs, keyless deletes and the plan stay one row a statement."""
+"""`--rows-per-statement N`: the script's re-inserts, deletes by key and updates by key joined into
+multi-row statements restore exactly what the one-row script restores (checksums, applied with
+`mariadb`), while keyless deletes, updates that could meet a unique key's duplicate midway, and the
+plan stay one row a statement."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ INCIDENT = [
     "INSERT INTO t (id, a, b, c, d) SELECT seq + 10000, seq, 'late', NOW(3), -seq FROM seq_1_to_300",
     "DELETE FROM bag WHERE v = 1",
     "INSERT INTO bag VALUES (3), (3), (4)",
+    # a unique column shifted in an order that works one row at a time: reversed, each row takes the
+    # value the next one still holds, so those rows are not joined into one statement
+    "UPDATE u SET code = code + 1 ORDER BY code DESC",
+    "UPDATE u SET name = CONCAT(UPPER(name), ' ') WHERE id <= 4",
 ]
 
 
@@ -28,6 +33,8 @@ def _tables(server, database: str) -> None:
             "'2024-01-01 00:00:00.123' + INTERVAL seq SECOND, seq / 7 FROM seq_1_to_3000",
             f"CREATE TABLE {database}.bag (v INT)",  # keyless, with duplicate rows
             f"INSERT INTO {database}.bag VALUES (1), (1), (2), (1)",
+            f"CREATE TABLE {database}.u (id INT PRIMARY KEY, code INT UNIQUE, name VARCHAR(20) UNIQUE)",
+            f"INSERT INTO {database}.u VALUES (1, 10, 'a'), (2, 11, 'b'), (3, 12, 'c'), (4, 13, 'd'), (5, 20, 'e')",
         ],
         database=database,
     )
@@ -37,7 +44,7 @@ def test_joined_statements_restore_what_one_row_statements_restore(scratch_serve
     restored = {}
     for rows, database in ((1, "rps_one"), (1000, "rps_joined")):
         _tables(scratch_server, database)
-        tables = [f"{database}.t", f"{database}.bag"]
+        tables = [f"{database}.t", f"{database}.bag", f"{database}.u"]
         before = digest(scratch_server, tables)
         rng = scratch_server.run_sql(INCIDENT, database=database)
         script, plan, report = flashback(
@@ -45,7 +52,7 @@ def test_joined_statements_restore_what_one_row_statements_restore(scratch_serve
         )
         lines = statements(script)
         if rows == 1:
-            assert len(lines) == report.statements == 1500 + 500 + 300 + 3 + 3
+            assert len(lines) == report.statements == 1500 + 500 + 300 + 3 + 3 + 5 + 4
         else:
             inserts = [s for s in lines if s.startswith(f"INSERT INTO `{database}`.`t`")]
             deletes = [s for s in lines if s.startswith(f"DELETE FROM `{database}`.`t`")]
@@ -53,7 +60,9 @@ def test_joined_statements_restore_what_one_row_statements_restore(scratch_serve
             assert (
                 len(deletes) <= 3 and sum(s.count(" OR ") + 1 for s in deletes) == 300
             )  # a join per rows event
-            assert sum(s.startswith(f"UPDATE `{database}`.`t`") for s in lines) == 500  # one a row
+            updates = [s for s in lines if s.startswith(f"UPDATE `{database}`.`t`")]
+            assert len(updates) < 30 and sum(s.count(" OR ") + 1 for s in updates) == 500
+            assert all("=CASE WHEN (`id`=" in s for s in updates)
             keyless = [s for s in lines if f"`{database}`.`bag`" in s]
             # keyless: each delete keeps its LIMIT 1 (a row may be there twice); re-inserts still join
             assert [s for s in keyless if s.startswith("DELETE")] == [
@@ -63,7 +72,11 @@ def test_joined_statements_restore_what_one_row_statements_restore(scratch_serve
                 f"INSERT INTO `{database}`.`bag` (`v`) VALUES (1), (1), (1);"
             ]
         plan_statements = [json.loads(line) for line in plan.read_text().splitlines() if line.strip()]
-        assert len([p for p in plan_statements if p.get("sql")]) == 1500 + 500 + 300 + 3 + 3
+        assert len([p for p in plan_statements if p.get("sql")]) == 1500 + 500 + 300 + 3 + 3 + 5 + 4
+        if rows > 1:
+            shifted = [s for s in lines if s.startswith(f"UPDATE `{database}`.`u` SET `code`")]
+            # ids 1-4 each take the code the next one holds before: one a statement; 5 joins 4
+            assert len(shifted) == 4 and "WHEN (`id`=4) THEN 13 WHEN (`id`=5) THEN 20" in shifted[-1]
         apply_with_client(scratch_server, script)
         assert digest(scratch_server, tables) == before
         restored[rows] = before
