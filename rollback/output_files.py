@@ -108,9 +108,9 @@ class OutputPath:
             staging.unlink()
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes(path: str | os.PathLike[str] | OutputPath, data: bytes) -> None:
     """A small output (a report) written whole, the same way."""
-    out = OutputPath(path)
+    out = path if isinstance(path, OutputPath) else OutputPath(path)
     try:
         with open(out.staging, "wb") as f:
             f.write(data)

@@ -25,15 +25,6 @@ def _flashback(corpus_dir: Path, *out: str) -> int:
     return cli.main(["flashback", str(corpus_dir / BINLOG), "--engine", "local", "--quiet", *out])
 
 
-def _write(out: OutputPath, data: bytes) -> None:
-    try:
-        with open(out.staging, "wb") as f:
-            f.write(data)
-        out.commit()
-    finally:
-        out.discard()
-
-
 def test_a_new_file_appears_only_when_complete(tmp_path):
     target = tmp_path / "r.sql"
     out = OutputPath(target)
@@ -52,7 +43,7 @@ def test_a_regular_file_is_replaced_keeping_its_mode_and_owner(tmp_path):
     os.chmod(target, 0o640)
     if ROOT:
         os.chown(target, 1234, 4321)
-    _write(OutputPath(target), b"new")
+    write_bytes(OutputPath(target), b"new")
     after = os.stat(target)
     assert target.read_bytes() == b"new" and stat.S_IMODE(after.st_mode) == 0o640
     if ROOT:
@@ -80,7 +71,7 @@ def test_a_file_with_other_hard_links_keeps_its_inode_and_links(tmp_path):
     inode = os.stat(target).st_ino
     out = OutputPath(target)
     assert out.way is Way.IN_PLACE
-    _write(out, b"new contents")
+    write_bytes(out, b"new contents")
     assert os.stat(target).st_ino == inode and other.read_bytes() == b"new contents"
     assert sorted(os.listdir(tmp_path)) == ["other-name.sql", "r.sql"]
 
@@ -90,7 +81,7 @@ def test_a_symlink_stays_a_link_and_its_target_gets_the_output(tmp_path):
     real.write_bytes(b"old")
     os.chmod(real, 0o600)
     link.symlink_to(real)
-    _write(OutputPath(link), b"through the link")
+    write_bytes(OutputPath(link), b"through the link")
     assert link.is_symlink() and os.readlink(link) == str(real)
     assert real.read_bytes() == b"through the link" and stat.S_IMODE(os.stat(real).st_mode) == 0o600
     assert sorted(os.listdir(tmp_path)) == ["link.sql", "real.sql"]
@@ -105,7 +96,7 @@ def test_a_fifo_is_written_through_and_stays_a_fifo(tmp_path):
     reader.start()
     out = OutputPath(fifo)
     assert out.way is Way.THROUGH and out.directory is None
-    _write(out, b"to the reader")
+    write_bytes(out, b"to the reader")
     reader.join(10)
     assert read == [b"to the reader"]
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and stat.S_IMODE(os.lstat(fifo).st_mode) == 0o620
