@@ -27,6 +27,8 @@ class Column:
     charset: str | None = None  # None: not a character column (or unknown)
     generated: bool = False
     invisible: bool = False
+    # ON UPDATE CURRENT_TIMESTAMP: the server stamps it on every UPDATE that leaves it out of its SET
+    on_update: bool = False
     enum_values: tuple[str, ...] | None = None
     set_values: tuple[str, ...] | None = None
     column_type: str = ""  # the full type as the source prints it (varchar(10), int(11) unsigned); "" unknown
@@ -214,6 +216,7 @@ def schema_from_rows(
                 or "PERSISTENT" in extra
                 or "STORED" in extra,
                 invisible="INVISIBLE" in extra,
+                on_update="ON UPDATE" in extra,
                 enum_values=_enum_members(members) if data_type == "enum" else None,
                 set_values=_enum_members(members) if data_type == "set" else None,
                 column_type=column_type,
@@ -377,6 +380,7 @@ def _by_name(named: TableSchema, found: TableSchema, tmap: TableMap, where: str)
                 f"{_as_of_incident(found.source)}"
             )
         mine.generated = theirs.generated
+        mine.on_update = theirs.on_update
         mine.data_type = theirs.data_type
         mine_of[j] = i
 
@@ -613,6 +617,7 @@ def _column(item: str, table_charset: str | None) -> tuple[Column, bool, bool] |
         charset=charset,
         generated=generated,
         invisible=bool(re.search(r"\bINVISIBLE\b", upper)),
+        on_update=bool(re.search(r"\bON\s+UPDATE\b", upper)),
         enum_values=members if data_type == "enum" else None,
         set_values=members if data_type == "set" else None,
         column_type=(

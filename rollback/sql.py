@@ -171,6 +171,7 @@ class ColumnRender:
     writable: bool  # False for generated columns
     exact: str = ""  # the left side of a byte-exact comparison, operator included: "CAST(`c` AS BINARY)<=>"
     null: str = ""  # the column is NULL
+    stamped: bool = False  # ON UPDATE CURRENT_TIMESTAMP: an UPDATE must set it, or the server stamps it
 
 
 class EnumLiteral:
@@ -350,7 +351,15 @@ class TableRenderer:
             value, where = column_literals(spec.real_type, spec.length, charset, col, flavour)
             exact, where = exact_comparison(spec.real_type, charset, col, flavour, name, where)
             cols.append(
-                ColumnRender(name, value, where, not (col and col.generated), exact, f"{name}<=>NULL")
+                ColumnRender(
+                    name,
+                    value,
+                    where,
+                    not (col and col.generated),
+                    exact,
+                    f"{name}<=>NULL",
+                    bool(col and col.on_update and not col.generated),
+                )
             )
         self.columns = cols
         self.key = () if full_where or schema is None else schema.row_key
@@ -362,6 +371,7 @@ class TableRenderer:
         self._exacts = [c.exact for c in cols]
         self._nulls = [c.null for c in cols]
         self._all_writable = all(c.writable for c in cols)
+        self._stamped = tuple(i for i, c in enumerate(cols) if c.stamped)
         self._insert_head = f"INSERT INTO {self.table} ({', '.join(self._names)}) VALUES ("
         self._full: FullImageStatements | None = None
         self._full_core: Any = None
@@ -420,15 +430,22 @@ class TableRenderer:
         return f"DELETE FROM {self.table} WHERE {self.where(image)}{self._limit()};"
 
     def update(self, set_image: Sequence[Any], where_image: Sequence[Any]) -> str | None:
-        """UPDATE setting the columns of set_image that differ from where_image; None when nothing differs."""
+        """UPDATE setting the columns of set_image that differ from where_image; None when nothing differs.
+        A column the server stamps on update (ON UPDATE CURRENT_TIMESTAMP) is set even when unchanged."""
         columns = self.columns
-        sets = [
-            f"{self._names[i]}={'NULL' if v is None else self._values[i](v)}"
+        changed = [
+            i
             for i, (v, w) in enumerate(zip(set_image, where_image, strict=True))
             if v is not MISSING and (w is MISSING or w != v) and columns[i].writable
         ]
-        if not sets:
+        if not changed:
             return None
+        if self._stamped:
+            changed = sorted({*changed, *(i for i in self._stamped if set_image[i] is not MISSING)})
+        sets = [
+            f"{self._names[i]}={'NULL' if set_image[i] is None else self._values[i](set_image[i])}"
+            for i in changed
+        ]
         return f"UPDATE {self.table} SET {', '.join(sets)} WHERE {self.where(where_image)}{self._limit()};"
 
     def exists(self, image: Sequence[Any]) -> str:
@@ -438,11 +455,12 @@ class TableRenderer:
 
     def full_images(self) -> FullImageStatements | None:
         """Straight-line statement functions for rows whose images hold every column (FULL row
-        images), generated once for this table; None when a column is not writable (generated).
+        images), generated once for this table; None when a column is not writable (generated) or
+        is stamped on update (update sets it even when unchanged, which these functions do not).
         They return exactly what insert / delete / update return for such rows. With the compiled
         core (hotpath.CORE) they are its FullImages, run from the plan `compiled_plan` makes."""
         core = hotpath.CORE
-        if (self._full is None or self._full_core is not core) and self._all_writable:
+        if (self._full is None or self._full_core is not core) and self._all_writable and not self._stamped:
             self._full = _compile_full_images(self) if core is None else core.FullImages(*compiled_plan(self))
             self._full_core = core
         return self._full
