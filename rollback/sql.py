@@ -263,11 +263,17 @@ _BINARY_DATA_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "medi
 
 
 def exact_comparison(
-    real_type: int, charset: str | None, schema_column: Any, flavour: str, name: str, where: Literal
+    real_type: int,
+    charset: str | None,
+    schema_column: Any,
+    flavour: str,
+    name: str,
+    where: Literal,
+    width: int = 0,
 ) -> tuple[str, Literal]:
     """(left side with operator, right side) of a comparison that is true only for the very same stored value.
 
-    `where` is the column's where literal (column_literals). A plain `col<=>literal` follows the column's
+    `where` is the column's where literal (column_literals), `width` the pack length of an ENUM or SET. A plain `col<=>literal` follows the column's
     collation (case-, accent- and trailing-space-insensitive under *_ci and PAD SPACE collations) and the
     type's own equality (ENUM by member name, JSON by value, +0.0 = -0.0): rows that differ only there are
     different rows. A key compared by its collation is still safe (it is unique under it); a whole-row
@@ -276,6 +282,9 @@ def exact_comparison(
     plain = f"{name}<=>"
     if real_type in (T.ENUM, T.SET):
         # By index: the '' member and the '' error value (index 0) are equal as strings.
+        if real_type == T.SET and width == 8:
+            # MariaDB's SET+0 is a signed BIGINT: a mask with its 64th member would compare as negative.
+            return f"CAST({name}+0 AS UNSIGNED)<=>", str
         return f"{name}+0<=>", str
     if real_type == T.JSON and flavour == "mysql":
         # JSON equality is by value (1 = 1.0); the server's text of the document tells the types apart too.
@@ -349,7 +358,7 @@ class TableRenderer:
                 charset = None
             name = quote_ident(names[i])
             value, where = column_literals(spec.real_type, spec.length, charset, col, flavour)
-            exact, where = exact_comparison(spec.real_type, charset, col, flavour, name, where)
+            exact, where = exact_comparison(spec.real_type, charset, col, flavour, name, where, spec.length)
             cols.append(
                 ColumnRender(
                     name,

@@ -59,3 +59,55 @@ def test_a_reverse_update_sets_the_columns_the_server_stamps(scratch_server, tmp
         options["schema"] = schema_from_file(ddl)
     incident = [FROZEN] + [f"UPDATE {table} SET a = a + 1 WHERE id = 2" for table in tables]
     restore_both_ways(server, tables, incident, tmp_path, **options)
+
+
+# ---- class 4: integer-backed types at their widest and at their edges, on keyless tables ---------------
+
+SET64 = ",".join(f"'m{i}'" for i in range(64))
+ENUM300 = ",".join(f"'e{i}'" for i in range(300))
+EDGES = {  # column -> (definition, its values in the low, high and middle rows)
+    "s": (f"SET({SET64})", ("''", "'m63'", "'" + ",".join(f"m{i}" for i in range(64)) + "'")),
+    "s_low": (f"SET({SET64})", ("'m0'", "'m62'", "'m0,m62,m63'")),
+    "e": (f"ENUM({ENUM300})", ("'e0'", "'e299'", "'e255'")),
+    "e_mid": (f"ENUM({ENUM300})", ("'e256'", "'e127'", "'e128'")),
+    "b1": ("BIT(1)", ("b'0'", "b'1'", "b'1'")),
+    "b64": ("BIT(64)", ("b'0'", f"b'{'1' * 64}'", f"b'1{'0' * 63}'")),
+    "b63": ("BIT(63)", ("b'1'", f"b'{'1' * 63}'", f"b'1{'0' * 62}'")),
+    "ti": ("TINYINT", ("-128", "127", "-1")),
+    "tu": ("TINYINT UNSIGNED", ("0", "255", "128")),
+    "si": ("SMALLINT", ("-32768", "32767", "-1")),
+    "su": ("SMALLINT UNSIGNED", ("0", "65535", "32768")),
+    "mi": ("MEDIUMINT", ("-8388608", "8388607", "-1")),
+    "mu": ("MEDIUMINT UNSIGNED", ("0", "16777215", "8388608")),
+    "i": ("INT", ("-2147483648", "2147483647", "-1")),
+    "iu": ("INT UNSIGNED", ("0", "4294967295", "2147483648")),
+    "bi": ("BIGINT", ("-9223372036854775808", "9223372036854775807", "-1")),
+    "bu": ("BIGINT UNSIGNED", ("0", "18446744073709551615", "9223372036854775808")),
+    "y": ("YEAR", ("0", "2155", "1901")),
+}
+
+
+def test_integer_backed_types_at_their_edges_identify_keyless_rows(scratch_server, tmp_path):
+    db = "edges"
+    server = scratch_server
+    columns = ", ".join(f"`{name}` {definition}" for name, (definition, _values) in EDGES.items())
+    names = ", ".join(f"`{name}`" for name in EDGES)
+
+    def row(n: int, which: int) -> str:
+        return f"({n}, {', '.join(values[which] for _definition, values in EDGES.values())})"
+
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.t (n INT, {columns})",
+            f"INSERT INTO {db}.t (n, {names}) VALUES {', '.join(row(n, n % 3) for n in range(6))}",
+        ]
+    )
+    # Every statement identifies its row by all its columns: one value compared wrongly matches nothing.
+    incident = [
+        f"UPDATE {db}.t SET n = n + 100",
+        f"DELETE FROM {db}.t WHERE n IN (101, 105)",
+        f"INSERT INTO {db}.t (n, {names}) VALUES {row(7, 1)}, {row(8, 0)}, {row(9, 2)}",
+    ]
+    restore_both_ways(server, [f"{db}.t"], incident, tmp_path)
