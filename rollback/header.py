@@ -102,6 +102,11 @@ def script_header(
         )
         for item in report.dependencies:
             lines.append(f"dependent: {describe_dependency(item)}")
+    for item in report.lost_rows:
+        lines.append(
+            f"rows lost without row events (--accept-lost-rows): {item['file']}:{item['pos']}: {item['sql']} "
+            f"(tables: {', '.join(item['tables']) or 'unknown'}): this rollback does not bring them back"
+        )
     for warning in report.warnings:
         lines.append(f"warning: {warning}")
     for item in irreversible:

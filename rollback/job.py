@@ -16,6 +16,8 @@ from typing import IO, TYPE_CHECKING, Any
 from rollback.ddl import shorten
 from rollback.ddl_guard import (
     ddl_hits,
+    lost_rows,
+    refuse_lost_rows,
     refuse_row_loss_under_keep,
     refuse_schema_change_mid_range,
     refuse_selected_ddl,
@@ -376,6 +378,10 @@ class Job:
         # the changes counts.)
         if self.options.mode == "flashback" and not history:
             refuse_selected_ddl(hits)
+        if self.options.mode == "flashback" and self.options.ddl != "reverse":
+            report.lost_rows = lost_rows(hits)
+            if not self.options.accept_lost_rows:
+                refuse_lost_rows(report.lost_rows)
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
             raise decode_error(mismatch)

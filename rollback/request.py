@@ -334,6 +334,9 @@ class Options:
     # Accept the schema source as describing the tables at the range's time without looking for
     # DDL after the range (matters only when the binlog names no columns).
     trust_schema: bool = False
+    # TRUNCATE, DROP TABLE or DROP DATABASE in the range of tables without row changes in it destroyed
+    # rows no rollback of the range brings back: refused unless accepted here (then listed).
+    accept_lost_rows: bool = False
     # The live server the range was read from (--server), when the schema source is another one:
     # its binary log after the range is where DDL on the tables would be.
     binlog_server: ServerSchema | None = None

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from rollback.execute import ExecutionFailed, execute_plan
 from rollback.schema import schema_from_file
-from tests.support.restore import restore_both_ways
+from tests.support.restore import (
+    apply_with_client,
+    flashback,
+    range_args,
+    restore_both_ways,
+    run_cli,
+    snapshot,
+)
 
 # ---- class 2: columns the server stamps on every update ------------------------------------------------
 
@@ -111,3 +119,198 @@ def test_integer_backed_types_at_their_edges_identify_keyless_rows(scratch_serve
         f"INSERT INTO {db}.t (n, {names}) VALUES {row(7, 1)}, {row(8, 0)}, {row(9, 2)}",
     ]
     restore_both_ways(server, [f"{db}.t"], incident, tmp_path)
+
+
+# ---- class 7: statements that destroyed rows without row events -----------------------------------------
+
+LOST = {
+    "truncate": "TRUNCATE TABLE {db}.other",
+    "drop-table": "DROP TABLE {db}.other",
+    "drop-database": "DROP DATABASE {db}_side",
+    "versioned-comment": "/*!100000 TRUNCATE {db}.other */",
+}
+
+
+def _lost_rows_incident(server, db: str, kind: str):
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"DROP DATABASE IF EXISTS {db}_side",
+            f"CREATE DATABASE {db}",
+            f"CREATE DATABASE {db}_side",
+            f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT)",
+            f"CREATE TABLE {db}.other (id INT PRIMARY KEY)",
+            f"CREATE TABLE {db}_side.kept (id INT PRIMARY KEY)",
+            f"INSERT INTO {db}.t VALUES (1, 1), (2, 2)",
+            f"INSERT INTO {db}.other VALUES (1), (2), (3)",
+            f"INSERT INTO {db}_side.kept VALUES (1)",
+        ]
+    )
+    return server.run_sql([f"UPDATE {db}.t SET a = a + 10", LOST[kind].format(db=db)])
+
+
+@pytest.mark.parametrize("kind", sorted(LOST))
+def test_rows_destroyed_without_row_events_are_named_and_refused(scratch_server, tmp_path, kind):
+    db = f"lost_{kind.replace('-', '_')}"
+    rng = _lost_rows_incident(scratch_server, db, kind)
+    before = scratch_server.query(f"CHECKSUM TABLE {db}.t EXTENDED")
+    out = run_cli(
+        "flashback", *range_args(rng), "--schema-dsn", scratch_server.dsn, "-o", str(tmp_path / "r.sql")
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "1 statement(s) in the range destroyed rows without row events" in out.stderr
+    assert f"{rng.stop_file}:" in out.stderr and "--accept-lost-rows" in out.stderr
+    assert LOST[kind].format(db=db).split()[1] in out.stderr
+    assert not (tmp_path / "r.sql").exists()
+    assert scratch_server.query(f"CHECKSUM TABLE {db}.t EXTENDED") == before
+    # Accepted: the row changes are undone, and the statement is listed in the header and the report.
+    script, _plan, report = flashback(scratch_server, rng, tmp_path, accept_lost_rows=True)
+    [item] = report.lost_rows
+    assert item["file"] == rng.stop_file and item["sql"].startswith(LOST[kind].format(db=db)[:8])
+    expected = f"{db}_side.*" if kind == "drop-database" else f"{db}.other"
+    assert item["tables"] == [expected]
+    header = script.read_text()
+    assert f"-- rows lost without row events (--accept-lost-rows): {rng.stop_file}:{item['pos']}: " in header
+    apply_with_client(scratch_server, script)
+    assert scratch_server.query(f"SELECT id, a FROM {db}.t ORDER BY id") == [(1, 1), (2, 2)]
+
+
+def test_a_temporary_table_or_one_made_in_the_range_dropped_loses_no_rows(scratch_server, tmp_path):
+    db = "lost_temporary"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT)",
+            f"INSERT INTO {db}.t VALUES (1, 1)",
+        ]
+    )
+    rng = scratch_server.run_sql(
+        [
+            f"CREATE TEMPORARY TABLE {db}.scratch (id INT)",
+            f"UPDATE {db}.t SET a = 2",
+            f"DROP TEMPORARY TABLE {db}.scratch",
+            f"CREATE TABLE {db}.made (id INT)",
+            f"DROP TABLE {db}.made",
+        ]
+    )
+    _script, _plan, report = flashback(scratch_server, rng, tmp_path)
+    assert report.lost_rows == []
+
+
+@pytest.mark.parametrize("mode", ["keep", "reverse"])
+def test_a_truncate_after_the_ranges_changes_is_refused_under_ddl_keep_and_reverse(
+    scratch_server, tmp_path, mode
+):
+    db = f"lost_after_{mode}"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT)",
+            f"INSERT INTO {db}.t VALUES (1, 1), (2, 2)",
+        ]
+    )
+    rng = scratch_server.run_sql([f"UPDATE {db}.t SET a = a + 10", f"TRUNCATE TABLE {db}.t"])
+    out = run_cli(
+        "flashback",
+        *range_args(rng),
+        "--schema-dsn",
+        scratch_server.dsn,
+        "--ddl",
+        mode,
+        "-o",
+        str(tmp_path / "r.sql"),
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+    if mode == "keep":
+        assert f"--ddl keep: TRUNCATE of {db}.t inside the range at {rng.stop_file}:" in out.stderr
+        assert "the rows it removed are not in the binlog" in out.stderr
+    else:  # the reverse of a TRUNCATE is refused first: it cannot be reversed
+        assert f"--ddl reverse: DDL on {db}.t at {rng.stop_file}:" in out.stderr
+        assert "cannot be reversed (TRUNCATE: the table's rows are not in the binlog)" in out.stderr
+    assert not (tmp_path / "r.sql").exists()
+
+
+# ---- test gaps: the row key, the one-row guard of --execute, the first event's position ----------------
+
+
+@pytest.mark.parametrize("schema", ["server", "file"])
+def test_a_unique_key_over_nullable_columns_does_not_identify_rows(scratch_server, tmp_path, schema):
+    """NULLs do not make a row unique: two rows with u NULL are both under UNIQUE (u)."""
+    db = f"nullable_unique_{schema}"
+    create = f"CREATE TABLE {db}.t (u INT NULL, w INT NULL, v INT, UNIQUE KEY (u), UNIQUE KEY (u, w))"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            create,
+            f"INSERT INTO {db}.t VALUES (NULL, NULL, 1), (NULL, NULL, 2), (NULL, 5, 3), (7, 7, 4)",
+        ]
+    )
+    options = {}
+    if schema == "file":
+        ddl = tmp_path / "schema.sql"
+        ddl.write_text(create + ";\n")
+        options["schema"] = schema_from_file(ddl)
+    incident = [
+        f"UPDATE {db}.t SET v = v + 10 WHERE v IN (1, 3)",
+        f"DELETE FROM {db}.t WHERE v = 2",
+        f"INSERT INTO {db}.t VALUES (NULL, NULL, 9)",
+    ]
+    restore_both_ways(scratch_server, [f"{db}.t"], incident, tmp_path, **options)
+
+
+def test_execute_refuses_a_statement_that_touched_more_than_one_row(scratch_server, tmp_path):
+    """A schema file that claims a key the table does not have: the reverse UPDATE by that key meets two
+    rows while its check (every column) finds the one row. The execution stops on the row count, and
+    nothing stays applied."""
+    db = "one_row_guard"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.t (grp INT NOT NULL, v INT)",
+            f"INSERT INTO {db}.t VALUES (1, 1), (1, 2), (2, 3)",
+        ]
+    )
+    ddl = tmp_path / "schema.sql"
+    ddl.write_text(f"CREATE TABLE {db}.t (grp INT NOT NULL, v INT, PRIMARY KEY (grp));\n")
+    rng = scratch_server.run_sql([f"UPDATE {db}.t SET v = 10 WHERE v = 1"])
+    after = snapshot(scratch_server, [f"{db}.t"])
+    _script, plan, _report = flashback(
+        scratch_server, rng, tmp_path, schema=schema_from_file(ddl), trust_schema=True
+    )
+    with pytest.raises(ExecutionFailed, match=r"affected 2 rows, not 1"):
+        execute_plan(plan, scratch_server.dsn, commit=True)
+    assert snapshot(scratch_server, [f"{db}.t"]) == after
+
+
+def test_the_first_event_position_4_is_a_start_and_a_stop(scratch_server, tmp_path):
+    db = "first_event"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT)",
+            f"INSERT INTO {db}.t VALUES (1, 1)",
+        ]
+    )
+    rng = scratch_server.run_sql([f"UPDATE {db}.t SET a = 2"], own_file=True)
+    (path,) = rng.files
+    schema = ("--schema-dsn", scratch_server.dsn)
+    whole = run_cli("flashback", str(path), "--start-position", "4", *schema)
+    assert whole.returncode == 0, whole.stderr
+    assert f"UPDATE `{db}`.`t` SET `a`=1 WHERE `id`=1;" in whole.stdout
+    # From the server too: the dump starts at the first event.
+    remote = run_cli(
+        "flashback", "--server", scratch_server.dsn, "--start-file", path.name, "--start-position", "4"
+    )
+    assert remote.returncode == 0, remote.stderr
+    assert f"UPDATE `{db}`.`t` SET `a`=1 WHERE `id`=1;" in remote.stdout
+    # A range that stops at the first event holds nothing: empty (exit 4), not a bad position.
+    empty = run_cli("flashback", str(path), "--start-position", "4", "--stop-position", "4", *schema)
+    assert empty.returncode == 4, empty.stderr
+    assert "selected no row change" in empty.stderr and "boundary" not in empty.stderr
