@@ -14,6 +14,7 @@ from tests.support.restore import (
     restore_both_ways,
     run_cli,
     snapshot,
+    span,
 )
 
 # ---- class 2: columns the server stamps on every update ------------------------------------------------
@@ -314,3 +315,75 @@ def test_the_first_event_position_4_is_a_start_and_a_stop(scratch_server, tmp_pa
     empty = run_cli("flashback", str(path), "--start-position", "4", "--stop-position", "4", *schema)
     assert empty.returncode == 4, empty.stderr
     assert "selected no row change" in empty.stderr and "boundary" not in empty.stderr
+
+
+# ---- class 1: transactions whose outcome a later event decides (XA) ------------------------------------
+
+
+def _xa(db: str, xid: str, sql: str, outcome: str | None) -> list[str]:
+    prepared = [f"XA START '{xid}'", sql, f"XA END '{xid}'", f"XA PREPARE '{xid}'"]
+    return prepared + ([f"XA {outcome} '{xid}'"] if outcome else [])
+
+
+def _xa_table(server, db: str) -> str:
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT)",
+            f"INSERT INTO {db}.t VALUES (1, 1), (2, 2), (3, 3), (4, 4)",
+        ]
+    )
+    return f"{db}.t"
+
+
+def test_only_committed_xa_transactions_are_reversed(scratch_server, tmp_path):
+    db = "xa_decided"
+    table = _xa_table(scratch_server, db)
+    incident = [
+        *_xa(db, "rolled", f"UPDATE {table} SET a = a + 100 WHERE id <= 2", "ROLLBACK"),
+        *_xa(db, "committed", f"UPDATE {table} SET a = a + 10 WHERE id = 3", "COMMIT"),
+        "XA START 'one'",
+        f"DELETE FROM {table} WHERE id = 4",
+        "XA END 'one'",
+        "XA COMMIT 'one' ONE PHASE",
+        *_xa(db, "rolled-insert", f"INSERT INTO {table} VALUES (9, 9)", "ROLLBACK"),
+        f"UPDATE {table} SET a = 0 WHERE id = 1",
+    ]
+    restore_both_ways(scratch_server, [table], incident, tmp_path)
+    rng = scratch_server.run_sql(incident)
+    script, _plan, report = flashback(scratch_server, rng, tmp_path, name="notes")
+    assert "a` = 101" not in script.read_text() and "`a`=101" not in script.read_text()
+    notes = [w for w in report.warnings if "XA ROLLBACK" in w]
+    assert len(notes) == 2 and all("never persisted and are left out" in n for n in notes), report.warnings
+    apply_with_client(scratch_server, script)
+
+
+def test_an_xa_transaction_decided_outside_the_range_is_named(scratch_server, tmp_path):
+    db = "xa_undecided"
+    table = _xa_table(scratch_server, db)
+    before = snapshot(scratch_server, [table])
+    prepared = scratch_server.run_sql(
+        [
+            f"UPDATE {table} SET a = 7 WHERE id = 1",
+            *_xa(db, "later", f"DELETE FROM {table} WHERE id = 2", None),
+        ]
+    )
+    out = run_cli(
+        "flashback", *range_args(prepared), "--schema-dsn", scratch_server.dsn, "-o", str(tmp_path / "r.sql")
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "1 XA transaction(s) prepared in the range have no XA COMMIT or XA ROLLBACK in it" in out.stderr
+    assert "X'6c61746572',X'',1 (gtid " in out.stderr and f"at {prepared.start_file}:" in out.stderr
+    assert not (tmp_path / "r.sql").exists()
+    committed = scratch_server.run_sql(["XA COMMIT 'later'", f"UPDATE {table} SET a = 8 WHERE id = 3"])
+    # The range of its outcome alone: its changes are before it, and the note says so.
+    _script, _plan, report = flashback(scratch_server, committed, tmp_path, name="outcome")
+    assert any(
+        "XA COMMIT X'6c61746572',X'',1 commits a transaction prepared before" in w for w in report.warnings
+    )
+    # The range from the prepare to the outcome: every change undone.
+    script, plan, _report = flashback(scratch_server, span(scratch_server, prepared, committed), tmp_path)
+    apply_with_client(scratch_server, script)
+    assert snapshot(scratch_server, [table]) == before
