@@ -50,6 +50,7 @@ class TableSchema:
     unique_keys: list[tuple[int, ...]] = field(default_factory=list)  # NOT NULL unique keys only
     source: str = ""  # binlog | server | ddl
     system_versioned: bool = False  # MariaDB WITH SYSTEM VERSIONING
+    sequence: bool = False  # a MariaDB SEQUENCE: NEXTVAL and SETVAL are logged as row writes to it
     keys: dict[str, str] | None = None  # schema history: key name (lower case) -> definition; None unknown
     # schema history: the table options named by the DDL that made it (kind -> text: engine ->
     # ENGINE=InnoDB); None unknown, and a kind not in it is the server's default at its CREATE
@@ -276,6 +277,7 @@ class ServerSchema:
             schema = schema_from_rows(database, table, columns, keys, "server") if columns else None
             if schema is not None and kind is not None:
                 schema.system_versioned = str(kind[0]).upper() == "SYSTEM VERSIONED"
+                schema.sequence = str(kind[0]).upper() == "SEQUENCE"
             self._cache[key] = schema
         return self._cache[key]
 
@@ -323,11 +325,15 @@ class SchemaResolver:
                     "row_start, row_end): its row changes include history rows that plain DML cannot "
                     "restore; give a schema source (--schema-dsn) if it is not versioned"
                 )
+            if named is not None and [n.lower() for n in named.names] == list(_SEQUENCE_COLUMNS):
+                raise SchemaMismatch(_sequence(tmap, where))
             schema = named
         else:
             found = source.lookup(tmap.database, tmap.table)
             if found is None:
                 raise SchemaMismatch(_missing_table(tmap, where, source, named is not None))
+            if found.sequence:
+                raise SchemaMismatch(_sequence(tmap, where))
             if found.system_versioned:
                 raise SchemaMismatch(
                     f"table {tmap.qualified_name}{where} is system-versioned (WITH SYSTEM VERSIONING): its "
@@ -339,6 +345,28 @@ class SchemaResolver:
             check_schema(schema, tmap, position)
         self._checked[key] = schema
         return schema
+
+
+# The columns of a MariaDB SEQUENCE, as FULL metadata names them.
+_SEQUENCE_COLUMNS = (
+    "next_not_cached_value",
+    "minimum_value",
+    "maximum_value",
+    "start_value",
+    "increment",
+    "cache_size",
+    "cycle_option",
+    "cycle_count",
+)
+
+
+def _sequence(tmap: TableMap, where: str) -> str:
+    return (
+        f"table {tmap.qualified_name}{where} is a SEQUENCE: NEXTVAL and SETVAL are logged as row writes to it, "
+        "which no DML can undo (the server refuses INSERT and DELETE on a sequence); select the other tables "
+        "(--table; --allow-partial-transactions where a transaction wrote both), and set the sequence with "
+        "SETVAL if it must go back"
+    )
 
 
 def _missing_table(tmap: TableMap, where: str, source: SchemaSource, named: bool) -> str:

@@ -387,3 +387,43 @@ def test_an_xa_transaction_decided_outside_the_range_is_named(scratch_server, tm
     script, plan, _report = flashback(scratch_server, span(scratch_server, prepared, committed), tmp_path)
     apply_with_client(scratch_server, script)
     assert snapshot(scratch_server, [table]) == before
+
+
+# ---- class 8: objects that are not plain tables ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("metadata", [None, "FULL"])
+def test_a_sequence_in_the_range_is_refused_before_anything_is_written(
+    scratch_server_factory, tmp_path, metadata
+):
+    server = scratch_server_factory(row_metadata=metadata)
+    db = "sequences"
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE SEQUENCE {db}.seq",
+            f"CREATE TABLE {db}.t (id INT PRIMARY KEY)",
+        ]
+    )
+    before = snapshot(server, [f"{db}.t"])
+    rng = server.run_sql(
+        [
+            f"INSERT INTO {db}.t VALUES (NEXTVAL({db}.seq)), (NEXTVAL({db}.seq))",
+            f"SELECT SETVAL({db}.seq, 500)",
+        ]
+    )
+    # With FULL metadata the binlog's column names tell; otherwise the schema server's table type does.
+    schema = [] if metadata == "FULL" else ["--schema-dsn", server.dsn]
+    out = run_cli("flashback", *range_args(rng), *schema, "-o", str(tmp_path / "r.sql"))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+    assert f"table {db}.seq at position " in out.stderr and "is a SEQUENCE" in out.stderr
+    assert "--table" in out.stderr
+    assert not (tmp_path / "r.sql").exists()
+    # The other tables alone restore.
+    only = ["-t", f"{db}.t", "--allow-partial-transactions"]
+    rest = run_cli("flashback", *range_args(rng), *schema, *only, "-o", str(tmp_path / "t.sql"))
+    assert rest.returncode == 0, rest.stderr
+    apply_with_client(server, tmp_path / "t.sql")
+    assert snapshot(server, [f"{db}.t"]) == before
