@@ -256,6 +256,7 @@ class Job:
             summaries = _hold_back(out_dir, spec, plan, summaries, execute)
         self._collect(out_dir, plan, summaries)
         self._side_effects()
+        self._packet_limit()
         return summaries
 
     def _schema_history(self, plan: PartitionPlan) -> DdlPlan:
@@ -336,6 +337,34 @@ class Job:
             return
         self.report.side_effects = found.to_dict()
         self.report.warnings.extend(found.warnings())
+
+    def _packet_limit(self) -> None:
+        """The largest statement against the schema server's max_allowed_packet: the mysql client stops
+        at a statement the server refuses, with the script half applied (an execution checks its target)."""
+        schema = self.options.schema
+        largest = self.report.largest_statement
+        if largest is None or not isinstance(schema, ServerSchema):
+            return
+        try:
+            conn = schema.connect()
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT @@max_allowed_packet")
+                    limit = int(cur.fetchone()[0])
+            finally:
+                conn.close()
+        except Exception as exc:  # noqa: BLE001 - a warning: the job's output does not depend on it
+            reason = " ".join(str(exc.args[-1] if exc.args else exc).split())
+            self.report.warnings.append(f"cannot read max_allowed_packet from the schema server: {reason}")
+            return
+        size = largest["bytes"]
+        if size + 1 >= limit:  # the statement and its command byte in one packet, as execute checks
+            self.report.warnings.append(
+                f"the largest statement ({size} bytes, {largest['table']} at {largest['file']}:{largest['pos']}) "
+                f"does not fit the schema server's max_allowed_packet ({limit}): piped to the mysql client, the "
+                f"script stops there half applied; raise it on the target (SET GLOBAL max_allowed_packet = "
+                f"{(size + 1024) // 1024 * 1024 + 1024}) and the client's --max-allowed-packet"
+            )
 
     def _collect(self, out_dir: str, plan: PartitionPlan, summaries: list[Summary]) -> None:
         """The report from the summaries; raises the error the job stops with, if any."""

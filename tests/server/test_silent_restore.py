@@ -427,3 +427,33 @@ def test_a_sequence_in_the_range_is_refused_before_anything_is_written(
     assert rest.returncode == 0, rest.stderr
     apply_with_client(server, tmp_path / "t.sql")
     assert snapshot(server, [f"{db}.t"]) == before
+
+
+# ---- the script header compares the largest statement with the schema server's max_allowed_packet -------
+
+
+def test_the_header_warns_when_the_largest_statement_exceeds_max_allowed_packet(
+    scratch_server_factory, tmp_path
+):
+    server = scratch_server_factory(extra_args=("--max-allowed-packet=65536",))
+    db = "packet"
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.t (doc LONGTEXT)",
+            f"INSERT INTO {db}.t VALUES (REPEAT('x', 40000))",
+        ]
+    )
+    # Keyless: the reverse UPDATE sets the old text and compares the new one in hex, about 120 kB.
+    rng = server.run_sql([f"UPDATE {db}.t SET doc = REPEAT('y', 40000)"])
+    script, _plan, report = flashback(server, rng, tmp_path)
+    size = report.largest_statement["bytes"]
+    assert size > 65536
+    [warning] = [w for w in report.warnings if "max_allowed_packet" in w]
+    assert f"the largest statement ({size} bytes, {db}.t at {rng.start_file}:" in warning
+    assert "does not fit the schema server's max_allowed_packet (65536)" in warning
+    assert f"-- warning: {warning}" in script.read_text()
+    small = server.run_sql([f"UPDATE {db}.t SET doc = 'z'"])
+    _script, _plan, report = flashback(server, small, tmp_path, name="small")
+    assert not [w for w in report.warnings if "max_allowed_packet" in w]
