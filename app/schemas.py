@@ -153,8 +153,8 @@ def filters_from(f: dict[str, Any]) -> Filters:
     """The engine's Filters from a stored job's filters (FiltersIn.model_dump)."""
     p = f.get("picks") or {}
     return Filters(
-        {d.lower() for d in f.get("databases", [])},
-        {t.lower() for t in f.get("tables", [])},
+        set(f.get("databases", [])),
+        set(f.get("tables", [])),
         set(f.get("types", [])),
         f.get("thread_id"),
         include_gtid=p.get("include_gtid"),

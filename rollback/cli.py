@@ -489,8 +489,8 @@ def _flashback(args: argparse.Namespace) -> int:
             args.stop_datetime,
         )
     filters = Filters(
-        {d.lower() for d in args.database},
-        {t.lower() for t in args.table},
+        set(args.database),
+        set(args.table),
         types,
         args.thread_id,
         include_gtid=",".join(args.include_gtid) or None,

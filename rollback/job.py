@@ -120,6 +120,24 @@ class Job:
         assert self._target is not None
         return self._target
 
+    def _name_rule(self) -> None:
+        """Database and table filters compare names as the server does: exactly under
+        lower_case_table_names=0 (and when no server says otherwise), case-insensitively under 1 or 2."""
+        if not (self.filters.databases or self.filters.tables):
+            return
+        servers = [
+            s for s in (self.options.schema, self.options.binlog_server) if isinstance(s, ServerSchema)
+        ]
+        if not servers:
+            return
+        conn = servers[0].connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT @@lower_case_table_names")
+                self.filters.case_sensitive = int(cur.fetchone()[0]) == 0
+        finally:
+            conn.close()
+
     def _schemas(self, plan: PartitionPlan) -> dict[SchemaKey, TableSchema | str | None]:
         """Every selected table's schema, resolved once here (workers never talk to a server)."""
         resolver = SchemaResolver(self.options.schema)
@@ -207,6 +225,7 @@ class Job:
     def _run(
         self, out_dir: str, changes: bool, plan_lines: bool, progress: ProgressCallback | None
     ) -> list[Summary]:
+        self._name_rule()
         plan = self.partition_plan()
         report = self.report
         report.bytes_total = plan.bytes_total
@@ -488,11 +507,11 @@ class Job:
 
     def _empty(self, summaries: list[Summary]) -> None:
         """The range selected no row change: an error unless allowed, saying what the files hold."""
-        tables = {table.lower() for s in summaries for table, _kind in s.contents}
+        tables = {table for s in summaries for table, _kind in s.contents}
         said = [
             f"searched {self.rng.describe()}; filters: {self.filters.describe()}",
             held(summaries, self._times),
-            *table_hints(self.filters.tables, self.filters.databases, tables),
+            *table_hints(self.filters.tables, self.filters.databases, tables, self.filters.case_sensitive),
         ]
         if not self.options.allow_empty:
             raise EmptyRange(

@@ -457,3 +457,43 @@ def test_the_header_warns_when_the_largest_statement_exceeds_max_allowed_packet(
     small = server.run_sql([f"UPDATE {db}.t SET doc = 'z'"])
     _script, _plan, report = flashback(server, small, tmp_path, name="small")
     assert not [w for w in report.warnings if "max_allowed_packet" in w]
+
+
+# ---- class 3: identifier case on a server with case-sensitive names (lower_case_table_names=0) ----------
+
+
+@pytest.mark.parametrize("schema", ["server", "binlog"])
+def test_filters_match_names_exactly_where_the_server_does(scratch_server_factory, tmp_path, schema):
+    # Without a schema server the names come from FULL metadata, and no server says they fold.
+    server = scratch_server_factory(row_metadata="FULL" if schema == "binlog" else None)
+    assert server.query("SELECT @@lower_case_table_names") == [(0,)]
+    lower, upper = f"case_{schema}", f"Case_{schema}"
+    server.run_sql(
+        [
+            *(f"DROP DATABASE IF EXISTS {db}" for db in (lower, upper)),
+            *(f"CREATE DATABASE {db}" for db in (lower, upper)),
+            *(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT)" for db in (lower, upper)),
+            *(f"INSERT INTO {db}.t VALUES (1, 1)" for db in (lower, upper)),
+        ]
+    )
+    rng = server.run_sql([f"UPDATE {db}.t SET a = 2" for db in (lower, upper)])
+    source = ["--schema-dsn", server.dsn] if schema == "server" else []
+    tables = [f"{lower}.t", f"{upper}.t"]
+    after = snapshot(server, tables)
+    for wanted, filters in ((lower, ["-d", lower]), (upper, ["-t", f"{upper}.t"])):
+        out = run_cli("flashback", *range_args(rng), *source, *filters)
+        assert out.returncode == 0, out.stderr
+        assert f"`{wanted}`.`t`" in out.stdout
+        assert [db for db in (lower, upper) if f"`{db}`.`t`" in out.stdout] == [wanted]
+    # A name that exists only in another case selects nothing, and the error suggests the names.
+    wrong = run_cli("flashback", *range_args(rng), *source, "-d", lower.upper())
+    assert wrong.returncode == 4, wrong.stderr
+    assert wrong.stderr.count("\n") == 1 and "Traceback" not in wrong.stderr, wrong.stderr
+    assert (
+        f"database filter {lower.upper()} names no database with changes: did you mean {upper} or {lower}?"
+        in (wrong.stderr)
+    )
+    assert "lower_case_table_names=0" in wrong.stderr
+    table = run_cli("flashback", *range_args(rng), *source, "-t", f"{lower}.T")
+    assert table.returncode == 4 and f"did you mean {upper}.t or {lower}.t?" in table.stderr, table.stderr
+    assert snapshot(server, tables) == after
