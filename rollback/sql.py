@@ -379,6 +379,10 @@ class TableRenderer:
         self._wheres = [c.where for c in cols]
         self._exacts = [c.exact for c in cols]
         self._nulls = [c.null for c in cols]
+        # Columns no statement may name (schema.Column.hidden): left out of every comparison.
+        self._hidden = frozenset(
+            i for i in range(len(cols)) if schema is not None and schema.columns[i].hidden
+        )
         self._all_writable = all(c.writable for c in cols)
         self._stamped = tuple(i for i, c in enumerate(cols) if c.stamped)
         self._insert_head = f"INSERT INTO {self.table} ({', '.join(self._names)}) VALUES ("
@@ -414,10 +418,13 @@ class TableRenderer:
             for i, name, value in self._lookup_parts
             if image[i] is not MISSING
         ]
+        hidden = self._hidden
         parts += [
             null if v is None else exact + where(v)
-            for exact, null, where, v in zip(self._exacts, self._nulls, self._wheres, image, strict=True)
-            if v is not MISSING
+            for i, (exact, null, where, v) in enumerate(
+                zip(self._exacts, self._nulls, self._wheres, image, strict=True)
+            )
+            if v is not MISSING and i not in hidden
         ]
         return " AND ".join(parts)
 

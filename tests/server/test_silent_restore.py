@@ -497,3 +497,29 @@ def test_filters_match_names_exactly_where_the_server_does(scratch_server_factor
     table = run_cli("flashback", *range_args(rng), *source, "-t", f"{lower}.T")
     assert table.returncode == 4 and f"did you mean {upper}.t or {lower}.t?" in table.stderr, table.stderr
     assert snapshot(server, tables) == after
+
+
+# ---- class 10: hidden columns the server adds (UNIQUE ... USING HASH) ------------------------------------
+
+
+def test_tables_with_hidden_hash_columns_restore_exactly(scratch_server, tmp_path):
+    db = "long_unique"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.keyed (id INT PRIMARY KEY, doc TEXT, n INT, UNIQUE KEY (doc))",
+            # no row key: every column but the hidden ones identifies the row
+            f"CREATE TABLE {db}.keyless (doc TEXT, b BLOB, n INT, UNIQUE KEY (doc), UNIQUE KEY (b, n) USING HASH)",
+            *(f"INSERT INTO {db}.keyed VALUES ({i}, REPEAT('d{i}', 300), {i})" for i in range(1, 5)),
+            *(f"INSERT INTO {db}.keyless VALUES (REPEAT('k{i}', 300), 'b{i}', {i})" for i in range(1, 5)),
+        ]
+    )
+    assert len(scratch_server.query(f"SHOW CREATE TABLE {db}.keyless")[0][1].split("USING HASH")) == 3
+    incident = [f"UPDATE {db}.{t} SET n = n + 10 WHERE n <= 2" for t in ("keyed", "keyless")] + [
+        f"DELETE FROM {db}.keyed WHERE id = 3",
+        f"DELETE FROM {db}.keyless WHERE n = 3",
+        f"INSERT INTO {db}.keyed VALUES (9, 'new', 9)",
+        f"INSERT INTO {db}.keyless VALUES ('new', 'b9', 9)",
+    ]
+    restore_both_ways(scratch_server, [f"{db}.keyed", f"{db}.keyless"], incident, tmp_path)
