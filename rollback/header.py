@@ -115,4 +115,13 @@ def script_header(
             f"irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
             f"row {item['row']} ({why})"
         )
-    return "".join(comment_line(line) + "\n" for line in lines) + SCRIPT_PRELUDE
+    prelude = SCRIPT_PRELUDE
+    off = report.no_fk_checks
+    if off is not None and mode != "changes":
+        lines.append(
+            f"foreign_key_checks: the incident ran with foreign_key_checks=0 (first at {off['file']}:{off['pos']}, "
+            f"{off['table']}): the script sets it for its session too, since its statements meet the rows in the "
+            "order the incident left them"
+        )
+        prelude += "SET SESSION foreign_key_checks = 0;\n"
+    return "".join(comment_line(line) + "\n" for line in lines) + prelude

@@ -410,6 +410,8 @@ class Job:
                 report.largest_statement is None or largest["bytes"] > report.largest_statement["bytes"]
             ):
                 report.largest_statement = largest
+            if report.no_fk_checks is None:
+                report.no_fk_checks = summary.no_fk_checks
         report.largest_transactions = largest_transactions(summaries if failed is None else [])
         hits = ddl_hits(report.ddl, changed)
         stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None

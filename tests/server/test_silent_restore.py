@@ -523,3 +523,48 @@ def test_tables_with_hidden_hash_columns_restore_exactly(scratch_server, tmp_pat
         f"INSERT INTO {db}.keyless VALUES ('new', 'b9', 9)",
     ]
     restore_both_ways(scratch_server, [f"{db}.keyed", f"{db}.keyless"], incident, tmp_path)
+
+
+# ---- class 9: incidents run with foreign_key_checks=0 ----------------------------------------------------
+
+
+def test_an_incident_without_foreign_key_checks_is_undone_with_them_off_too(scratch_server, tmp_path):
+    db = "fk_off"
+    server = scratch_server
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.parent (id INT PRIMARY KEY)",
+            f"CREATE TABLE {db}.child (id INT PRIMARY KEY, parent_id INT, "
+            f"FOREIGN KEY (parent_id) REFERENCES {db}.parent (id))",
+            f"INSERT INTO {db}.parent VALUES (1), (2)",
+            f"INSERT INTO {db}.child VALUES (10, 1), (11, 1), (20, 2)",
+        ]
+    )
+    tables = [f"{db}.parent", f"{db}.child"]
+    before = snapshot(server, tables)
+    # The parent first: undone newest first, the children come back before it.
+    rng = server.run_sql(
+        [
+            "SET SESSION foreign_key_checks = 0",
+            f"DELETE FROM {db}.parent WHERE id = 1",
+            f"DELETE FROM {db}.child WHERE parent_id = 1",
+        ]
+    )
+    after = snapshot(server, tables)
+    script, plan, report = flashback(server, rng, tmp_path)
+    assert report.no_fk_checks == {
+        "file": rng.start_file,
+        "pos": report.no_fk_checks["pos"],
+        "table": f"{db}.parent",
+    }
+    text = script.read_text()
+    assert "-- foreign_key_checks: the incident ran with foreign_key_checks=0 (first at " in text
+    assert text.index("SET SESSION foreign_key_checks = 0;") < text.index("BEGIN;")
+    # --execute keeps the checks on: the server refuses the child, and nothing stays applied.
+    with pytest.raises(ExecutionFailed, match="foreign key constraint fails"):
+        execute_plan(plan, server.dsn, commit=True)
+    assert snapshot(server, tables) == after
+    apply_with_client(server, script)
+    assert snapshot(server, tables) == before
