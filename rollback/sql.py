@@ -388,13 +388,24 @@ class TableRenderer:
         self._insert_head = f"INSERT INTO {self.table} ({', '.join(self._names)}) VALUES ("
         self._full: FullImageStatements | None = None
         self._full_core: Any = None
-        self._key_parts = [(i, self._names[i], self._values[i]) for i in self.key]
+        # A FLOAT is found by its exact value widened to a double (its where literal): the shortest text
+        # that stores it (its value literal) compares unequal to it. Such tables take the generic path.
+        self._float_key = any(
+            specs[i].real_type == T.FLOAT for i in (schema.row_key if schema is not None else ())
+        )
+        self._key_parts = [(i, self._names[i], self._key_literal(i)) for i in self.key]
         # Key columns whose exact comparison no index serves (CAST, +0): compared by value as well, which the
         # exact comparison implies, so that a check or a --full-where statement still finds the row by its key.
         row_key = schema.row_key if schema is not None else ()
         self._lookup_parts = [
-            (i, self._names[i], self._values[i]) for i in row_key if cols[i].exact != f"{cols[i].name}<=>"
+            (i, self._names[i], self._key_literal(i))
+            for i in row_key
+            if cols[i].exact != f"{cols[i].name}<=>"
         ]
+
+    def _key_literal(self, index: int) -> Literal:
+        column = self.columns[index]
+        return column.where if self.tmap.real_types[index] == T.FLOAT else column.value
 
     def literal(self, index: int, value: Any) -> str:
         return "NULL" if value is None else self.columns[index].value(value)
@@ -476,7 +487,12 @@ class TableRenderer:
         They return exactly what insert / delete / update return for such rows. With the compiled
         core (hotpath.CORE) they are its FullImages, run from the plan `compiled_plan` makes."""
         core = hotpath.CORE
-        if (self._full is None or self._full_core is not core) and self._all_writable and not self._stamped:
+        if (
+            (self._full is None or self._full_core is not core)
+            and self._all_writable
+            and not self._stamped
+            and not self._float_key
+        ):
             self._full = _compile_full_images(self) if core is None else core.FullImages(*compiled_plan(self))
             self._full_core = core
         return self._full
@@ -486,10 +502,8 @@ class TableRenderer:
         if not self.key or any(image[i] is MISSING for i in self.key):
             return None
         parts = [
-            f"{self.columns[i].name}={self.columns[i].value(image[i])}"
-            if image[i] is not None
-            else f"{self.columns[i].name} IS NULL"
-            for i in self.key
+            f"{name}={value(image[i])}" if image[i] is not None else f"{name} IS NULL"
+            for i, name, value in self._key_parts
         ]
         return self.check_head + " AND ".join(parts)
 

@@ -568,3 +568,25 @@ def test_an_incident_without_foreign_key_checks_is_undone_with_them_off_too(scra
     assert snapshot(server, tables) == after
     apply_with_client(server, script)
     assert snapshot(server, tables) == before
+
+
+# ---- class 5: approximate-number keys ---------------------------------------------------------------------
+
+
+def test_float_and_double_keys_identify_their_rows(scratch_server, tmp_path):
+    db = "float_keys"
+    values = ["0.1", "-2.5e-40", "3.4028234e38", "1.17549435e-38", "123456.789", "-0.3"]
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.f (k FLOAT PRIMARY KEY, a INT)",
+            f"CREATE TABLE {db}.u (k FLOAT NOT NULL, a INT, UNIQUE KEY (k))",
+            f"CREATE TABLE {db}.d (k DOUBLE PRIMARY KEY, a INT)",
+            *(f"INSERT INTO {db}.{t} VALUES ({v}, {n})" for t in "fud" for n, v in enumerate(values)),
+        ]
+    )
+    incident = [f"UPDATE {db}.{t} SET a = a + 100" for t in "fud"]
+    incident += [f"DELETE FROM {db}.{t} WHERE a = 103" for t in "fud"]
+    incident += [f"INSERT INTO {db}.{t} VALUES (0.7, 7)" for t in "fud"]
+    restore_both_ways(scratch_server, [f"{db}.{t}" for t in "fud"], incident, tmp_path)
