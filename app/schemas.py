@@ -153,8 +153,8 @@ def filters_from(f: dict[str, Any]) -> Filters:
     """The engine's Filters from a stored job's filters (FiltersIn.model_dump)."""
     p = f.get("picks") or {}
     return Filters(
-        {d.lower() for d in f.get("databases", [])},
-        {t.lower() for t in f.get("tables", [])},
+        set(f.get("databases", [])),
+        set(f.get("tables", [])),
         set(f.get("types", [])),
         f.get("thread_id"),
         include_gtid=p.get("include_gtid"),
@@ -185,6 +185,11 @@ class OptionsIn(BaseModel):
         False,
         description="when the binlog names no columns: accept the schema source as describing the tables at "
         "the range's time, without looking for DDL on them after the range",
+    )
+    accept_lost_rows: bool = Field(
+        False,
+        description="write the rollback although TRUNCATE, DROP TABLE or DROP DATABASE in the range destroyed "
+        "rows of tables it has no row changes for (refused otherwise; the summary's lost_rows lists them)",
     )
     ddl: Literal["refuse", "keep", "reverse"] = Field(
         "refuse",
@@ -475,6 +480,12 @@ class SummaryOut(BaseModel):
         "type filters left out some of its tables or statement types (the first 1000)",
     )
     ddl_mode: str = Field("refuse", description="what DDL on a changed table did: refuse, keep or reverse")
+    lost_rows: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="statements of the range that destroyed rows without row events, accepted by "
+        "options.accept_lost_rows: {file, pos, sql, tables} (TRUNCATE, DROP TABLE, DROP DATABASE of tables "
+        "the range has no row changes for); the rollback does not bring those rows back",
+    )
     schema_timelines: list[dict[str, Any]] = Field(
         default_factory=list,
         description="--ddl keep | reverse: per changed table whose definition changed, its definitions in log "

@@ -291,6 +291,12 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         "range's time, without looking for DDL on them after the range",
     )
     cmd.add_argument(
+        "--accept-lost-rows",
+        action="store_true",
+        help="write the rollback although TRUNCATE, DROP TABLE or DROP DATABASE in the range destroyed rows of "
+        "tables it has no row changes for (refused without it; the header lists them)",
+    )
+    cmd.add_argument(
         "--ddl",
         choices=("refuse", "keep", "reverse"),
         default="refuse",
@@ -493,8 +499,8 @@ def _flashback(args: argparse.Namespace) -> int:
             args.stop_datetime,
         )
     filters = Filters(
-        {d.lower() for d in args.database},
-        {t.lower() for t in args.table},
+        set(args.database),
+        set(args.table),
         types,
         args.thread_id,
         include_gtid=",".join(args.include_gtid) or None,
@@ -521,6 +527,7 @@ def _flashback(args: argparse.Namespace) -> int:
         changes_format=args.changes_format,
         work_dir=args.work_dir,
         trust_schema=args.trust_schema,
+        accept_lost_rows=args.accept_lost_rows,
         ddl=args.ddl,
         binlog_server=binlog_server if binlog_server is not schema else None,
     )

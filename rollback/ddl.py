@@ -277,6 +277,23 @@ def ddl_targets(sql: str, default_db: str | None = None, with_rows: bool = False
     return _unknown(targets, tokens)
 
 
+def created_table(sql: str, default_db: str | None = None) -> str | None:
+    """The table a CREATE TABLE statement makes, as DdlTargets.to_dict names it; None for another statement."""
+    r = _Reader(_tokens(sql), (default_db or "").lower())
+    if r.peek() != "CREATE":
+        return None
+    r.i += 1
+    r.take("OR", "REPLACE")
+    r.skip(_TABLE_MODIFIERS)
+    if not r.take("TABLE"):
+        return None
+    r.take("IF", "NOT", "EXISTS")
+    table = r.name()
+    if table is None:
+        return None
+    return f"{table[0]}.{table[1]}" if table[0] else table[1]
+
+
 def _index_on(r: _Reader, targets: DdlTargets, tokens: list[_Tok], *if_clause: str) -> DdlTargets:
     """CREATE/DROP INDEX [IF [NOT] EXISTS] name ON table: the table."""
     r.take(*if_clause)

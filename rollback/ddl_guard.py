@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rollback.ddl import DdlTargets
+from rollback.ddl import DdlTargets, created_table
 from rollback.errors import DDLInRange
 
 Position = tuple[int, int]  # (partition index, position in its file)
@@ -53,8 +53,10 @@ def refuse_selected_ddl(hits: list[tuple[dict[str, Any], set[str]]]) -> None:
             )
 
 
+# After leading comments; the server runs what a versioned comment (/*!100000 ... */, /*M!...) holds.
 _ROWS_GONE = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*(TRUNCATE|DROP\s+(?:TEMPORARY\s+)?(?:TABLES?|DATABASE|SCHEMA))\b", re.I | re.S
+    r"^\s*(?:/\*M?!\d*\s*|/\*.*?\*/\s*)*(TRUNCATE|DROP\s+(?:TEMPORARY\s+)?(?:TABLES?|DATABASE|SCHEMA))\b",
+    re.I | re.S,
 )
 
 
@@ -74,3 +76,36 @@ def refuse_row_loss_under_keep(
                 f"--ddl {mode}: {found.group(1).upper()} of {under[0]} inside the range at {item['file']}:{item['pos']}: "
                 f"{item['sql'][:200]} — the rows it removed are not in the binlog; end the range before it"
             )
+
+
+def lost_rows(hits: list[tuple[dict[str, Any], set[str]]]) -> list[dict[str, Any]]:
+    """TRUNCATE, DROP TABLE and DROP DATABASE the range selects that touch no table it changes: they
+    destroyed rows without row events, which no rollback of this range brings back (a DDL on a changed
+    table is the other guards' business; so is every DDL under --ddl reverse). A table the range created
+    and never wrote loses nothing. Each as {file, pos, sql, tables}."""
+    found = []
+    created: set[str] = set()
+    for item, tables in hits:
+        affects = item["affects"]
+        made = created_table(item["sql"], item["db"])
+        if made is not None:
+            created.add(made)
+        gone = _ROWS_GONE.match(item["sql"])
+        if tables or not item["selected"] or gone is None or "TEMPORARY" in gone.group(1).upper():
+            continue
+        if affects["tables"] and not affects["databases"] and set(affects["tables"]) <= created:
+            continue
+        named = affects["tables"] + [f"{db}.*" for db in affects["databases"]] + affects["names"]
+        found.append({"file": item["file"], "pos": item["pos"], "sql": item["sql"], "tables": named})
+    return found
+
+
+def refuse_lost_rows(lost: list[dict[str, Any]]) -> None:
+    if lost:
+        first = lost[0]
+        raise DDLInRange(
+            f"{len(lost)} statement(s) in the range destroyed rows without row events, which no rollback of "
+            f"this range can bring back; first at {first['file']}:{first['pos']}: {first['sql'][:200]} "
+            f"(tables: {', '.join(first['tables']) or 'unknown'}) — --accept-lost-rows writes the rollback of "
+            "the row changes anyway and lists them in the header"
+        )

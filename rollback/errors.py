@@ -71,6 +71,10 @@ class SavepointError(RollbackError):
     """A ROLLBACK TO SAVEPOINT whose savepoint the binlog does not show: which rows it undid is unknown."""
 
 
+class UndecidedTransaction(RollbackError):
+    """An XA transaction prepared in the range whose XA COMMIT or XA ROLLBACK is not in it."""
+
+
 class EmptyRange(RollbackError):
     """The range and filters selected no row change (exit 4 unless --allow-empty)."""
 

@@ -102,6 +102,11 @@ def script_header(
         )
         for item in report.dependencies:
             lines.append(f"dependent: {describe_dependency(item)}")
+    for item in report.lost_rows:
+        lines.append(
+            f"rows lost without row events (--accept-lost-rows): {item['file']}:{item['pos']}: {item['sql']} "
+            f"(tables: {', '.join(item['tables']) or 'unknown'}): this rollback does not bring them back"
+        )
     for warning in report.warnings:
         lines.append(f"warning: {warning}")
     for item in irreversible:
@@ -110,4 +115,13 @@ def script_header(
             f"irreversible: {item['type']} on {item['table']} at {item['file']}:{item['pos']} "
             f"row {item['row']} ({why})"
         )
-    return "".join(comment_line(line) + "\n" for line in lines) + SCRIPT_PRELUDE
+    prelude = SCRIPT_PRELUDE
+    off = report.no_fk_checks
+    if off is not None and mode != "changes":
+        lines.append(
+            f"foreign_key_checks: the incident ran with foreign_key_checks=0 (first at {off['file']}:{off['pos']}, "
+            f"{off['table']}): the script sets it for its session too, since its statements meet the rows in the "
+            "order the incident left them"
+        )
+        prelude += "SET SESSION foreign_key_checks = 0;\n"
+    return "".join(comment_line(line) + "\n" for line in lines) + prelude

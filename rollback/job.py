@@ -16,6 +16,8 @@ from typing import IO, TYPE_CHECKING, Any
 from rollback.ddl import shorten
 from rollback.ddl_guard import (
     ddl_hits,
+    lost_rows,
+    refuse_lost_rows,
     refuse_row_loss_under_keep,
     refuse_schema_change_mid_range,
     refuse_selected_ddl,
@@ -122,6 +124,24 @@ class Job:
         assert self._target is not None
         return self._target
 
+    def _name_rule(self) -> None:
+        """Database and table filters compare names as the server does: exactly under
+        lower_case_table_names=0 (and when no server says otherwise), case-insensitively under 1 or 2."""
+        if not (self.filters.databases or self.filters.tables):
+            return
+        servers = [
+            s for s in (self.options.schema, self.options.binlog_server) if isinstance(s, ServerSchema)
+        ]
+        if not servers:
+            return
+        conn = servers[0].connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT @@lower_case_table_names")
+                self.filters.case_sensitive = int(cur.fetchone()[0]) == 0
+        finally:
+            conn.close()
+
     def _schemas(self, plan: PartitionPlan) -> dict[SchemaKey, TableSchema | str | None]:
         """Every selected table's schema, resolved once here (workers never talk to a server)."""
         resolver = SchemaResolver(self.options.schema)
@@ -206,6 +226,7 @@ class Job:
     def _run(
         self, out_dir: str, changes: bool, plan_lines: bool, progress: ProgressCallback | None
     ) -> list[Summary]:
+        self._name_rule()
         plan = self.partition_plan()
         report = self.report
         report.bytes_total = plan.bytes_total
@@ -256,6 +277,7 @@ class Job:
             summaries = _hold_back(out_dir, spec, plan, summaries, execute)
         self._collect(out_dir, plan, summaries)
         self._side_effects()
+        self._packet_limit()
         return summaries
 
     def _schema_history(self, plan: PartitionPlan) -> DdlPlan:
@@ -337,6 +359,34 @@ class Job:
         self.report.side_effects = found.to_dict()
         self.report.warnings.extend(found.warnings())
 
+    def _packet_limit(self) -> None:
+        """The largest statement against the schema server's max_allowed_packet: the mysql client stops
+        at a statement the server refuses, with the script half applied (an execution checks its target)."""
+        schema = self.options.schema
+        largest = self.report.largest_statement
+        if largest is None or not isinstance(schema, ServerSchema):
+            return
+        try:
+            conn = schema.connect()
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT @@max_allowed_packet")
+                    limit = int(cur.fetchone()[0])
+            finally:
+                conn.close()
+        except Exception as exc:  # noqa: BLE001 - a warning: the job's output does not depend on it
+            reason = " ".join(str(exc.args[-1] if exc.args else exc).split())
+            self.report.warnings.append(f"cannot read max_allowed_packet from the schema server: {reason}")
+            return
+        size = largest["bytes"]
+        if size + 1 >= limit:  # the statement and its command byte in one packet, as execute checks
+            self.report.warnings.append(
+                f"the largest statement ({size} bytes, {largest['table']} at {largest['file']}:{largest['pos']}) "
+                f"does not fit the schema server's max_allowed_packet ({limit}): piped to the mysql client, the "
+                f"script stops there half applied; raise it on the target (SET GLOBAL max_allowed_packet = "
+                f"{(size + 1024) // 1024 * 1024 + 1024}) and the client's --max-allowed-packet"
+            )
+
     def _collect(self, out_dir: str, plan: PartitionPlan, summaries: list[Summary]) -> None:
         """The report from the summaries; raises the error the job stops with, if any."""
         report = self.report
@@ -362,6 +412,8 @@ class Job:
                 report.largest_statement is None or largest["bytes"] > report.largest_statement["bytes"]
             ):
                 report.largest_statement = largest
+            if report.no_fk_checks is None:
+                report.no_fk_checks = summary.no_fk_checks
         report.largest_transactions = largest_transactions(summaries if failed is None else [])
         hits = ddl_hits(report.ddl, changed)
         stop_at = (failed.index, failed.error_pos or 0) if failed is not None else None
@@ -378,6 +430,10 @@ class Job:
         # the changes counts.)
         if self.options.mode == "flashback" and not history:
             refuse_selected_ddl(hits)
+        if self.options.mode == "flashback" and self.options.ddl != "reverse":
+            report.lost_rows = lost_rows(hits)
+            if not self.options.accept_lost_rows:
+                refuse_lost_rows(report.lost_rows)
         mismatch = next((s.mismatch for s in summaries if s.mismatch is not None), None)
         if mismatch is not None:
             raise decode_error(mismatch)
@@ -455,11 +511,11 @@ class Job:
 
     def _empty(self, summaries: list[Summary]) -> None:
         """The range selected no row change: an error unless allowed, saying what the files hold."""
-        tables = {table.lower() for s in summaries for table, _kind in s.contents}
+        tables = {table for s in summaries for table, _kind in s.contents}
         said = [
             f"searched {self.rng.describe()}; filters: {self.filters.describe()}",
             held(summaries, self._times),
-            *table_hints(self.filters.tables, self.filters.databases, tables),
+            *table_hints(self.filters.tables, self.filters.databases, tables, self.filters.case_sensitive),
         ]
         if not self.options.allow_empty:
             raise EmptyRange(

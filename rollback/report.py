@@ -72,6 +72,12 @@ class Report:
     # (schema_history.Timeline.to_dict()), and the columns of old images that were not written
     timelines: list[dict[str, Any]] = field(default_factory=list)
     ddl_mode: str = "refuse"
+    # Statements of the range that destroyed rows without row events (TRUNCATE, DROP TABLE, DROP DATABASE
+    # of tables it has no row changes for), accepted by Options.accept_lost_rows: {file, pos, sql, tables}
+    lost_rows: list[dict[str, Any]] = field(default_factory=list)
+    # The first selected row change the incident made with foreign_key_checks=0 {file, pos, table}:
+    # the script then runs with it too
+    no_fk_checks: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,4 +105,6 @@ class Report:
             "partial_transaction_count": self.partial_transaction_count,
             "ddl_mode": self.ddl_mode,
             "schema_timelines": self.timelines,
+            "lost_rows": self.lost_rows,
+            "no_fk_checks": self.no_fk_checks,
         }

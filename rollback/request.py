@@ -245,6 +245,9 @@ class Filters:
     exclude_query: str | None = None
     # Rows: a MySQL boolean expression over the row images (rollback/predicate.py).
     where: str | None = None
+    # Whether database and table names compare exactly, as a server with lower_case_table_names=0 does
+    # (`Shop` and `shop` are two databases there); the job sets it from the schema server, else True.
+    case_sensitive: bool = True
 
     @property
     def picks(self) -> bool:
@@ -303,9 +306,15 @@ class Filters:
         return "; ".join(parts) or "none"
 
     def table_selected(self, tmap: Any) -> bool:
-        if self.databases and tmap.database.lower() not in self.databases:
+        database, table = tmap.database, f"{tmap.database}.{tmap.table}"
+        if self.case_sensitive:
+            if self.databases and database not in self.databases:
+                return False
+            return not (self.tables and table not in self.tables)
+        database, table = database.lower(), table.lower()
+        if self.databases and all(d.lower() != database for d in self.databases):
             return False
-        return not (self.tables and f"{tmap.database}.{tmap.table}".lower() not in self.tables)
+        return not (self.tables and all(t.lower() != table for t in self.tables))
 
 
 DDL_MODES = ("refuse", "keep", "reverse")
@@ -337,6 +346,9 @@ class Options:
     # Accept the schema source as describing the tables at the range's time without looking for
     # DDL after the range (matters only when the binlog names no columns).
     trust_schema: bool = False
+    # TRUNCATE, DROP TABLE or DROP DATABASE in the range of tables without row changes in it destroyed
+    # rows no rollback of the range brings back: refused unless accepted here (then listed).
+    accept_lost_rows: bool = False
     # The live server the range was read from (--server), when the schema source is another one:
     # its binary log after the range is where DDL on the tables would be.
     binlog_server: ServerSchema | None = None

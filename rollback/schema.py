@@ -8,7 +8,7 @@ disagree with the table map is a SchemaMismatch, never a guess.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,6 +27,11 @@ class Column:
     charset: str | None = None  # None: not a character column (or unknown)
     generated: bool = False
     invisible: bool = False
+    # ON UPDATE CURRENT_TIMESTAMP: the server stamps it on every UPDATE that leaves it out of its SET
+    on_update: bool = False
+    # a column the server adds and no statement may name (MariaDB's DB_ROW_HASH_n of a UNIQUE ... USING
+    # HASH key): never written nor compared
+    hidden: bool = False
     enum_values: tuple[str, ...] | None = None
     set_values: tuple[str, ...] | None = None
     column_type: str = ""  # the full type as the source prints it (varchar(10), int(11) unsigned); "" unknown
@@ -48,6 +53,8 @@ class TableSchema:
     unique_keys: list[tuple[int, ...]] = field(default_factory=list)  # NOT NULL unique keys only
     source: str = ""  # binlog | server | ddl
     system_versioned: bool = False  # MariaDB WITH SYSTEM VERSIONING
+    sequence: bool = False  # a MariaDB SEQUENCE: NEXTVAL and SETVAL are logged as row writes to it
+    long_hashes: int = 0  # MariaDB UNIQUE ... USING HASH keys: each adds a hidden column to the binlog's rows
     keys: dict[str, str] | None = None  # schema history: key name (lower case) -> definition; None unknown
     # schema history: the table options named by the DDL that made it (kind -> text: engine ->
     # ENGINE=InnoDB); None unknown, and a kind not in it is the server's default at its CREATE
@@ -137,6 +144,19 @@ def _as_of_incident(source: str) -> str:
     return "give its definition as of the incident with --schema-file, or --ddl keep to follow the DDL since"
 
 
+_ROW_HASH = re.compile(r"DB_ROW_HASH_\d+")
+
+
+def with_hidden_hashes(schema: TableSchema, tmap: TableMap) -> TableSchema:
+    """The schema with the hidden DB_ROW_HASH_n columns MariaDB logs last for its UNIQUE ... USING HASH
+    keys, when the table map has exactly those more columns (BIGINT), and no others."""
+    extra = tmap.column_count - len(schema.columns)
+    if not 0 < extra <= schema.long_hashes or any(t != T.LONGLONG for t in tmap.real_types[-extra:]):
+        return schema
+    hidden = [Column(f"DB_ROW_HASH_{n}", "bigint", generated=True, hidden=True) for n in range(1, extra + 1)]
+    return replace(schema, columns=[*schema.columns, *hidden])
+
+
 def check_schema(schema: TableSchema, tmap: TableMap, position: int | None) -> None:
     """Raise SchemaMismatch when the schema cannot describe this table map's rows."""
     where = f" at position {position}" if position is not None else ""
@@ -173,6 +193,8 @@ def schema_from_table_map(tmap: TableMap) -> TableSchema | None:
                 nullable=tmap.nullable[i],
                 charset=charset_of_collation(collation),
                 invisible=bool(tmap.visible and not tmap.visible[i]),
+                generated=bool(_ROW_HASH.fullmatch(name)) and tmap.real_types[i] == T.LONGLONG,
+                hidden=bool(_ROW_HASH.fullmatch(name)) and tmap.real_types[i] == T.LONGLONG,
                 enum_values=tuple(v.decode("utf-8", "replace") for v in enum) if enum is not None else None,
                 set_values=tuple(v.decode("utf-8", "replace") for v in set_) if set_ is not None else None,
             )
@@ -189,7 +211,7 @@ SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, EXT
 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION
 """
 _KEYS_SQL = """
-SELECT s.INDEX_NAME, s.COLUMN_NAME, s.NON_UNIQUE, s.SUB_PART
+SELECT s.INDEX_NAME, s.COLUMN_NAME, s.NON_UNIQUE, s.SUB_PART, s.INDEX_TYPE
 FROM information_schema.STATISTICS s
 WHERE s.TABLE_SCHEMA = %s AND s.TABLE_NAME = %s ORDER BY s.INDEX_NAME, s.SEQ_IN_INDEX
 """
@@ -216,6 +238,7 @@ def schema_from_rows(
                 or "PERSISTENT" in extra
                 or "STORED" in extra,
                 invisible="INVISIBLE" in extra,
+                on_update="ON UPDATE" in extra,
                 enum_values=_enum_members(members) if data_type == "enum" else None,
                 set_values=_enum_members(members) if data_type == "set" else None,
                 column_type=column_type,
@@ -223,10 +246,13 @@ def schema_from_rows(
         )
     index_of = {c.name.lower(): i for i, c in enumerate(cols)}
     by_index: dict[str, list[tuple[int, bool, Any]]] = {}
-    for index_name, column_name, non_unique, sub_part in keys:
+    hashed: set[str] = set()
+    for index_name, column_name, non_unique, sub_part, *index_type in keys:
         by_index.setdefault(str(index_name), []).append(
             (index_of[str(column_name).lower()], bool(int(non_unique)), sub_part)
         )
+        if index_type and str(index_type[0]).upper() == "HASH" and not int(non_unique):
+            hashed.add(str(index_name))
     primary: tuple[int, ...] = ()
     uniques: list[tuple[int, ...]] = []
     unique_columns = frozenset(i for parts in by_index.values() if not parts[0][1] for i, _, _ in parts)
@@ -239,7 +265,16 @@ def schema_from_rows(
         elif all(not cols[i].nullable for i in key):
             uniques.append(key)
     uniques.sort(key=len)
-    return TableSchema(database, table, cols, primary, uniques, source=source, unique_columns=unique_columns)
+    return TableSchema(
+        database,
+        table,
+        cols,
+        primary,
+        uniques,
+        source=source,
+        long_hashes=len(hashed),
+        unique_columns=unique_columns,
+    )
 
 
 _TABLE_TYPE_SQL = (
@@ -276,6 +311,7 @@ class ServerSchema:
             schema = schema_from_rows(database, table, columns, keys, "server") if columns else None
             if schema is not None and kind is not None:
                 schema.system_versioned = str(kind[0]).upper() == "SYSTEM VERSIONED"
+                schema.sequence = str(kind[0]).upper() == "SEQUENCE"
             self._cache[key] = schema
         return self._cache[key]
 
@@ -323,22 +359,50 @@ class SchemaResolver:
                     "row_start, row_end): its row changes include history rows that plain DML cannot "
                     "restore; give a schema source (--schema-dsn) if it is not versioned"
                 )
+            if named is not None and [n.lower() for n in named.names] == list(_SEQUENCE_COLUMNS):
+                raise SchemaMismatch(_sequence(tmap, where))
             schema = named
         else:
             found = source.lookup(tmap.database, tmap.table)
             if found is None:
                 raise SchemaMismatch(_missing_table(tmap, where, source, named is not None))
+            if found.sequence:
+                raise SchemaMismatch(_sequence(tmap, where))
             if found.system_versioned:
                 raise SchemaMismatch(
                     f"table {tmap.qualified_name}{where} is system-versioned (WITH SYSTEM VERSIONING): its "
                     "row changes include the history rows the server keeps, which plain DML cannot write or "
                     "remove; mysql-rollback does not roll back system-versioned tables"
                 )
-            schema = _by_name(named, found, tmap, where) if named is not None else found
+            schema = (
+                _by_name(named, found, tmap, where) if named is not None else with_hidden_hashes(found, tmap)
+            )
         if schema is not None:
             check_schema(schema, tmap, position)
         self._checked[key] = schema
         return schema
+
+
+# The columns of a MariaDB SEQUENCE, as FULL metadata names them.
+_SEQUENCE_COLUMNS = (
+    "next_not_cached_value",
+    "minimum_value",
+    "maximum_value",
+    "start_value",
+    "increment",
+    "cache_size",
+    "cycle_option",
+    "cycle_count",
+)
+
+
+def _sequence(tmap: TableMap, where: str) -> str:
+    return (
+        f"table {tmap.qualified_name}{where} is a SEQUENCE: NEXTVAL and SETVAL are logged as row writes to it, "
+        "which no DML can undo (the server refuses INSERT and DELETE on a sequence); select the other tables "
+        "(--table; --allow-partial-transactions where a transaction wrote both), and set the sequence with "
+        "SETVAL if it must go back"
+    )
 
 
 def _missing_table(tmap: TableMap, where: str, source: SchemaSource, named: bool) -> str:
@@ -366,6 +430,8 @@ def _by_name(named: TableSchema, found: TableSchema, tmap: TableMap, where: str)
     real = tmap.real_types
     for i, mine in enumerate(named.columns):
         j = position_of.get(mine.name.lower())
+        if j is None and mine.hidden:
+            continue
         if j is None:
             raise SchemaMismatch(
                 f"table {tmap.qualified_name}{where}: column {i + 1} `{mine.name}` of the binlog is not in the "
@@ -380,6 +446,7 @@ def _by_name(named: TableSchema, found: TableSchema, tmap: TableMap, where: str)
                 f"{_as_of_incident(found.source)}"
             )
         mine.generated = theirs.generated
+        mine.on_update = theirs.on_update
         mine.data_type = theirs.data_type
         mine_of[j] = i
 
@@ -618,6 +685,7 @@ def _column(item: str, table_charset: str | None) -> tuple[Column, bool, bool] |
         charset=charset,
         generated=generated,
         invisible=bool(re.search(r"\bINVISIBLE\b", upper)),
+        on_update=bool(re.search(r"\bON\s+UPDATE\b", upper)),
         enum_values=members if data_type == "enum" else None,
         set_values=members if data_type == "set" else None,
         column_type=(

@@ -184,6 +184,7 @@ class ColumnRender:
     writable: bool  # False for generated columns
     exact: str = ""  # the left side of a byte-exact comparison, operator included: "CAST(`c` AS BINARY)<=>"
     null: str = ""  # the column is NULL
+    stamped: bool = False  # ON UPDATE CURRENT_TIMESTAMP: an UPDATE must set it, or the server stamps it
 
 
 class EnumLiteral:
@@ -288,11 +289,17 @@ _BINARY_DATA_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "medi
 
 
 def exact_comparison(
-    real_type: int, charset: str | None, schema_column: Any, flavour: str, name: str, where: Literal
+    real_type: int,
+    charset: str | None,
+    schema_column: Any,
+    flavour: str,
+    name: str,
+    where: Literal,
+    width: int = 0,
 ) -> tuple[str, Literal]:
     """(left side with operator, right side) of a comparison that is true only for the very same stored value.
 
-    `where` is the column's where literal (column_literals). A plain `col<=>literal` follows the column's
+    `where` is the column's where literal (column_literals), `width` the pack length of an ENUM or SET. A plain `col<=>literal` follows the column's
     collation (case-, accent- and trailing-space-insensitive under *_ci and PAD SPACE collations) and the
     type's own equality (ENUM by member name, JSON by value, +0.0 = -0.0): rows that differ only there are
     different rows. A key compared by its collation is still safe (it is unique under it); a whole-row
@@ -301,6 +308,9 @@ def exact_comparison(
     plain = f"{name}<=>"
     if real_type in (T.ENUM, T.SET):
         # By index: the '' member and the '' error value (index 0) are equal as strings.
+        if real_type == T.SET and width == 8:
+            # MariaDB's SET+0 is a signed BIGINT: a mask with its 64th member would compare as negative.
+            return f"CAST({name}+0 AS UNSIGNED)<=>", str
         return f"{name}+0<=>", str
     if real_type == T.JSON and flavour == "mysql":
         # JSON equality is by value (1 = 1.0); the server's text of the document tells the types apart too.
@@ -374,9 +384,17 @@ class TableRenderer:
                 charset = None
             name = quote_ident(names[i])
             value, where = column_literals(spec.real_type, spec.length, charset, col, flavour)
-            exact, where = exact_comparison(spec.real_type, charset, col, flavour, name, where)
+            exact, where = exact_comparison(spec.real_type, charset, col, flavour, name, where, spec.length)
             cols.append(
-                ColumnRender(name, value, where, not (col and col.generated), exact, f"{name}<=>NULL")
+                ColumnRender(
+                    name,
+                    value,
+                    where,
+                    not (col and col.generated),
+                    exact,
+                    f"{name}<=>NULL",
+                    bool(col and col.on_update and not col.generated),
+                )
             )
         self.columns = cols
         self.key = () if full_where or schema is None else schema.row_key
@@ -389,17 +407,33 @@ class TableRenderer:
         self._wheres = [c.where for c in cols]
         self._exacts = [c.exact for c in cols]
         self._nulls = [c.null for c in cols]
+        # Columns no statement may name (schema.Column.hidden): left out of every comparison.
+        self._hidden = frozenset(
+            i for i in range(len(cols)) if schema is not None and schema.columns[i].hidden
+        )
         self._all_writable = all(c.writable for c in cols)
+        self._stamped = tuple(i for i, c in enumerate(cols) if c.stamped)
         self._insert_head = f"INSERT INTO {self.table} ({', '.join(self._names)}) VALUES ("
         self._full: FullImageStatements | None = None
         self._full_core: Any = None
-        self._key_parts = [(i, self._names[i], self._values[i]) for i in self.key]
+        # A FLOAT is found by its exact value widened to a double (its where literal): the shortest text
+        # that stores it (its value literal) compares unequal to it. Such tables take the generic path.
+        self._float_key = any(
+            specs[i].real_type == T.FLOAT for i in (schema.row_key if schema is not None else ())
+        )
+        self._key_parts = [(i, self._names[i], self._key_literal(i)) for i in self.key]
         # Key columns whose exact comparison no index serves (CAST, +0): compared by value as well, which the
         # exact comparison implies, so that a check or a --full-where statement still finds the row by its key.
         row_key = schema.row_key if schema is not None else ()
         self._lookup_parts = [
-            (i, self._names[i], self._values[i]) for i in row_key if cols[i].exact != f"{cols[i].name}<=>"
+            (i, self._names[i], self._key_literal(i))
+            for i in row_key
+            if cols[i].exact != f"{cols[i].name}<=>"
         ]
+
+    def _key_literal(self, index: int) -> Literal:
+        column = self.columns[index]
+        return column.where if self.tmap.real_types[index] == T.FLOAT else column.value
 
     def literal(self, index: int, value: Any) -> str:
         return "NULL" if value is None else self.columns[index].value(value)
@@ -423,10 +457,13 @@ class TableRenderer:
             for i, name, value in self._lookup_parts
             if image[i] is not MISSING
         ]
+        hidden = self._hidden
         parts += [
             null if v is None else exact + where(v)
-            for exact, null, where, v in zip(self._exacts, self._nulls, self._wheres, image, strict=True)
-            if v is not MISSING
+            for i, (exact, null, where, v) in enumerate(
+                zip(self._exacts, self._nulls, self._wheres, image, strict=True)
+            )
+            if v is not MISSING and i not in hidden
         ]
         return " AND ".join(parts)
 
@@ -452,7 +489,8 @@ class TableRenderer:
         return f"DELETE FROM {self.table} WHERE {self.where(image)}{self._limit()};"
 
     def update(self, set_image: Sequence[Any], where_image: Sequence[Any]) -> str | None:
-        """UPDATE setting the columns of set_image that differ from where_image; None when nothing differs."""
+        """UPDATE setting the columns of set_image that differ from where_image; None when nothing differs.
+        A column the server stamps on update (ON UPDATE CURRENT_TIMESTAMP) is set even when unchanged."""
         sets = self.update_sets(set_image, where_image)
         if not sets:
             return None
@@ -460,13 +498,17 @@ class TableRenderer:
         return f"UPDATE {self.table} SET {assignments} WHERE {self.where(where_image)}{self._limit()};"
 
     def update_sets(self, set_image: Sequence[Any], where_image: Sequence[Any]) -> list[tuple[int, str]]:
-        """(column index, literal) of every column an UPDATE from where_image to set_image sets."""
+        """(column index, literal) of every column an UPDATE from where_image to set_image sets: those
+        that differ, and with them the columns the server stamps on update."""
         columns = self.columns
-        return [
-            (i, "NULL" if v is None else self._values[i](v))
+        changed = [
+            i
             for i, (v, w) in enumerate(zip(set_image, where_image, strict=True))
             if v is not MISSING and (w is MISSING or w != v) and columns[i].writable
         ]
+        if changed and self._stamped:
+            changed = sorted({*changed, *(i for i in self._stamped if set_image[i] is not MISSING)})
+        return [(i, "NULL" if set_image[i] is None else self._values[i](set_image[i])) for i in changed]
 
     def joinable_update_columns(self) -> frozenset[int]:
         """Columns a joined UPDATE (statement_batches.join_updates) may set with CASE: not the key its
@@ -493,11 +535,17 @@ class TableRenderer:
 
     def full_images(self) -> FullImageStatements | None:
         """Straight-line statement functions for rows whose images hold every column (FULL row
-        images), generated once for this table; None when a column is not writable (generated).
+        images), generated once for this table; None when a column is not writable (generated) or
+        is stamped on update (update sets it even when unchanged, which these functions do not).
         They return exactly what insert / delete / update return for such rows. With the compiled
         core (hotpath.CORE) they are its FullImages, run from the plan `compiled_plan` makes."""
         core = hotpath.CORE
-        if (self._full is None or self._full_core is not core) and self._all_writable:
+        if (
+            (self._full is None or self._full_core is not core)
+            and self._all_writable
+            and not self._stamped
+            and not self._float_key
+        ):
             self._full = _compile_full_images(self) if core is None else core.FullImages(*compiled_plan(self))
             self._full_core = core
         return self._full
@@ -507,10 +555,8 @@ class TableRenderer:
         if not self.key or any(image[i] is MISSING for i in self.key):
             return None
         parts = [
-            f"{self.columns[i].name}={self.columns[i].value(image[i])}"
-            if image[i] is not None
-            else f"{self.columns[i].name} IS NULL"
-            for i in self.key
+            f"{name}={value(image[i])}" if image[i] is not None else f"{name} IS NULL"
+            for i, name, value in self._key_parts
         ]
         return self.check_head + " AND ".join(parts)
 

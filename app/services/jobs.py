@@ -261,6 +261,7 @@ class JobRunner(WorkerPool[str]):
             allow_partial_transactions=bool(o.get("allow_partial_transactions")),
             allow_empty=bool(o.get("allow_empty")),
             trust_schema=bool(o.get("trust_schema")),
+            accept_lost_rows=bool(o.get("accept_lost_rows")),
             ddl=str(o.get("ddl") or "refuse"),
             schema=resolved.schema,
             engine=self.settings.engine,
@@ -352,6 +353,7 @@ class JobRunner(WorkerPool[str]):
                     "dependencies",
                     "dependency_count",
                     "partial_transactions",
+                    "lost_rows",
                 )
             },
             "script_path": str(out.script),

@@ -255,6 +255,7 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             "allow_partial": data.get("allow_partial") == "on",
             "allow_empty": data.get("allow_empty") == "on",
             "trust_schema": data.get("trust_schema") == "on",
+            "accept_lost_rows": data.get("accept_lost_rows") == "on",
             "allow_partial_transactions": data.get("allow_partial_transactions") == "on",
             "ddl": data.get("ddl") or "refuse",
         },

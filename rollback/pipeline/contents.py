@@ -53,15 +53,28 @@ def held(summaries: Iterable[Summary], times: list[int]) -> str:
     )
 
 
-def table_hints(wanted: Iterable[str], databases: Iterable[str], tables: Iterable[str]) -> list[str]:
-    """'did you mean db.table?' for each table filter that names no table with changes."""
-    present = {t.lower() for t in tables}
+_CASE = "names differ in case, and the server compares them exactly (lower_case_table_names=0)"
+
+
+def table_hints(
+    wanted: Iterable[str], databases: Iterable[str], tables: Iterable[str], case_sensitive: bool = False
+) -> list[str]:
+    """'did you mean db.table?' for each table filter that names no table with changes (`tables`: the
+    names with changes, as the binlog spells them)."""
+    fold = (lambda s: s) if case_sensitive else str.lower
+    present = {fold(t) for t in tables}
     hints = []
     for name in sorted(wanted):
-        if name in present:
+        if fold(name) in present:
             continue
-        bare = name.rsplit(".", 1)[-1]
-        matches = sorted(t for t in present if t.rsplit(".", 1)[-1] == bare)
+        other_case = sorted(t for t in tables if t.lower() == name.lower())
+        if other_case:
+            hints.append(
+                f"table filter {name} names no table with changes: did you mean {' or '.join(other_case)}? ({_CASE})"
+            )
+            continue
+        bare = name.rsplit(".", 1)[-1].lower()
+        matches = sorted(t for t in present if t.rsplit(".", 1)[-1].lower() == bare)
         if matches:
             hints.append(
                 f"table filter {name} names no table with changes: did you mean {' or '.join(matches)}?"
@@ -71,7 +84,14 @@ def table_hints(wanted: Iterable[str], databases: Iterable[str], tables: Iterabl
         else:
             hints.append(f"table filter {name} names no table with changes")
     dbs = {t.split(".", 1)[0] for t in present}
-    hints.extend(
-        f"database filter {d} names no database with changes" for d in sorted(databases) if d not in dbs
-    )
+    for d in sorted(databases):
+        if fold(d) in dbs:
+            continue
+        other_case = sorted({t.split(".", 1)[0] for t in tables if t.split(".", 1)[0].lower() == d.lower()})
+        if other_case:
+            hints.append(
+                f"database filter {d} names no database with changes: did you mean {' or '.join(other_case)}? ({_CASE})"
+            )
+        else:
+            hints.append(f"database filter {d} names no database with changes")
     return hints

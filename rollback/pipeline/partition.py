@@ -71,6 +71,8 @@ PartitionProgress = Callable[[int, int], None]
 
 PROGRESS_STEP = 1 << 20  # report at least every this many bytes
 
+_NO_FOREIGN_KEY_CHECKS = 0x2  # a rows event's flag: its statement ran with foreign_key_checks=0
+
 
 @dataclass
 class JobSpec:
@@ -453,6 +455,12 @@ class _Run:
                 if not taken or not self.selection.statement(state.tx, label):
                     self._left_out(current, decoded, event, state, taken)
                     continue
+                if event.flags & _NO_FOREIGN_KEY_CHECKS and summary.no_fk_checks is None:
+                    summary.no_fk_checks = {
+                        "file": label,
+                        "pos": decoded.outer_pos,
+                        "table": tmap.qualified_name,
+                    }
                 full = (1 << event.column_count) - 1
                 complete = event.present == full == event.present_after and not event.partial
                 if changes_only:

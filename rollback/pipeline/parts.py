@@ -89,6 +89,8 @@ class Summary:
     # transactions of which the table and type filters took some rows events and left others
     filter_splits: list[dict[str, Any]] = field(default_factory=list)
     dependency_keys: bool = False  # part-N.keys.jsonl written (dependencies.py)
+    # The first selected rows event the server logged with foreign_key_checks=0: {file, pos, table}
+    no_fk_checks: dict[str, Any] | None = None
 
 
 def part_path(out_dir: str, index: int, suffix: str) -> str:

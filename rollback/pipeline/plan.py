@@ -46,10 +46,20 @@ from rollback.binlog.reader import (
 )
 from rollback.binlog.rows import ROWS_EVENT_TYPES, RowsEvent
 from rollback.binlog.table_map import TableMap, decode_table_map
-from rollback.errors import BinlogFormatError, RangeError, RollbackError, SavepointError
+from rollback.errors import BinlogFormatError, RangeError, RollbackError, SavepointError, UndecidedTransaction
 from rollback.pipeline import storage
 from rollback.pipeline.order import FileTrail, check_order, identity
-from rollback.pipeline.savepoints import SavepointTracker, Undo, Void, merged, overlapping, quoted
+from rollback.pipeline.savepoints import (
+    SavepointTracker,
+    Undo,
+    Void,
+    XaEvent,
+    merged,
+    overlapping,
+    quoted,
+    xa_event,
+    xa_outcomes,
+)
 from rollback.request import FIRST_EVENT, RangeSpec, check_positions
 
 TARGET_BYTES = 64 << 20  # default partition size, and the largest a job picks by itself
@@ -212,6 +222,7 @@ class PartitionPlan:
     notes: list[str] = field(default_factory=list)  # what the planner found and the job reports (warnings)
     unchecked: list[str] = field(default_factory=list)  # files whose events carry no checksum
     times: list[int] = field(default_factory=list)  # first and last event timestamps of each file's range
+    xa: list[XaEvent] = field(default_factory=list)  # the XA statements of the range, in log order
 
 
 def _ends_transaction(event: Any) -> bool:
@@ -290,6 +301,17 @@ class _FilePlanner:
                 was_open = state.tx.open
                 if not self.in_range:
                     continue
+                if isinstance(event, ev.Query) and event.kind == "XA":
+                    xa = xa_event(
+                        self.file_index,
+                        decoded.outer_pos,
+                        self.label,
+                        event.sql,
+                        state.tx.gtid,
+                        state.tx.begin_pos or decoded.outer_pos,
+                    )
+                    if xa is not None:
+                        self.plan.xa.append(xa)
                 if isinstance(event, ev.Query) and event.kind == "DDL":
                     self.plan.ddl.append(
                         (self.file_index, decoded.outer_pos, self.label, event.sql, event.database)
@@ -614,6 +636,7 @@ def _append(plan: PartitionPlan, sub: PartitionPlan, ordinal: int) -> None:
     plan.notes.extend(sub.notes)
     plan.unchecked.extend(sub.unchecked)
     plan.times.extend(sub.times)
+    plan.xa.extend(sub.xa)
 
 
 def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES, processes: int = 1) -> PartitionPlan:
@@ -650,4 +673,24 @@ def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES, processes: int 
         ordinal += blocks
         trails.append(trail)
     plan.notes[:0] = check_order(trails)
+    _settle_xa(plan)
     return plan
+
+
+def _settle_xa(plan: PartitionPlan) -> None:
+    """Only committed changes are undone: the rows of an XA transaction the range rolls back are voids
+    of their partitions, and one whose XA COMMIT or XA ROLLBACK lies outside the range is refused."""
+    voids, notes, undecided = xa_outcomes(plan.xa)
+    if undecided:
+        first = undecided[0]
+        raise UndecidedTransaction(
+            f"{len(undecided)} XA transaction(s) prepared in the range have no XA COMMIT or XA ROLLBACK in it; "
+            f"first: {first.xid} (gtid {first.gtid or '-'}) at {first.label}:{first.begin}: whether its changes "
+            "persisted is decided outside the range; extend the range to its outcome, or end it before "
+            "the transaction"
+        )
+    for part in plan.partitions:
+        spans = overlapping(voids.get(part.file_index, []), part.start, part.end)
+        if spans:
+            part.voids = merged(part.voids + spans)
+    plan.notes.extend(notes)

@@ -148,3 +148,64 @@ class VoidSet:
             return False
         v = self.voids[i]
         return (v[0], v[1]) < key < (v[2], v[3])
+
+
+# ---- XA: a prepared transaction's outcome is an event of its own, later ------------------------------
+
+_XA = re.compile(
+    r"(?is)^XA\s+(START|BEGIN|END|COMMIT|ROLLBACK)\s+(.+?)\s*"
+    r"(?:ONE\s+PHASE|SUSPEND(?:\s+FOR\s+MIGRATE)?|JOIN|RESUME)?\s*;?\s*$"
+)
+
+
+@dataclass(slots=True)
+class XaEvent:
+    """An XA statement of the range: END closes the transaction's rows (which begin at its group's
+    start: MariaDB writes no XA START event, its GTID event carries the xid), COMMIT or ROLLBACK (in a
+    group of its own) decides them."""
+
+    file_index: int
+    pos: int
+    label: str
+    verb: str  # START | END | COMMIT | ROLLBACK
+    xid: str  # as the server logs it: X'...',X'...',N
+    gtid: str | None
+    begin: int  # where its transaction group begins
+
+
+def xa_event(file_index: int, pos: int, label: str, sql: str, gtid: str | None, begin: int) -> XaEvent | None:
+    found = _XA.match(_COMMENT.sub("", sql, count=1))
+    if found is None:
+        return None
+    verb = found.group(1).upper()
+    xid = "".join(found.group(2).split())
+    return XaEvent(file_index, pos, label, "START" if verb == "BEGIN" else verb, xid, gtid, begin)
+
+
+def xa_outcomes(events: list[XaEvent]) -> tuple[dict[int, list[Void]], list[str], list[XaEvent]]:
+    """From the range's XA statements in log order: (per file index, the voids of the transactions an
+    XA ROLLBACK of the range undid; notes for the job's warnings; the XA ENDs of transactions whose
+    outcome the range does not hold). A transaction prepared before the range has no rows in it."""
+    voids: dict[int, list[Void]] = {}
+    notes: list[str] = []
+    prepared: dict[str, XaEvent] = {}
+    for event in events:
+        if event.verb == "END":
+            prepared[event.xid] = event
+        elif event.verb in ("COMMIT", "ROLLBACK"):
+            end = prepared.pop(event.xid, None)
+            where = f"{event.label}:{event.pos}"
+            if end is None:
+                if event.verb == "COMMIT":
+                    notes.append(
+                        f"{where}: XA COMMIT {event.xid} commits a transaction prepared before the range: "
+                        "its changes are not in this rollback"
+                    )
+                continue
+            if event.verb == "ROLLBACK":
+                voids.setdefault(end.file_index, []).append((end.begin, end.begin, end.pos, end.pos))
+                notes.append(
+                    f"{where}: XA ROLLBACK {event.xid} undid the transaction (gtid {end.gtid or '-'}) "
+                    f"prepared at {end.label}:{end.begin}: its changes never persisted and are left out"
+                )
+    return voids, notes, list(prepared.values())

@@ -174,14 +174,13 @@ def test_unfiltered_range_restores_everything(scratch_server, incident, tmp_path
     ("args", "keep"),
     [
         (["-d", "fa"], lambda c: c.table.startswith("fa.")),
-        (["-d", "FB"], lambda c: c.table.startswith("fb.")),
         (["-t", "fa.t2"], lambda c: c.table == "fa.t2"),
         (["-t", "fa.t1", "-t", "fb.t2"], lambda c: c.table in ("fa.t1", "fb.t2")),
         (["--type", "delete"], lambda c: c.kind == "delete"),
         (["--type", "insert,update"], lambda c: c.kind in ("insert", "update")),
         (["-d", "fa", "--type", "update"], lambda c: c.table.startswith("fa.") and c.kind == "update"),
     ],
-    ids=["database", "database-case", "table", "two-tables", "type", "two-types", "database-and-type"],
+    ids=["database", "table", "two-tables", "type", "two-types", "database-and-type"],
 )
 def test_table_and_type_filters_select_exactly_their_changes(
     scratch_server, incident, tmp_path, capsys, args, keep

@@ -133,3 +133,28 @@ def statements(script: Path) -> list[str]:
         for line in script.read_text(encoding="utf-8").splitlines()
         if line and not line.startswith(("--", "SET ")) and line not in ("BEGIN;", "COMMIT;")
     ]
+
+
+def restore_both_ways(
+    server: ScratchServer,
+    tables: Iterable[str],
+    incident: list[str],
+    out_dir: Path,
+    **flashback_options: Any,
+) -> None:
+    """Run `incident` twice from the same state: the first rollback is applied with the `mariadb` client, the
+    second through `--execute` (execute_plan, committed); after each, every table is as before it, by
+    CHECKSUM TABLE ... EXTENDED and by its rows."""
+    from rollback.execute import execute_plan
+
+    tables = list(tables)
+    before = snapshot(server, tables)
+    for way in ("client", "execute"):
+        rng = server.run_sql(incident)
+        assert snapshot(server, tables) != before, "the incident changed nothing"
+        script, plan, _report = flashback(server, rng, out_dir, name=way, **flashback_options)
+        if way == "client":
+            apply_with_client(server, script)
+        else:
+            assert execute_plan(plan, server.dsn, commit=True).committed
+        assert snapshot(server, tables) == before, f"not restored through {way}"

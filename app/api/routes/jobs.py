@@ -396,5 +396,6 @@ def summary(job_id: str, services: ServicesDep, _: Viewer) -> SummaryOut:
         dependency_count=extra.get("dependency_count") or 0,
         partial_transactions=extra.get("partial_transactions") or [],
         ddl_mode=extra.get("ddl_mode") or "refuse",
+        lost_rows=extra.get("lost_rows") or [],
         schema_timelines=extra.get("schema_timelines") or [],
     )

@@ -302,3 +302,45 @@ def test_ddl_keep_reaches_the_job_and_the_summary_shows_the_schema_timeline(make
     page = client.get(f"/jobs/{done['id']}", headers=auth(VIEWER)).text
     assert 'id="schema-timelines"' in page and "<caption>api.migrated</caption>" in page
     assert "api.migrated(id int, note varchar, a int)" in page
+
+
+def test_rows_lost_without_row_events_fail_the_job_unless_accepted_and_the_summary_lists_them(
+    make_client, scratch_server
+):
+    """A TRUNCATE of a table the range has no row change for fails the job naming it;
+    options.accept_lost_rows accepts it, and the summary and the job page list it."""
+    scratch_server.run_sql(
+        [
+            "CREATE DATABASE IF NOT EXISTS api",
+            "CREATE OR REPLACE TABLE api.kept (id INT PRIMARY KEY, a INT)",
+            "CREATE OR REPLACE TABLE api.wiped (id INT PRIMARY KEY)",
+            "INSERT INTO api.kept VALUES (1, 1)",
+            "INSERT INTO api.wiped VALUES (1), (2)",
+        ]
+    )
+    rng = scratch_server.run_sql(["UPDATE api.kept SET a = 2", "TRUNCATE TABLE api.wiped"], own_file=True)
+    client = make_client(servers=servers_json(scratch_server))
+    upload = _upload(client, rng.files[0]).json()["id"]
+
+    def job(**options):
+        body = {
+            "upload": upload,
+            "range": {"start_file": rng.files[0].name, "start_position": 4},
+            "options": {"schema_server": "scratch", **options},
+        }
+        created = client.post("/api/jobs", json=body, headers=auth(OPERATOR))
+        assert created.status_code == 202, created.text
+        return wait_for_job(client, created.json()["id"])
+
+    refused = job()
+    assert refused["state"] == "failed"
+    assert "destroyed rows without row events" in refused["error"]
+    assert "TRUNCATE TABLE api.wiped" in refused["error"] and "--accept-lost-rows" in refused["error"]
+    accepted = job(accept_lost_rows=True)
+    assert accepted["state"] == "succeeded", accepted
+    summary = client.get(f"/api/jobs/{accepted['id']}/summary", headers=auth(VIEWER)).json()
+    (item,) = summary["lost_rows"]
+    assert item["sql"] == "TRUNCATE TABLE api.wiped" and item["tables"] == ["api.wiped"]
+    assert item["file"] == rng.files[0].name
+    page = client.get(f"/jobs/{accepted['id']}", headers=auth(VIEWER)).text
+    assert 'id="lost-rows"' in page and "TRUNCATE TABLE api.wiped" in page
