@@ -32,7 +32,7 @@ from app.services import artifacts, change_pages, job_progress, picks
 from app.services.change_pages import ChangeFilter
 from app.services.executions import ExecutionOptions
 from app.services.jobs import create_job
-from app.services.sources import check_server_files
+from app.services.sources import check_server_files, unlisted
 from rollback import RollbackError, SideEffects
 
 router = APIRouter(include_in_schema=False)
@@ -344,9 +344,12 @@ async def new_job(request: Request) -> Response:
             problems = check_job_request(req, services.servers, None)
             if not problems and req.server is not None:
                 requested = req.range.model_dump(exclude_none=True)
-                problems = await run_in_threadpool(
-                    check_server_files, services.servers[req.server], requested
-                )
+                try:
+                    problems = await services.server_calls.call(
+                        req.server, check_server_files, services.servers[req.server], requested
+                    )
+                except RollbackError as exc:
+                    problems = unlisted(req.server, exc)
             for problem in problems:
                 errors.setdefault(_field_of(tuple(problem["loc"])), services.scrub(problem["msg"]))
             if not errors:

@@ -26,8 +26,9 @@ from app.schemas import (
 )
 from app.services import artifacts, job_progress, retention
 from app.services.jobs import create_job
-from app.services.sources import check_server_files
+from app.services.sources import check_server_files, unlisted
 from app.services.upload_range import check_upload_range
+from rollback import RollbackError
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -120,7 +121,15 @@ def submit_job(services: Services, req: JobCreate, who: str) -> Job:
             upload_files = [f["name"] for f in upload.files] if upload else None
     errors = check_job_request(req, services.servers, upload_files)
     if not errors and req.server is not None:
-        errors = check_server_files(services.servers[req.server], req.range.model_dump(exclude_none=True))
+        try:
+            errors = services.server_calls.call_blocking(
+                req.server,
+                check_server_files,
+                services.servers[req.server],
+                req.range.model_dump(exclude_none=True),
+            )
+        except RollbackError as exc:
+            errors = unlisted(req.server, exc)
     if not errors and req.upload is not None and upload_files:
         errors = check_upload_range(
             services.settings.uploads_dir / req.upload, upload_files, req.range.model_dump(exclude_none=True)

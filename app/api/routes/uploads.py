@@ -80,7 +80,7 @@ async def create_upload(
         raise HTTPException(413, f"the upload is larger than the limit of {limit} bytes")
     names = [f.filename or "" for f in files]
     for name in names:
-        if not re.match(FILE_NAME, name):
+        if not re.fullmatch(FILE_NAME, name):  # fullmatch: "$" alone lets a trailing newline through
             raise _field_error(f"{name!r} is not a binlog file name (letters, digits, '_', '.', '-')")
     if len(set(names)) != len(names):
         raise _field_error("two files have the same name")
