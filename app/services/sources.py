@@ -83,6 +83,11 @@ def server_time_zone(server: ServerConfig) -> dict[str, Any]:
     return {"time_zone": str(name), "utc_offset": f"{sign}{hours:02d}:{minutes:02d}", "version": str(version)}
 
 
+def asks_server_files(server: ServerConfig, requested: dict[str, Any]) -> bool:
+    """Whether check_server_files has to ask the server (start/stop files of a server read over the protocol)."""
+    return server.binlog_dir is None and any(requested.get(name) for name in ("start_file", "stop_file"))
+
+
 def check_server_files(server: ServerConfig, requested: dict[str, Any]) -> list[dict[str, Any]]:
     """Field errors for start/stop files a server read over the protocol does not have (asked up front)."""
     wanted = [(name, requested.get(name)) for name in ("start_file", "stop_file") if requested.get(name)]

@@ -480,6 +480,8 @@ class BinlogServer:
                 return list(cur.fetchall())
         except pymysql.MySQLError as exc:
             raise self._error(exc, action) from None
+        except RuntimeError as exc:  # PyMySQL's answer to a reply it refuses (a LOCAL INFILE request)
+            raise SourceError(f"{self.address}: cannot {action}: unexpected answer: {exc}") from None
 
     # ---- preflight
 
