@@ -202,3 +202,25 @@ def test_the_service_answers_health_while_the_upload_gate_refuses(make_client):
     client = make_client()
     assert client.get("/health").status_code == 200
     assert httpx.codes.UNAUTHORIZED == client.post("/api/uploads").status_code
+
+
+# ---- pages: invisible characters made visible
+
+
+def test_every_page_shows_control_and_bidi_characters_escaped(make_client):
+    from markupsafe import Markup
+
+    from app.web.routes import templates
+
+    render = templates.env.from_string("{{ a }}|{{ b }}|{{ c }}")
+    shown = render.render(
+        a="evil\u202etxt.sql\x00\x1b[31m", b=Markup("<i>\u2066x\u2069</i>"), c="Ölkanne\ttab\nline"
+    )
+    assert shown == "evil\\u202etxt.sql\\x00\\x1b[31m|<i>\\u2066x\\u2069</i>|Ölkanne\ttab\nline"
+    client = make_client()
+    signed_in = client.post("/login", data={"token": VIEWER, "next": "/jobs"}, follow_redirects=False)
+    assert signed_in.status_code == 303
+    page = client.get("/jobs/ab%E2%80%AEcd%00ef")
+    assert page.status_code == 404
+    assert "There is no job ab\\u202ecd\\x00ef." in page.text
+    assert "\u202e" not in page.text and "\x00" not in page.text
