@@ -18,6 +18,7 @@ from typing import TextIO
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp
 
@@ -43,6 +44,7 @@ from app.services.redact import Redactor
 from app.services.retention import RetentionSweeper
 from app.services.server_calls import ServerCalls
 from app.services.spark_warm import SparkWarmer
+from app.services.storage import database_problem
 from app.web import routes as web
 
 log = logging.getLogger("mysql_rollback")
@@ -170,6 +172,11 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
         services = getattr(request.app.state, "services", None)
         message = services.scrub(exc.one_line()) if services else exc.one_line()
         return JSONResponse({"detail": message}, status_code=400)
+
+    @app.exception_handler(OperationalError)
+    async def _database(request: Request, exc: OperationalError) -> JSONResponse:
+        log.error("the job database refused %s %s: %s", request.method, request.url.path, exc.orig)
+        return JSONResponse({"detail": database_problem(exc, "the request")}, status_code=507)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
