@@ -56,6 +56,8 @@ def svc(scratch_server, fakes, service_process, tmp_path_factory) -> Iterator[Se
         MYSQL_ROLLBACK_READ_TIMEOUT="600",  # only a cancel ends a wait on the silent server here
         MYSQL_ROLLBACK_MAX_UPLOAD_BYTES="1M",
         MYSQL_ROLLBACK_ENGINE="local",
+        MYSQL_ROLLBACK_HEADER_TIMEOUT="2",
+        MYSQL_ROLLBACK_BODY_TIMEOUT="2",
     )
     service = service_process(base / "data", env, base / "service.log").start()
     try:
@@ -273,3 +275,39 @@ def test_uploads_are_refused_before_their_body_or_cut_at_the_limit(svc):
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert sent < 8 << 20, f"{sent} bytes went out before the 413"
     assert not uploads.exists() or not any(uploads.iterdir())
+
+
+def test_200_slow_connections_are_cut_after_the_configured_timeouts_and_the_service_keeps_serving(svc):
+    slow = []
+    for i in range(200):
+        sock = socket.create_connection(("127.0.0.1", svc.port))
+        if i % 2:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # headers that never end
+        else:
+            head = f"POST /api/uploads HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {OPERATOR}\r\n"
+            head += "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n--b"
+            sock.sendall(head.encode())  # an upload whose body stops
+        sock.settimeout(15)
+        slow.append(sock)
+    started = time.monotonic()
+    try:
+        assert svc.request("GET", "/health").status_code == 200  # answered while they stall
+        assert svc.request("GET", "/api/jobs").status_code == 200
+        answers = []
+        for sock in slow:
+            try:
+                answers.append(sock.recv(1000))
+            except ConnectionResetError:
+                answers.append(b"")
+        waited = time.monotonic() - started
+        # the stalled headers, and the two uploads this address may send at once, are closed without an
+        # answer; the other 98 uploads were refused at once, before their body, by the per-client limit
+        assert all(a == b"" for a in answers[1::2]), [a[:40] for a in answers[1::2] if a]
+        uploads = answers[::2]
+        assert uploads.count(b"") == 2, [a[:40] for a in uploads]
+        assert all(a.startswith(b"HTTP/1.1 429") for a in uploads if a)
+        assert 1.5 < waited < 8, f"the slow connections were closed after {waited:.1f} s"
+    finally:
+        for sock in slow:
+            sock.close()
+    assert svc.request("GET", "/health").status_code == 200
