@@ -115,6 +115,8 @@ class JoinedWritesProtocol(HttpToolsProtocol):
     def _check(self) -> None:
         if self.transport.is_closing():
             return
+        if self.flow.read_paused:  # the service holds the body back (flow control): not the client's silence
+            self._phase_since = self.loop.time()
         limit = self.header_timeout if self._phase == "headers" else self.body_timeout
         waited = self.loop.time() - self._phase_since
         if self._phase is not None and waited >= limit:
