@@ -224,3 +224,48 @@ def test_every_page_shows_control_and_bidi_characters_escaped(make_client):
     assert page.status_code == 404
     assert "There is no job ab\\u202ecd\\x00ef." in page.text
     assert "\u202e" not in page.text and "\x00" not in page.text
+
+
+def test_the_change_view_shows_a_hostile_table_name_and_value_escaped(make_client, tmp_path):
+    from rollback import record_json
+    from tests.support.app import job_row
+
+    client = make_client()
+    services = client.app.state.services
+    job_id = "c" * 32
+    out = services.settings.jobs_dir / job_id
+    out.mkdir(parents=True)
+    (out / "rollback.sql").write_text("-- nothing\n")
+    record = {
+        "file": "mysql-bin.000001",
+        "pos": 1000,
+        "end_pos": 1100,
+        "gtid": None,
+        "timestamp": "2026-11-25T00:00:00Z",
+        "server_id": 1,
+        "thread_id": 7,
+        "database": "shop",
+        "table": "orders\u202elqs.",
+        "type": "insert",
+        "row": 0,
+        "after": {"id": 1, "note": "nul\x00here \u2066isolate\u2069"},
+    }
+    (out / "changes.jsonl").write_text(record_json(record) + "\n", encoding="utf-8")
+    with services.db.session() as session:
+        session.add(
+            job_row(
+                id=job_id,
+                state="succeeded",
+                script_path=str(out / "rollback.sql"),
+                changes_path=str(out / "changes.jsonl"),
+                counts=[{"table": "shop.orders\u202elqs.", "type": "insert", "rows": 1}],
+            )
+        )
+        session.commit()
+    signed_in = client.post("/login", data={"token": VIEWER, "next": "/jobs"}, follow_redirects=False)
+    assert signed_in.status_code == 303
+    page = client.get(f"/jobs/{job_id}")
+    assert page.status_code == 200, page.text
+    assert "orders\\u202elqs." in page.text and "nul\\x00here \\u2066isolate\\u2069" in page.text
+    for raw in ("\u202e", "\x00", "\u2066", "\u2069"):
+        assert raw not in page.text
