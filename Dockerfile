@@ -13,6 +13,7 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY rollback ./rollback
 COPY app ./app
+COPY migrations ./migrations
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
     && python -c "import zipfile, glob; names = zipfile.ZipFile(glob.glob('/wheels/*.whl')[0]).namelist(); assert any(n.startswith('rollback/_speedups') and n.endswith('.so') for n in names), 'the compiled core is not in the wheel'"
 

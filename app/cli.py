@@ -52,6 +52,8 @@ def _serve(args: argparse.Namespace) -> int:
     from app.core.http_protocol import JoinedWritesProtocol
 
     settings = _settings()
+    JoinedWritesProtocol.header_timeout = settings.header_timeout
+    JoinedWritesProtocol.body_timeout = settings.body_timeout
     rollback.configure_logging()  # uvicorn's lines too: log_config=None leaves its loggers to ours
     logging.getLogger("mysql_rollback").info(
         "serving on http://%s:%d/ (health: /health)", args.host, args.port
@@ -64,6 +66,8 @@ def _serve(args: argparse.Namespace) -> int:
         log_config=None,
         access_log=settings.access_log,
         http=JoinedWritesProtocol,
+        limit_concurrency=settings.max_connections,
+        timeout_keep_alive=5,  # uvicorn's default: idle keep-alive connections closed after 5 s
         log_level=logging.getLevelName(logging.getLogger().level).lower(),
     )
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -75,12 +76,16 @@ class Database:
 
 
 def migrations_dir() -> Path:
-    """migrations/ beside the package (a checkout), or where MYSQL_ROLLBACK_MIGRATIONS points (an image)."""
+    """Where MYSQL_ROLLBACK_MIGRATIONS points; else migrations/ beside the package (a checkout, an
+    editable install); else the copy an installed package carries (app/_migrations, setup.py)."""
     if os.environ.get(MIGRATIONS_ENV):
         return Path(os.environ[MIGRATIONS_ENV])
     beside = Path(app.__file__).resolve().parent.parent / "migrations"
     if (beside / "env.py").exists():
         return beside
+    packaged = Path(str(importlib.resources.files("app") / "_migrations"))
+    if (packaged / "env.py").exists():
+        return packaged
     return Path.cwd() / "migrations"
 
 

@@ -18,6 +18,7 @@ from typing import TextIO
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp
 
@@ -27,6 +28,7 @@ from app.api import allow, openapi
 from app.api.deps import Services
 from app.api.polled_reads import PolledReads
 from app.api.routes import docs, executions, health, jobs, metrics, servers, uploads
+from app.api.upload_gate import UploadGate
 from app.core.config import Settings, get_settings
 from app.core.headers import SecurityHeaders
 from app.core.request_id import RequestId
@@ -40,7 +42,9 @@ from app.services.jobs import JobRunner
 from app.services.outputs import Outputs
 from app.services.redact import Redactor
 from app.services.retention import RetentionSweeper
+from app.services.server_calls import ServerCalls
 from app.services.spark_warm import SparkWarmer
+from app.services.storage import database_problem
 from app.web import routes as web
 
 log = logging.getLogger("mysql_rollback")
@@ -52,6 +56,7 @@ def start_services(
 ) -> Services:
     servers = settings.server_configs()
     tokens = settings.tokens()
+    settings.export_timeouts()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     dbmod.upgrade(settings.database_url)
     database = dbmod.Database(settings.database_url)
@@ -100,16 +105,17 @@ def start_services(
         outputs,
         spark,
         Answers(database),
+        ServerCalls(list(servers), settings.connect_timeout, scrub),
     )
 
 
 class _App(FastAPI):
     """FastAPI with the security headers and the request id outermost: on the 500 answers of
-    unhandled errors too; then the pollers' reads answered from their cache before routing
-    (app/api/polled_reads.py)."""
+    unhandled errors too; then the uploads' checks before their body (app/api/upload_gate.py), and
+    the pollers' reads answered from their cache before routing (app/api/polled_reads.py)."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeaders(RequestId(PolledReads(super().build_middleware_stack())))
+        return SecurityHeaders(RequestId(UploadGate(PolledReads(super().build_middleware_stack()))))
 
 
 def create_app(settings: Settings | None = None, token_out: TextIO | None = None) -> FastAPI:
@@ -135,6 +141,7 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
             services.executions.stop()
             services.runner.stop()
             services.answers.close()
+            services.server_calls.close()
             services.db.dispose()
             gc.unfreeze()
 
@@ -165,6 +172,11 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
         services = getattr(request.app.state, "services", None)
         message = services.scrub(exc.one_line()) if services else exc.one_line()
         return JSONResponse({"detail": message}, status_code=400)
+
+    @app.exception_handler(OperationalError)
+    async def _database(request: Request, exc: OperationalError) -> JSONResponse:
+        log.error("the job database refused %s %s: %s", request.method, request.url.path, exc.orig)
+        return JSONResponse({"detail": database_problem(exc, "the request")}, status_code=507)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:

@@ -601,6 +601,10 @@ class ServerOut(BaseModel):
     port: int
     user: str
     binlog_dir: str | None
+    health: str = Field(
+        description="unknown (not asked yet), ok, not answering, or error: as the service's last call to it found it"
+    )
+    error: str | None = Field(None, description="why it is not ok")
 
 
 class ErrorOut(BaseModel):

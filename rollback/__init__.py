@@ -21,7 +21,16 @@ if TYPE_CHECKING:
     from rollback.binlog.events import gtid_of
     from rollback.binlog.reader import BinlogFile
     from rollback.decode_files import file_records
-    from rollback.dsn import Dsn, DsnError, parse_dsn, redact
+    from rollback.dsn import (
+        DEFAULT_CONNECT_TIMEOUT,
+        DEFAULT_READ_TIMEOUT,
+        DEFAULT_WRITE_TIMEOUT,
+        Dsn,
+        DsnError,
+        interrupt_thread,
+        parse_dsn,
+        redact,
+    )
     from rollback.errors import (
         EXIT_INCOMPLETE,
         EXIT_INTERNAL,
@@ -83,6 +92,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     "DsnError": ("rollback.dsn", "DsnError"),
     "parse_dsn": ("rollback.dsn", "parse_dsn"),
     "redact": ("rollback.dsn", "redact"),
+    "DEFAULT_CONNECT_TIMEOUT": ("rollback.dsn", "DEFAULT_CONNECT_TIMEOUT"),
+    "DEFAULT_READ_TIMEOUT": ("rollback.dsn", "DEFAULT_READ_TIMEOUT"),
+    "DEFAULT_WRITE_TIMEOUT": ("rollback.dsn", "DEFAULT_WRITE_TIMEOUT"),
+    "interrupt_thread": ("rollback.dsn", "interrupt_thread"),
     "EXIT_INCOMPLETE": ("rollback.errors", "EXIT_INCOMPLETE"),
     "EXIT_INTERNAL": ("rollback.errors", "EXIT_INTERNAL"),
     "EXIT_INTERRUPTED": ("rollback.errors", "EXIT_INTERRUPTED"),
@@ -182,6 +195,10 @@ __all__ = [
     "DsnError",
     "parse_dsn",
     "redact",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_READ_TIMEOUT",
+    "DEFAULT_WRITE_TIMEOUT",
+    "interrupt_thread",
     "connect",
     "execute_plan",
     "DEFAULT_LOCK_WAIT_TIMEOUT",

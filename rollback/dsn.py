@@ -8,8 +8,13 @@ needs of the parsed form (a host, no database) and says so in its own words.
 
 from __future__ import annotations
 
+import os
 import re
+import socket
+import threading
+import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 from rollback.errors import SourceError
 
@@ -72,3 +77,69 @@ _PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*:)[^/]+@")
 def redact(dsn: str) -> str:
     """The DSN as given, its password replaced by ***."""
     return _PASSWORD.sub(r"\1***@", dsn, count=1)
+
+
+# ---- connections: every session to a server opens here, with its timeouts, and can be cut
+
+CONNECT_TIMEOUT_ENV = "MYSQL_ROLLBACK_CONNECT_TIMEOUT"
+READ_TIMEOUT_ENV = "MYSQL_ROLLBACK_READ_TIMEOUT"
+WRITE_TIMEOUT_ENV = "MYSQL_ROLLBACK_WRITE_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+# A statement of a plan can wait for row locks and a schema read can crawl a large information_schema:
+# minutes, not hours. A server that says nothing for this long is taken as gone.
+DEFAULT_READ_TIMEOUT = 300.0
+DEFAULT_WRITE_TIMEOUT = 60.0
+
+_open: dict[int, weakref.WeakSet[Any]] = {}
+_open_lock = threading.Lock()
+
+
+def _seconds(env: str, default: float) -> float:
+    text = os.environ.get(env, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 31_536_000:
+        raise SourceError(f"{env} must be a number of seconds above 0 (got {text!r})")
+    return value
+
+
+def server_timeouts() -> dict[str, float]:
+    """PyMySQL's connect, read and write timeouts for a server session, from the environment."""
+    return {
+        "connect_timeout": _seconds(CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT),
+        "read_timeout": _seconds(READ_TIMEOUT_ENV, DEFAULT_READ_TIMEOUT),
+        "write_timeout": _seconds(WRITE_TIMEOUT_ENV, DEFAULT_WRITE_TIMEOUT),
+    }
+
+
+def open_connection(**args: Any) -> Any:
+    """pymysql.connect with the configured timeouts (the caller's win), remembered for the
+    calling thread so that interrupt_thread can cut it while it waits on a silent server."""
+    import pymysql
+
+    conn = pymysql.connect(**{**server_timeouts(), **args})
+    with _open_lock:
+        _open.setdefault(threading.get_ident(), weakref.WeakSet()).add(conn)
+    return conn
+
+
+def interrupt_thread(thread_id: int) -> int:
+    """Shut down the sockets of the sessions that thread opened: a read it is blocked in ends at
+    once (PyMySQL raises "lost connection"). The number of sessions cut."""
+    with _open_lock:
+        conns = list(_open.pop(thread_id, ()))
+    cut = 0
+    for conn in conns:
+        sock = getattr(conn, "_sock", None)
+        if sock is None:
+            continue
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+            cut += 1
+        except OSError:
+            pass  # already closed
+    return cut

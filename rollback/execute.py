@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rollback.dsn import parse_dsn, redact
+from rollback.dsn import open_connection, parse_dsn, redact
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
 from rollback.side_effects import (
     SideEffects,
@@ -167,7 +167,7 @@ def connect(dsn: str) -> pymysql.connections.Connection:
     import pymysql
 
     try:
-        return pymysql.connect(**connect_args(dsn))
+        return open_connection(**connect_args(dsn))
     except pymysql.err.MySQLError as exc:
         raise SourceError(f"cannot connect to {redact(dsn)}: {exc.args[-1] if exc.args else exc}") from None
 

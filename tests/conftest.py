@@ -30,6 +30,7 @@ pytest_plugins = [
     "tests.support.app",
     "tests.support.browser",
     "tests.support.cluster",
+    "tests.support.fake_mysql",
     "tests.support.jobs",
     "tests.support.service",
     "tests.support.sources",

@@ -19,6 +19,7 @@ from app.services.answers import Answers
 from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner, Scrubber
 from app.services.outputs import Outputs
+from app.services.server_calls import ServerCalls
 from app.services.spark_warm import SparkWarmer
 
 SESSION_COOKIE = "mysql_rollback_session"
@@ -39,6 +40,7 @@ class Services:
     outputs: Outputs
     spark: SparkWarmer
     answers: Answers
+    server_calls: ServerCalls
 
 
 async def get_services(request: Request) -> Services:  # async: no worker-thread hop per request

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import SecretStr, field_validator
+from pydantic import SecretStr, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -24,7 +24,17 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from rollback import AUTO_SPARK_BYTES, DEFAULT_ENGINE, DsnError, EngineKind, parse_dsn, parse_size
+from rollback import (
+    AUTO_SPARK_BYTES,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_ENGINE,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_WRITE_TIMEOUT,
+    DsnError,
+    EngineKind,
+    parse_dsn,
+    parse_size,
+)
 
 ROLES = ("viewer", "operator", "admin")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -153,6 +163,17 @@ class Settings(BaseSettings):
     )
     spark_niceness: int = 10  # the service's Spark JVM and Python workers run at this nice value
     access_log: bool = True  # uvicorn's line per HTTP request
+    # Every session to a server (sources, schema reads, time zones, targets): seconds to connect, and
+    # to wait for an answer or for the socket to take a write before the server is taken as gone.
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    read_timeout: float = DEFAULT_READ_TIMEOUT
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
+    uploads_per_client: int = 2  # uploads one client address sends at once
+    # Slow clients (app/core/http_protocol.py): seconds to send a request's headers, seconds of
+    # silence inside a request's body; and the connections and requests served at once.
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int = 1000
 
     @field_validator(
         "auto_spark_bytes", "auto_spark_bytes_warm", "partition_bytes", "max_upload_bytes", mode="before"
@@ -161,6 +182,22 @@ class Settings(BaseSettings):
     def _sizes(cls, value: Any) -> int | None:
         # 268435456, 256M, 1G: the CLI's sizes (MYSQL_ROLLBACK_AUTO_SPARK_BYTES, --partition-size) read alike.
         return None if value is None else parse_size(value)
+
+    @field_validator("uploads_per_client", "max_connections")
+    @classmethod
+    def _counts(cls, value: int, info: ValidationInfo) -> int:
+        if value < 1:
+            raise ValueError(f"MYSQL_ROLLBACK_{str(info.field_name).upper()} must be 1 or more")
+        return value
+
+    @field_validator("connect_timeout", "read_timeout", "write_timeout", "header_timeout", "body_timeout")
+    @classmethod
+    def _timeouts(cls, value: float, info: ValidationInfo) -> float:
+        if not 0 < value <= 31_536_000:
+            raise ValueError(
+                f"MYSQL_ROLLBACK_{str(info.field_name).upper()} must be a number of seconds above 0"
+            )
+        return value
 
     @field_validator("auth_failures_per_minute")
     @classmethod
@@ -247,6 +284,15 @@ class Settings(BaseSettings):
         if not isinstance(raw, dict):
             raise ConfigError("MYSQL_ROLLBACK_SERVERS must be a JSON object: name -> DSN")
         return {name: parse_server(name, value) for name, value in raw.items()}
+
+    def export_timeouts(self) -> None:
+        """The engine reads the server timeouts from the environment (a TOML file's values too)."""
+        for env, value in (
+            ("MYSQL_ROLLBACK_CONNECT_TIMEOUT", self.connect_timeout),
+            ("MYSQL_ROLLBACK_READ_TIMEOUT", self.read_timeout),
+            ("MYSQL_ROLLBACK_WRITE_TIMEOUT", self.write_timeout),
+        ):
+            os.environ[env] = repr(float(value))
 
     def tokens(self) -> list[ApiToken]:
         return parse_tokens(self.api_tokens)

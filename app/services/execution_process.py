@@ -15,18 +15,22 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rollback import EXIT_INTERNAL
+from rollback import EXIT_INTERNAL, EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     from app.core.config import ServerConfig
     from app.services.executions import RunRequest
 
 WAIT_SECONDS = 0.2
+# A cancelled execution answers at its next statement; one that has not after this long is stuck
+# on a silent target, and its process is ended.
+CANCEL_GRACE_SECONDS = 3.0
 # Below the service: the statements wait on the target mostly, and what they compute must not take
 # the cores from the requests the service answers.
 NICENESS = 10
@@ -123,16 +127,29 @@ def run(
     process.start()
     send.close()
     alive.close()
-    told: set[str] = set()
+    told: dict[str, float] = {}
     try:
         while True:
             for word, event in (("cancel", cancel), ("stop", stop)):
                 if event.is_set() and word not in told:
-                    told.add(word)
+                    told[word] = time.monotonic()
                     try:
                         held.send(word)
                     except OSError:
                         pass  # it has ended: its answer (or its absence) says how
+            if "cancel" in told and time.monotonic() - told["cancel"] > CANCEL_GRACE_SECONDS:
+                # It is waiting on a target that does not answer: ending the process closes its
+                # session, and the target rolls back the open transaction when it sees that.
+                process.kill()
+                return {
+                    "state": "cancelled",
+                    "exit_code": EXIT_INTERRUPTED,
+                    "error": (
+                        f"cancelled; the target did not answer within {CANCEL_GRACE_SECONDS:g} s, so the "
+                        "execution's session was closed (its open transaction is rolled back; transactions "
+                        "committed before stay, as listed)"
+                    ),
+                }
             if receive.poll(WAIT_SECONDS):
                 try:
                     values: dict[str, Any] = receive.recv()

@@ -349,7 +349,7 @@ class ExecutionRunner(WorkerPool[int]):
             for key, value in values.items():
                 setattr(stored, key, value)
             stored.finished_at = utcnow()
-            if stored.committed and not stored.dry_run:
+            if stored.committed and not stored.dry_run and (stored.rows_affected or 0) > 0:
                 applied = session.get(Job, job.id)
                 if applied is not None:
                     applied.applied_execution = record_id

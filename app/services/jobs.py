@@ -35,6 +35,7 @@ from rollback import (
     Filters,
     Options,
     RollbackError,
+    interrupt_thread,
 )
 
 log = logging.getLogger("mysql_rollback.jobs")
@@ -112,6 +113,7 @@ class JobRunner(WorkerPool[str]):
         self.servers = servers
         self.metrics = metrics
         self._cancel: dict[str, threading.Event] = {}
+        self._job_threads: dict[str, int] = {}  # running job -> the worker thread that runs it
         self._lock = threading.Lock()
         # Whether the service's Spark session is warm (app/services/spark_warm.py sets it): `auto`
         # then moves to Spark at settings.auto_spark_bytes_warm instead of auto_spark_bytes.
@@ -158,6 +160,11 @@ class JobRunner(WorkerPool[str]):
                 job.exit_code = EXIT_INTERRUPTED
             else:
                 self._cancel.setdefault(job_id, threading.Event()).set()
+                thread = self._job_threads.get(job_id)
+                if thread is not None:
+                    # A job waiting on a silent server would see the event only when the read
+                    # timeout ends that wait: its sessions are cut now.
+                    interrupt_thread(thread)
             session.commit()
             return job, True
 
@@ -172,6 +179,7 @@ class JobRunner(WorkerPool[str]):
             job.started_at = utcnow()
             session.commit()
             self._cancel[job_id] = threading.Event()
+            self._job_threads[job_id] = threading.get_ident()
             return job
 
     def record(self, job_id: str, **values: Any) -> None:
@@ -220,7 +228,13 @@ class JobRunner(WorkerPool[str]):
                 "exit_code": EXIT_INTERNAL,
             }
         finally:
-            self._cancel.pop(job_id, None)
+            with self._lock:
+                self._cancel.pop(job_id, None)
+                self._job_threads.pop(job_id, None)
+        if outcome == "failed" and cancel.is_set() and not self.stopping.is_set():
+            # what failed is a server session that cancel() cut
+            outcome = "cancelled"
+            values = {"error": "cancelled while running", "exit_code": EXIT_INTERRUPTED}
         if outcome != "succeeded":
             shutil.rmtree(out_dir, ignore_errors=True)
         self._set(job_id, state=outcome, finished_at=utcnow(), **values)

@@ -63,6 +63,8 @@ def _query(server: ServerConfig, sql: str, args: Any = None) -> list[tuple]:
             return list(cur.fetchall())
     except pymysql.err.MySQLError as exc:
         raise SourceError(f"server {server.name}: {exc.args[-1] if exc.args else exc}") from None
+    except RuntimeError as exc:  # PyMySQL's answer to some hostile replies (a LOCAL INFILE request)
+        raise SourceError(f"server {server.name}: unexpected answer: {' '.join(str(exc).split())}") from None
     finally:
         conn.close()
 
@@ -81,6 +83,11 @@ def server_time_zone(server: ServerConfig) -> dict[str, Any]:
     return {"time_zone": str(name), "utc_offset": f"{sign}{hours:02d}:{minutes:02d}", "version": str(version)}
 
 
+def asks_server_files(server: ServerConfig, requested: dict[str, Any]) -> bool:
+    """Whether check_server_files has to ask the server (start/stop files of a server read over the protocol)."""
+    return server.binlog_dir is None and any(requested.get(name) for name in ("start_file", "stop_file"))
+
+
 def check_server_files(server: ServerConfig, requested: dict[str, Any]) -> list[dict[str, Any]]:
     """Field errors for start/stop files a server read over the protocol does not have (asked up front)."""
     wanted = [(name, requested.get(name)) for name in ("start_file", "stop_file") if requested.get(name)]
@@ -89,8 +96,7 @@ def check_server_files(server: ServerConfig, requested: dict[str, Any]) -> list[
     try:
         logs = [str(row[0]) for row in _query(server, "SHOW BINARY LOGS")]
     except RollbackError as exc:
-        msg = f"cannot list the binary logs of {server.name}: {exc.one_line()}"
-        return [{"loc": ("body", "server"), "msg": msg, "type": "value_error"}]
+        return unlisted(server.name, exc)
     span = f"{logs[0]} .. {logs[-1]}" if logs else "none"
     return [
         {
@@ -101,6 +107,12 @@ def check_server_files(server: ServerConfig, requested: dict[str, Any]) -> list[
         for name, value in wanted
         if value not in logs
     ]
+
+
+def unlisted(name: str, exc: RollbackError) -> list[dict[str, Any]]:
+    """The field error of a server whose binary logs could not be listed."""
+    msg = f"cannot list the binary logs of {name}: {exc.one_line()}"
+    return [{"loc": ("body", "server"), "msg": msg, "type": "value_error"}]
 
 
 def resolve_upload(directory: Path, names: list[str], requested: dict[str, Any]) -> Resolved:

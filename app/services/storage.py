@@ -16,3 +16,9 @@ def storage_problem(exc: OSError, what: str) -> str:
     if exc.errno in DENIED:
         return f"the service may not write its data directory ({reason}) while writing {what}"
     return f"cannot read or write a file ({reason}) while writing {what}"
+
+
+def database_problem(exc: Exception, what: str) -> str:
+    """The job database refused a write (full disk, read-only, locked): one line, no path."""
+    reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+    return f"the job database cannot be written ({reason}) while recording {what}"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -32,12 +32,14 @@ from app.services import artifacts, change_pages, job_progress, picks
 from app.services.change_pages import ChangeFilter
 from app.services.executions import ExecutionOptions
 from app.services.jobs import create_job
-from app.services.sources import check_server_files
+from app.services.sources import asks_server_files, check_server_files, unlisted
+from app.web.visible import visible
 from rollback import RollbackError, SideEffects
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 templates.env.filters["side_effect_warnings"] = lambda found: SideEffects(**found).warnings()
+templates.env.finalize = visible
 PREVIEW_LINES = 200
 LIST_FIELDS = ("types", "accept_non_transactional", "tx")
 
@@ -343,11 +345,15 @@ async def new_job(request: Request) -> Response:
                 errors.setdefault(_field_of(tuple(item["loc"])), item["msg"])
         else:
             problems = check_job_request(req, services.servers, None)
-            if not problems and req.server is not None:
-                requested = req.range.model_dump(exclude_none=True)
-                problems = await run_in_threadpool(
-                    check_server_files, services.servers[req.server], requested
-                )
+            requested = req.range.model_dump(exclude_none=True)
+            server = services.servers.get(req.server) if req.server is not None else None
+            if not problems and server is not None and asks_server_files(server, requested):
+                try:
+                    problems = await services.server_calls.call(
+                        server.name, check_server_files, server, requested
+                    )
+                except RollbackError as exc:
+                    problems = unlisted(server.name, exc)
             for problem in problems:
                 errors.setdefault(_field_of(tuple(problem["loc"])), services.scrub(problem["msg"]))
             if not errors:
@@ -536,17 +542,20 @@ async def _run_execution(
 ) -> Response:
     """Queue a (dry) run of a job's plan on a target, as the API does; the job page follows it live."""
     services = _services(request)
-    await run_in_threadpool(
-        submit_execution,
-        services,
-        job,
-        target,
-        dry_run=dry_run,
-        on_conflict=on_conflict,
-        who=principal.name,
-        options=options,
-        reapply=reapply,
-    )
+    try:
+        await run_in_threadpool(
+            submit_execution,
+            services,
+            job,
+            target,
+            dry_run=dry_run,
+            on_conflict=on_conflict,
+            who=principal.name,
+            options=options,
+            reapply=reapply,
+        )
+    except HTTPException as exc:  # another commit of this job is queued or running
+        return _render(request, "error.html", {"message": str(exc.detail)}, exc.status_code, principal)
     return RedirectResponse(f"/jobs/{job.id}#executions", status_code=303)
 
 

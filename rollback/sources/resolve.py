@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rollback.binlog.gtid import MariaGtidPos, MariaGtidRange
+from rollback.dsn import open_connection
 from rollback.errors import RangeError, SourceError
 from rollback.request import GtidFilter, RangeSpec, check_server_range, parse_datetime
 from rollback.schema import SchemaSource, ServerSchema
@@ -189,7 +190,7 @@ def _schema_connection(address: ServerAddress) -> Any:
     import pymysql
 
     try:
-        return pymysql.connect(
+        return open_connection(
             host=address.host,
             port=address.port,
             user=address.user,

@@ -41,7 +41,7 @@ from rollback.binlog.gtid import (
     decode_mysql_gtid_set,
 )
 from rollback.binlog.reader import EVENT_HEADER, FormatFacts, parse_format_description
-from rollback.dsn import parse_dsn
+from rollback.dsn import open_connection, parse_dsn, server_timeouts
 from rollback.errors import BinlogFormatError, RangeError, RollbackError, SourceError
 
 COM_BINLOG_DUMP = 0x12
@@ -417,14 +417,15 @@ class BinlogServer:
         self,
         address: ServerAddress | str,
         server_id: int | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float = 120.0,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
         heartbeat_seconds: float = HEARTBEAT_SECONDS,
     ):
         self.address = ServerAddress.parse(address) if isinstance(address, str) else address
         self._requested_server_id = server_id
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
+        timeouts = server_timeouts()  # MYSQL_ROLLBACK_CONNECT_TIMEOUT, _READ_TIMEOUT, _WRITE_TIMEOUT
+        self.connect_timeout = timeouts["connect_timeout"] if connect_timeout is None else connect_timeout
+        self.read_timeout = timeouts["read_timeout"] if read_timeout is None else read_timeout
         self.heartbeat_seconds = heartbeat_seconds
         self._conn: Any = None
         self._info: ServerInfo | None = None
@@ -437,7 +438,7 @@ class BinlogServer:
         import pymysql  # here, not at the top: a run on local files never loads it
 
         try:
-            return pymysql.connect(
+            return open_connection(
                 host=self.address.host,
                 port=self.address.port,
                 user=self.address.user,
@@ -479,6 +480,8 @@ class BinlogServer:
                 return list(cur.fetchall())
         except pymysql.MySQLError as exc:
             raise self._error(exc, action) from None
+        except RuntimeError as exc:  # PyMySQL's answer to a reply it refuses (a LOCAL INFILE request)
+            raise SourceError(f"{self.address}: cannot {action}: unexpected answer: {exc}") from None
 
     # ---- preflight
 

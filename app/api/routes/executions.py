@@ -4,6 +4,7 @@ An execution is queued and runs in the execution worker pool; the POST answers 2
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Response
@@ -102,6 +103,9 @@ def already_applied(job: Job) -> str | None:
     )
 
 
+_COMMITS = threading.Lock()  # the check for a running commit and the new record, as one step
+
+
 def submit_execution(
     services: Services,
     job: Job,
@@ -114,8 +118,26 @@ def submit_execution(
     reapply: bool = False,
     check: bool = False,
 ) -> Execution:
-    """Record the execution queued and hand it to the worker pool (the API and the web form)."""
-    record = new_execution(services.db, job, target, dry_run, on_conflict, who, options, reapply, check)
+    """Record the execution queued and hand it to the worker pool (the API and the web form).
+
+    A commit of a job waits for no other: while one is queued or running, another is refused (409),
+    so that two sent back to back cannot both run and `applied` names the one that applied rows."""
+    with _COMMITS:
+        if not dry_run:
+            with services.db.session() as session:
+                active = session.scalars(
+                    select(Execution.id).where(
+                        Execution.job_id == job.id,
+                        Execution.dry_run.is_(False),
+                        Execution.state.in_(("queued", "running")),
+                    )
+                ).first()
+            if active is not None:
+                raise HTTPException(
+                    409,
+                    f"execution {active} is already committing job {job.id}; wait for it to end (or cancel it)",
+                )
+        record = new_execution(services.db, job, target, dry_run, on_conflict, who, options, reapply, check)
     services.executions.submit(record.id)
     return record
 
@@ -131,7 +153,8 @@ def submit_execution(
         422: {"description": "invalid request"},
         409: {
             "model": ErrorOut,
-            "description": "the job has no plan, or its reversal was already committed and `reapply` is not set",
+            "description": "the job has no plan, its reversal was already committed and `reapply` is not set, "
+            "or another commit of it is queued or running",
         },
     },
 )

@@ -13,7 +13,7 @@ router = APIRouter()
 
 
 @router.get("/health")
-def health(request: Request) -> dict:
+async def health(request: Request) -> dict:  # async: never waits for a worker thread
     services = getattr(request.app.state, "services", None)  # None until the app's startup ran
     settings = services.settings if services is not None else get_settings()
     spark = rollback.spark_status(settings.spark_master)
@@ -27,4 +27,8 @@ def health(request: Request) -> dict:
         "python": platform.python_version(),
         "spark": spark,
         "hot_path": rollback.hot_path(),
+        # each configured server's health as the last call to it found it (GET /api/servers)
+        "servers": (
+            {name: h["health"] for name, h in services.server_calls.health().items()} if services else {}
+        ),
     }

@@ -26,8 +26,9 @@ from app.schemas import (
 )
 from app.services import artifacts, job_progress, retention
 from app.services.jobs import create_job
-from app.services.sources import check_server_files
+from app.services.sources import asks_server_files, check_server_files, unlisted
 from app.services.upload_range import check_upload_range
+from rollback import RollbackError
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -119,8 +120,13 @@ def submit_job(services: Services, req: JobCreate, who: str) -> Job:
             upload = session.get(Upload, req.upload)
             upload_files = [f["name"] for f in upload.files] if upload else None
     errors = check_job_request(req, services.servers, upload_files)
-    if not errors and req.server is not None:
-        errors = check_server_files(services.servers[req.server], req.range.model_dump(exclude_none=True))
+    requested = req.range.model_dump(exclude_none=True)
+    server = services.servers.get(req.server) if req.server is not None else None
+    if not errors and server is not None and asks_server_files(server, requested):
+        try:
+            errors = services.server_calls.call_blocking(server.name, check_server_files, server, requested)
+        except RollbackError as exc:
+            errors = unlisted(server.name, exc)
     if not errors and req.upload is not None and upload_files:
         errors = check_upload_range(
             services.settings.uploads_dir / req.upload, upload_files, req.range.model_dump(exclude_none=True)

@@ -10,12 +10,13 @@ from typing import Annotated, Any, BinaryIO
 from fastapi import APIRouter, File, HTTPException, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.api.deps import Operator, ServicesDep, Viewer
 from app.models import Upload, utcnow
 from app.schemas import ERRORS, FILE_NAME, UploadOut
 from app.services.jobs import new_id
-from app.services.storage import storage_problem
+from app.services.storage import database_problem, storage_problem
 
 router = APIRouter(prefix="/api/uploads", tags=["uploads"])
 
@@ -80,7 +81,7 @@ async def create_upload(
         raise HTTPException(413, f"the upload is larger than the limit of {limit} bytes")
     names = [f.filename or "" for f in files]
     for name in names:
-        if not re.match(FILE_NAME, name):
+        if not re.fullmatch(FILE_NAME, name):  # fullmatch: "$" alone lets a trailing newline through
             raise _field_error(f"{name!r} is not a binlog file name (letters, digits, '_', '.', '-')")
     if len(set(names)) != len(names):
         raise _field_error("two files have the same name")
@@ -110,9 +111,13 @@ async def create_upload(
         raise
     stored.sort(key=lambda f: _log_order(f["name"]))
     upload = Upload(id=upload_id, created_by=who.name, created_at=utcnow(), files=stored, total_bytes=total)
-    with services.db.session() as session:
-        session.add(upload)
-        session.commit()
+    try:
+        with services.db.session() as session:
+            session.add(upload)
+            session.commit()
+    except SQLAlchemyError as exc:  # the files are removed: no upload without its record
+        shutil.rmtree(directory, ignore_errors=True)
+        raise HTTPException(507, database_problem(exc, "the upload") + "; nothing was stored") from None
     return upload_out(upload)
 
 

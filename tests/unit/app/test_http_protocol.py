@@ -87,3 +87,57 @@ def test_uvicorn_serves_through_it():
     finally:
         server.should_exit = True
         thread.join(20)
+
+
+class _QuickCuts(JoinedWritesProtocol):
+    header_timeout = 1.0
+    body_timeout = 1.0
+
+
+def test_slow_clients_are_cut_after_the_timeouts_and_the_service_keeps_serving():
+    """200 connections that stall (in their headers, or in a body) are closed after the timeout;
+    meanwhile and afterwards ordinary requests are answered."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            _app, host="127.0.0.1", port=port, http=_QuickCuts, log_level="warning", limit_concurrency=1000
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    slow: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.05)
+        for i in range(200):
+            sock = socket.create_connection(("127.0.0.1", port))
+            if i % 3 == 0:
+                pass  # connects, sends nothing
+            elif i % 3 == 1:
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # headers never end
+            else:
+                sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\npart")  # body stalls
+            sock.settimeout(10)
+            slow.append(sock)
+        started = time.monotonic()
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            assert client.get("/").content == b"small answer"  # served while they stall
+        for sock in slow:
+            try:
+                rest = sock.recv(1000)
+            except ConnectionResetError:
+                rest = b""
+            assert rest == b"" or rest.startswith(b"HTTP/1.1 200")  # closed (the stalled body's answer first)
+        waited = time.monotonic() - started
+        assert 0.8 < waited < 6, f"the stalled connections were closed after {waited:.1f} s"
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            assert client.get("/").content == b"small answer"
+    finally:
+        for sock in slow:
+            sock.close()
+        server.should_exit = True
+        thread.join(20)
