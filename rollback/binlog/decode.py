@@ -15,7 +15,12 @@ from rollback import hotpath
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ColumnType, EventType
-from rollback.binlog.payload import TransactionPayload, decode_query_compressed, decode_transaction_payload
+from rollback.binlog.payload import (
+    TransactionPayload,
+    decode_query_compressed,
+    decode_transaction_payload,
+    payload_events,
+)
 from rollback.binlog.reader import FormatFacts, RawEvent, iter_events, scan_headers, without_checksum
 from rollback.binlog.rowdecoder import RowDecoder, get_row_decoder
 from rollback.binlog.rows import (
@@ -161,7 +166,7 @@ def _decode_one(raw: RawEvent, state: StreamState, outer_pos: int, outer_end: in
         inner_facts = without_checksum(state.facts)
         inner_state_facts, state.facts = state.facts, inner_facts
         try:
-            for inner in iter_events(memoryview(event.events), inner_facts, 0, len(event.events), state.path):
+            for inner in payload_events(event, inner_facts, state.path):
                 yield from _decode_one(inner, state, outer_pos, outer_end)
         except BinlogFormatError as exc:
             raise BinlogFormatError(

@@ -90,6 +90,11 @@ class RowsEvent:
         return self.type_code == EventType.PARTIAL_UPDATE_ROWS
 
 
+# The most deflate inflates per compressed byte: a 258-byte match costs at least 2 bits (RFC 1951's
+# densest code), so 1032 bytes per byte; a header claiming more is not zlib output.
+DEFLATE_MAX_RATIO = 1032
+
+
 def _bitmap_int(data: bytes | memoryview) -> int:
     return int.from_bytes(data, "little")
 
@@ -105,6 +110,12 @@ def mariadb_uncompress(data: bytes | memoryview, where: int) -> bytes:
     expected = int.from_bytes(data[1 : 1 + lenlen], "big")
     if expected > MAX_EVENT_LENGTH:
         raise BinlogFormatError(None, where, f"compressed event claims {expected} bytes uncompressed")
+    if expected > (len(data) - 1 - lenlen) * DEFLATE_MAX_RATIO:
+        raise BinlogFormatError(
+            None,
+            where,
+            f"compressed event claims {expected} bytes uncompressed, more than its {len(data)} bytes can hold",
+        )
     inflater = zlib.decompressobj()
     try:
         # never inflate more than the header promises (a few bytes can claim gigabytes)

@@ -1,0 +1,119 @@
+"""Hostile binlogs built from real ones: an event replaced with crafted bytes (its length and CRC32
+made right again), TRANSACTION_PAYLOAD bodies and zstd bombs, and the CLI run in a child process whose
+peak memory is measured (and whose address space can be capped)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import zstandard
+
+HEADER = struct.Struct("<IBIIIH")
+TRANSACTION_PAYLOAD = 40
+# MySQL 8.0 with binlog_transaction_compression=ON: FDE 4, PREVIOUS_GTIDS 126, GTID 197,
+# TRANSACTION_PAYLOAD 274 (157 bytes: one INSERT), ROTATE 431; 475 bytes, CRC32.
+COMPRESSED = "blackbeam__rust_mysql_common/test-data/binlogs/transaction_compression.000001"
+COMPRESSED_PAYLOAD_AT = 274
+
+
+def lenenc(n: int) -> bytes:
+    if n < 251:
+        return bytes([n])
+    if n < 1 << 16:
+        return b"\xfc" + n.to_bytes(2, "little")
+    if n < 1 << 24:
+        return b"\xfd" + n.to_bytes(3, "little")
+    return b"\xfe" + n.to_bytes(8, "little")
+
+
+def event_at(data: bytes, pos: int) -> bytes:
+    length = HEADER.unpack_from(data, pos)[3]
+    return data[pos : pos + length]
+
+
+def with_body(data: bytes, pos: int, body: bytes, crc: bool = True) -> bytes:
+    """`data` with the body of the event at `pos` replaced (header kept, length and CRC32 recomputed)."""
+    old = event_at(data, pos)
+    length = 19 + len(body) + (4 if crc else 0)
+    event = bytearray(old[:19] + body)
+    struct.pack_into("<I", event, 9, length)
+    struct.pack_into("<I", event, 13, pos + length)
+    if crc:
+        event += struct.pack("<I", zlib.crc32(event))
+    return data[:pos] + bytes(event) + data[pos + len(old) :]
+
+
+def inner_event(type_code: int, body: bytes) -> bytes:
+    """An event as it stands inside a TRANSACTION_PAYLOAD: a v4 header, no checksum."""
+    return HEADER.pack(0, type_code, 1, 19 + len(body), 0, 0) + body
+
+
+def payload_body(payload: bytes, uncompressed: int | None, compression: int = 0) -> bytes:
+    """A TRANSACTION_PAYLOAD body: its header fields (size, compression, uncompressed size), then `payload`."""
+    fields = b""
+    for field, value in ((1, len(payload)), (2, compression), (3, uncompressed)):
+        if value is not None:
+            encoded = lenenc(value)
+            fields += lenenc(field) + lenenc(len(encoded)) + encoded
+    return fields + b"\x00" + payload
+
+
+def zstd_of(chunks: list[bytes] | bytes, repeat: int = 1) -> bytes:
+    """One zstd frame of `chunks` repeated `repeat` times, compressed as a stream (never held whole)."""
+    compressor = zstandard.ZstdCompressor(level=3).compressobj()
+    parts = [chunks] if isinstance(chunks, bytes) else chunks
+    out = []
+    for _ in range(repeat):
+        for part in parts:
+            out.append(compressor.compress(part))
+    out.append(compressor.flush())
+    return b"".join(out)
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    peak_rss: int  # bytes, the child's ru_maxrss
+
+
+def run_cli(args: list[str | Path], address_space: int | None = None, timeout: float = 120) -> Run:
+    """`mysql-rollback ARGS` in a child process (its address space capped to `address_space` bytes);
+    returns what it printed and its peak resident memory (from wait4, which reaps it)."""
+    command = shutil.which("mysql-rollback", path=str(Path(sys.executable).parent))
+    prefix = [command] if command else [sys.executable, "-m", "rollback.cli"]
+
+    def limit() -> None:
+        if address_space is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(
+            [*prefix, *map(str, args)], stdout=out, stderr=err, preexec_fn=limit, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                os.killpg(process.pid, signal.SIGKILL)
+                os.wait4(process.pid, 0)
+                raise TimeoutError(f"{args} still running after {timeout} s")
+            time.sleep(0.02)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Run(process.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss * 1024)
