@@ -294,6 +294,12 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
         if g >= _POW10[d]:
             raise Fallback
         unscaled = unscaled * _POW10[d] + g
+    if as_text and negative and unscaled == 0:
+        # -0.00 (never stored by the server, which normalises it, but bytes can say it) is equal to
+        # 0.00 in MySQL, and an UPDATE between the two changes nothing: as a Decimal beside the other
+        # image's text it would compare unequal and make a statement. The event goes to the
+        # generated decoder, whose values are all Decimals (the pure path's outcome).
+        raise Fallback
     if as_text and _plain_decimal(negative, unscaled, dec.scale):
         return _decimal_text(negative, unscaled, dec.scale)
     if negative:
@@ -435,9 +441,13 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
                     value = PyLong_FromLongLong(p[0] + 1900 if p[0] else 0)
                 elif kind == K_FLOAT:
                     memcpy(&f32, p, 4)
+                    if not (f32 - f32 == 0):  # NaN or an infinity: the generated code refuses it
+                        raise Fallback
                     value = PyFloat_FromDouble(<double>f32)
                 elif kind == K_DOUBLE:
                     memcpy(&f64, p, 8)
+                    if not (f64 - f64 == 0):
+                        raise Fallback
                     value = PyFloat_FromDouble(f64)
                 elif kind == K_BE_CALL:
                     value = layout.fns[k](_be(p, size), arg)

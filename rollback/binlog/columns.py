@@ -632,12 +632,20 @@ def read_year(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[int, int]:
 
 def read_float(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[float, int]:
     """FLOAT: 4 bytes IEEE-754 single, little-endian (float4store)."""
-    return _F32.unpack_from(buf, pos)[0], pos + 4
+    return finite(_F32.unpack_from(buf, pos)[0]), pos + 4
 
 
 def read_double(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[float, int]:
     """DOUBLE: 8 bytes IEEE-754 double, little-endian (float8store)."""
-    return _F64.unpack_from(buf, pos)[0], pos + 8
+    return finite(_F64.unpack_from(buf, pos)[0]), pos + 8
+
+
+def finite(value: float) -> float:
+    """The value, unless it is NaN or an infinity: MySQL and MariaDB store neither in a FLOAT or DOUBLE
+    column (the statement fails), so such bytes are not a server's, and no SQL literal writes them."""
+    if value - value == 0.0:  # false for NaN and both infinities
+        return value
+    raise ValueError(f"{value!r} is not a number a FLOAT or DOUBLE column can hold")
 
 
 def read_newdecimal(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[Decimal, int]:

@@ -159,9 +159,9 @@ def _fixed(spec: ColumnSpec, col: str) -> _Fixed | None:
     if code in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG):
         return _int_fixed(width, "<", signed)
     if code == T.FLOAT:
-        return _Fixed(["f"], "<", "{0}", 4)
+        return _Fixed(["f"], "<", "({0} if {0} - {0} == 0.0 else _finite({0}))", 4)
     if code == T.DOUBLE:
-        return _Fixed(["d"], "<", "{0}", 8)
+        return _Fixed(["d"], "<", "({0} if {0} - {0} == 0.0 else _finite({0}))", 8)
     if code == T.YEAR:
         return _Fixed(["B"], None, "({0} + 1900 if {0} else 0)", 1)
     if code in (T.DATE, T.NEWDATE):
@@ -220,6 +220,7 @@ class _Source:
         self.namespace: dict[str, Any] = {
             "_M": MISSING,
             "_ERRORS": _ERRORS,
+            "_finite": C.finite,
             "_ifb": int.from_bytes,
             "_u32": struct.Struct("<I").unpack_from,
             "_date": C.DATE_CACHE,

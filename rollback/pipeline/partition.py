@@ -36,11 +36,11 @@ from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType
 from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, TxContext, decode_stream, rows_batch
-from rollback.binlog.rows import RowsEvent
+from rollback.binlog.rows import JsonPartial, RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.change_lines import ChangeLineCache
 from rollback.ddl import ddl_targets
-from rollback.errors import RollbackError, SchemaMismatch
+from rollback.errors import RollbackError, SchemaMismatch, UnsupportedEvent
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.pipeline.dependencies import DependencyKeys
 from rollback.pipeline.file_copy import WRITE_BYTES
@@ -596,7 +596,18 @@ class _Run:
                 self._counted(current, batch, table, count)
             return
         if self.job.mode == "forward":
-            for row in rows:
+            for index, row in enumerate(rows):
+                if kind == "update" and any(isinstance(v, JsonPartial) for v in row[1]):
+                    # Only the diff is logged and the old document is not: the new one is unknown.
+                    # Not an irreversible change that --allow-partial could list: the change itself
+                    # cannot be written, so the forward script would not be the binlog's.
+                    number = index if self.kept_index is None else self.kept_index[index]
+                    raise UnsupportedEvent(
+                        self.part.file_label,
+                        batch.pos,
+                        f"row {number} of {table}: a partial JSON update whose before image does not hold "
+                        "the document (binlog_row_image=MINIMAL) cannot be written as forward SQL",
+                    )
                 sql = forward_row(renderer, kind, row)
                 if sql is not None:
                     script.append(sql)

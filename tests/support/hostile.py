@@ -117,3 +117,74 @@ def run_cli(args: list[str | Path], address_space: int | None = None, timeout: f
         out.seek(0)
         err.seek(0)
         return Run(process.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss * 1024)
+
+
+# ------------------------------------------------------------------------------- crafted row events
+# minimal.binlog (MySQL 5.7.44, CRC32): everything up to its first TABLE_MAP (FDE, GTIDs, CREATE
+# TABLE, BEGIN) is kept, then a crafted TABLE_MAP and rows event of table id 109, then its XID.
+MINIMAL = "Fanduzi__BinlogVisualizer/cmd/binlogviz/testdata/minimal.binlog"
+_MINIMAL_TABLE_MAP_AT, _MINIMAL_XID = 500, (599, 630)
+TABLE_ID = 109
+LONG, NEWDECIMAL, DOUBLE, FLOAT, VARCHAR, JSON = 3, 246, 5, 4, 15, 245
+WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS, PARTIAL_UPDATE_ROWS = 30, 31, 32, 39
+COLUMN_NAME, SIMPLE_PRIMARY_KEY = 4, 8
+
+
+@dataclass
+class Column:
+    name: bytes
+    type: int
+    meta: bytes = b""
+
+
+def optional_field(kind: int, value: bytes) -> bytes:
+    return bytes([kind]) + lenenc(len(value)) + value
+
+
+def table_map_body(db: bytes, table: bytes, columns: list[Column], optional: bytes | None = None) -> bytes:
+    """A TABLE_MAP body; `optional` defaults to the column names and the first column as primary key."""
+    meta = b"".join(c.meta for c in columns)
+    if optional is None:
+        names = b"".join(lenenc(len(c.name)) + c.name for c in columns)
+        optional = optional_field(COLUMN_NAME, names) + optional_field(SIMPLE_PRIMARY_KEY, b"\x00")
+    return (
+        TABLE_ID.to_bytes(6, "little")
+        + b"\x01\x00"
+        + bytes([len(db)])
+        + db
+        + b"\x00"
+        + bytes([len(table)])
+        + table
+        + b"\x00"
+        + lenenc(len(columns))
+        + bytes(c.type for c in columns)
+        + lenenc(len(meta))
+        + meta
+        + b"\xff" * ((len(columns) + 7) // 8)
+        + optional
+    )
+
+
+def rows_body(type_code: int, columns: int, rows: bytes) -> bytes:
+    """A v2 rows event body with every column present (in both images of an update)."""
+    bitmap = ((1 << columns) - 1).to_bytes((columns + 7) // 8, "little")
+    images = 2 if type_code in (UPDATE_ROWS, PARTIAL_UPDATE_ROWS) else 1
+    return (
+        TABLE_ID.to_bytes(6, "little") + b"\x01\x00" + b"\x02\x00" + lenenc(columns) + bitmap * images + rows
+    )
+
+
+def crafted_binlog(minimal: bytes, table_map: bytes, rows_type: int, rows: bytes) -> bytes:
+    """minimal.binlog's first transaction with its TABLE_MAP and WRITE_ROWS replaced."""
+    head = minimal[:_MINIMAL_TABLE_MAP_AT]
+    tmap = with_body(
+        minimal[:_MINIMAL_TABLE_MAP_AT] + event_at(minimal, _MINIMAL_TABLE_MAP_AT), len(head), table_map
+    )
+    out = tmap
+    pos = len(out)
+    out = with_body(out + event_at(minimal, 553), pos, rows)
+    out = bytearray(out)
+    out[pos + 4] = rows_type
+    struct.pack_into("<I", out, len(out) - 4, zlib.crc32(out[pos : len(out) - 4]))
+    start, end = _MINIMAL_XID
+    return bytes(out) + minimal[start:end]
