@@ -479,33 +479,48 @@ def decode_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, bint 
     instead of Decimal objects (a third of the decoding's instructions), where that text is also
     the one str() gives (the change log's; see _plain_decimal): only for rows that go nowhere but
     to FullImages and ChangeImages (the partition decides), where equal texts mean equal values."""
+    return decode_rows_part(layout, data, pos, end, -1, decimal_text)[0]
+
+
+def decode_rows_part(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t limit,
+                     bint decimal_text=False):
+    """(the first `limit` images of data[pos:end] (every one when `limit` < 0), the position after
+    them): decode_rows a part at a time."""
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef list out = []
     cdef object row
     if end > PyBytes_GET_SIZE(data):
         end = PyBytes_GET_SIZE(data)
-    while pos < end:
+    while pos < end and limit != 0:
         row = _fresh(layout)
         pos = _row(layout, buf, pos, end, row, decimal_text)
         out.append(row)
-    return out
+        limit -= 1
+    return out, pos
 
 
 def decode_pairs(Layout before, Layout after, bytes data, Py_ssize_t pos, Py_ssize_t end,
                  bint decimal_text=False):
     """(before, after) image pairs of an UPDATE_ROWS body (``decimal_text``: as decode_rows)."""
+    return decode_pairs_part(before, after, data, pos, end, -1, decimal_text)[0]
+
+
+def decode_pairs_part(Layout before, Layout after, bytes data, Py_ssize_t pos, Py_ssize_t end,
+                      Py_ssize_t limit, bint decimal_text=False):
+    """decode_pairs a part at a time, as decode_rows_part."""
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef list out = []
     cdef object b, a
     if end > PyBytes_GET_SIZE(data):
         end = PyBytes_GET_SIZE(data)
-    while pos < end:
+    while pos < end and limit != 0:
         b = _fresh(before)
         pos = _row(before, buf, pos, end, b, decimal_text)
         a = _fresh(after)
         pos = _row(after, buf, pos, end, a, decimal_text)
         out.append((b, a))
-    return out
+        limit -= 1
+    return out, pos
 
 
 cdef object _fresh(Layout layout):
@@ -1200,9 +1215,10 @@ cdef class ChangeImages:
                 self._call(i, v)
         return out.raw(b"}", 1)
 
-    def lines(self, bytes head, str kind, list rows):
+    def lines(self, bytes head, str kind, list rows, Py_ssize_t first=0):
         """Every record of one rows event as UTF-8, a line each: `head` is the record's head as
-        JSON without its closing brace (the same for every row of the event)."""
+        JSON without its closing brace (the same for every row of the event); `first`: the index
+        in the event of rows[0] (the rows are a part of it)."""
         cdef _Out out = self.out
         cdef Py_ssize_t index, n = len(rows)
         cdef char digits[24]
@@ -1214,7 +1230,7 @@ cdef class ChangeImages:
         for index in range(n):
             out.raw(PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
             out.raw(b',"row":', 7)
-            out.raw(digits, _put_uint(digits, <uint64_t>index))
+            out.raw(digits, _put_uint(digits, <uint64_t>(first + index)))
             if update:
                 row = rows[index]
                 out.raw(b',"before":', 10)

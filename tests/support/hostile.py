@@ -100,8 +100,15 @@ def run_cli(args: list[str | Path], address_space: int | None = None, timeout: f
             resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        # the user's defaults (log format, hot path...) are not the test's: none reaches the child
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
         process = subprocess.Popen(
-            [*prefix, *map(str, args)], stdout=out, stderr=err, preexec_fn=limit, start_new_session=True
+            [*prefix, *map(str, args)],
+            stdout=out,
+            stderr=err,
+            preexec_fn=limit,
+            start_new_session=True,
+            env=env,
         )
         deadline = time.monotonic() + timeout
         while True:

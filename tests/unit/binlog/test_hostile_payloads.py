@@ -82,7 +82,7 @@ def test_a_zstd_bomb_fails_with_one_line_and_memory_stays_flat(compressed, bomb,
         "inside TRANSACTION_PAYLOAD at inner offset 0: event length 0 is smaller than its header"
     )
     assert run.peak_rss < 150 * MiB
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 60  # generous: a loaded machine
     assert not (tmp_path / "out.sql").exists()
 
 
