@@ -262,6 +262,9 @@ def _derive(code: int, meta: int) -> tuple[int, int, int | None]:
             # 4-5 of the real-type byte (Field_string::do_save_field_metadata).
             length |= ((real_type & 0x30) ^ 0x30) << 4
             real_type |= 0x30
+        if real_type not in (T.STRING, T.VAR_STRING, T.ENUM, T.SET):
+            # the decoder reads such a column as a string, a renderer would take the type it names
+            raise _bad_meta(f"real type {real_type} of a CHAR column")
         if real_type == T.ENUM:
             if length not in (1, 2):
                 raise _bad_meta(f"ENUM pack length {length}")

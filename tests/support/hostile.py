@@ -132,7 +132,7 @@ def run_cli(args: list[str | Path], address_space: int | None = None, timeout: f
 MINIMAL = "Fanduzi__BinlogVisualizer/cmd/binlogviz/testdata/minimal.binlog"
 _MINIMAL_TABLE_MAP_AT, _MINIMAL_XID = 500, (599, 630)
 TABLE_ID = 109
-LONG, NEWDECIMAL, DOUBLE, FLOAT, VARCHAR, JSON = 3, 246, 5, 4, 15, 245
+LONG, NEWDECIMAL, DOUBLE, FLOAT, VARCHAR, JSON, STRING = 3, 246, 5, 4, 15, 245, 254
 WRITE_ROWS, UPDATE_ROWS, DELETE_ROWS, PARTIAL_UPDATE_ROWS = 30, 31, 32, 39
 COLUMN_NAME, SIMPLE_PRIMARY_KEY = 4, 8
 

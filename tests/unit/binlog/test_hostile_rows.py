@@ -20,6 +20,7 @@ from tests.support.hostile import (
     NEWDECIMAL,
     PARTIAL_UPDATE_ROWS,
     SIMPLE_PRIMARY_KEY,
+    STRING,
     TABLE_ID,
     UPDATE_ROWS,
     VARCHAR,
@@ -265,3 +266,19 @@ def test_a_partial_json_update_without_its_document_is_refused_in_forward_mode(
     # the flashback lists it as irreversible (exit 3 with --allow-partial), the change log holds the diff
     assert both_paths(path, "flashback", True)[0] == "ok"
     assert b'"json_diff":[{"op":"REMOVE","path":"$.a"' in both_paths(path, "changes")[1][2]  # type: ignore[index]
+
+
+def test_a_char_column_whose_metadata_names_another_type_is_refused(minimal, tmp_path):
+    """A STRING column's metadata names its real type (CHAR, ENUM or SET). Found by the fuzz lane
+    (seed 2, mutant 96): one naming DECIMAL was decoded as bytes and rendered as a DECIMAL, an
+    internal error (TypeError) on both paths."""
+    columns = [Column(b"id", LONG), Column(b"c", STRING, bytes([NEWDECIMAL, 10]))]
+    row = b"\x00\x01\x00\x00\x00\x01x"
+    data = crafted_binlog(
+        minimal, table_map_body(b"db", b"t", columns), WRITE_ROWS, rows_body(WRITE_ROWS, 2, row)
+    )
+    path = write(tmp_path, "char.bin", data)
+    for mode in MODES:
+        kind, (error, message) = both_paths(path, mode)  # type: ignore[misc]
+        assert (kind, error) == ("error", "BinlogFormatError")
+        assert "at offset 500: TABLE_MAP of db.t:" in message and "real type 246 of a CHAR column" in message
