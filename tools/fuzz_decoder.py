@@ -299,6 +299,36 @@ def worker(seed: int, first: int, count: int, work: Path) -> None:
             print(json.dumps({"mutant": number, "file": rel, "problem": problem}), flush=True)
 
 
+def wait_measured(pid: int, timeout: float) -> tuple[int, int, bool]:
+    """(wait status, peak resident bytes, whether it was killed for running past `timeout`) of the
+    child process `pid` of a new session, reaped here. The peak is the child's own VmHWM, polled:
+    wait4's ru_maxrss would also count the parent's resident size at the fork (Linux keeps the
+    high-water mark of the image exec replaced), a pytest worker's ~200 MiB."""
+    deadline = time.monotonic() + timeout
+    peak = 0
+    hung = False
+    while True:
+        peak = max(peak, _vm_hwm(pid))
+        done, status, _usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return status, peak, hung
+        if time.monotonic() > deadline and not hung:
+            hung = True
+            os.killpg(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def _vm_hwm(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 @dataclass
 class Limits:
     address_space: int = 1536 * MiB
@@ -346,23 +376,11 @@ def run_batch(
                 env=env,
                 start_new_session=True,
             )
-            deadline = time.monotonic() + limits.timeout
-            hung = False
-            while True:
-                pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() > deadline:
-                    hung = True
-                    os.killpg(process.pid, signal.SIGKILL)
-                    _, status, usage = os.wait4(process.pid, 0)
-                    break
-                time.sleep(0.02)
+            status, rss, hung = wait_measured(process.pid, limits.timeout)
             process.returncode = os.waitstatus_to_exitcode(status)
             stdout.seek(0)
             stderr.seek(0)
             lines, errors = stdout.read().decode(), stderr.read().decode()
-        rss = usage.ru_maxrss * 1024
         campaign.peak_rss = max(campaign.peak_rss, rss)
         current = work / "current"
         reached = int(current.read_text()) if current.exists() else first

@@ -7,17 +7,17 @@ from __future__ import annotations
 import os
 import resource
 import shutil
-import signal
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import zstandard
+
+from tools.fuzz_decoder import wait_measured
 
 HEADER = struct.Struct("<IBIIIH")
 TRANSACTION_PAYLOAD = 40
@@ -91,7 +91,7 @@ class Run:
 
 def run_cli(args: list[str | Path], address_space: int | None = None, timeout: float = 120) -> Run:
     """`mysql-rollback ARGS` in a child process (its address space capped to `address_space` bytes);
-    returns what it printed and its peak resident memory (from wait4, which reaps it)."""
+    returns what it printed and its peak resident memory (tools.fuzz_decoder.wait_measured)."""
     command = shutil.which("mysql-rollback", path=str(Path(sys.executable).parent))
     prefix = [command] if command else [sys.executable, "-m", "rollback.cli"]
 
@@ -110,20 +110,13 @@ def run_cli(args: list[str | Path], address_space: int | None = None, timeout: f
             start_new_session=True,
             env=env,
         )
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                os.killpg(process.pid, signal.SIGKILL)
-                os.wait4(process.pid, 0)
-                raise TimeoutError(f"{args} still running after {timeout} s")
-            time.sleep(0.02)
+        status, peak, hung = wait_measured(process.pid, timeout)
+        if hung:
+            raise TimeoutError(f"{args} still running after {timeout} s")
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return Run(process.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss * 1024)
+        return Run(process.returncode, out.read().decode(), err.read().decode(), peak)
 
 
 # ------------------------------------------------------------------------------- crafted row events
