@@ -356,6 +356,12 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
     if nd == 0:
         digits[0] = b'0'
         nd = 1
+    if as_text and negative and nd == 1 and digits[0] == b'0':
+        # -0.00 (never stored by the server, which normalises it, but bytes can say it) is equal to
+        # 0.00 in MySQL, and an UPDATE between the two changes nothing: as a Decimal beside the other
+        # image's text it would compare unequal and make a statement. The event goes to the
+        # generated decoder, whose values are all Decimals (the pure path's outcome).
+        raise Fallback
     if as_text and _plain_decimal(negative, digits, nd, dec.scale):
         return _decimal_text(negative, digits, nd, dec.scale)
     if negative:
@@ -493,9 +499,13 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
                     value = PyLong_FromLongLong(p[0] + 1900 if p[0] else 0)
                 elif kind == K_FLOAT:
                     memcpy(&f32, p, 4)
+                    if not (f32 - f32 == 0):  # NaN or an infinity: the generated code refuses it
+                        raise Fallback
                     value = PyFloat_FromDouble(<double>f32)
                 elif kind == K_DOUBLE:
                     memcpy(&f64, p, 8)
+                    if not (f64 - f64 == 0):
+                        raise Fallback
                     value = PyFloat_FromDouble(f64)
                 elif kind == K_BE_CALL:
                     value = layout.fns[k](_be(p, size), arg)
@@ -527,33 +537,48 @@ def decode_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, bint 
     instead of Decimal objects (a third of the decoding's instructions), where that text is also
     the one str() gives (the change log's; see _plain_decimal): only for rows that go nowhere but
     to FullImages and ChangeImages (the partition decides), where equal texts mean equal values."""
+    return decode_rows_part(layout, data, pos, end, -1, decimal_text)[0]
+
+
+def decode_rows_part(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t limit,
+                     bint decimal_text=False):
+    """(the first `limit` images of data[pos:end] (every one when `limit` < 0), the position after
+    them): decode_rows a part at a time."""
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef list out = []
     cdef object row
     if end > PyBytes_GET_SIZE(data):
         end = PyBytes_GET_SIZE(data)
-    while pos < end:
+    while pos < end and limit != 0:
         row = _fresh(layout)
         pos = _row(layout, buf, pos, end, row, decimal_text)
         out.append(row)
-    return out
+        limit -= 1
+    return out, pos
 
 
 def decode_pairs(Layout before, Layout after, bytes data, Py_ssize_t pos, Py_ssize_t end,
                  bint decimal_text=False):
     """(before, after) image pairs of an UPDATE_ROWS body (``decimal_text``: as decode_rows)."""
+    return decode_pairs_part(before, after, data, pos, end, -1, decimal_text)[0]
+
+
+def decode_pairs_part(Layout before, Layout after, bytes data, Py_ssize_t pos, Py_ssize_t end,
+                      Py_ssize_t limit, bint decimal_text=False):
+    """decode_pairs a part at a time, as decode_rows_part."""
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef list out = []
     cdef object b, a
     if end > PyBytes_GET_SIZE(data):
         end = PyBytes_GET_SIZE(data)
-    while pos < end:
+    while pos < end and limit != 0:
         b = _fresh(before)
         pos = _row(before, buf, pos, end, b, decimal_text)
         a = _fresh(after)
         pos = _row(after, buf, pos, end, a, decimal_text)
         out.append((b, a))
-    return out
+        limit -= 1
+    return out, pos
 
 
 cdef object _fresh(Layout layout):
@@ -1352,9 +1377,10 @@ cdef class ChangeImages:
                 self._call(i, v)
         return out.raw(b"}", 1)
 
-    def lines(self, bytes head, str kind, list rows):
+    def lines(self, bytes head, str kind, list rows, Py_ssize_t first=0):
         """Every record of one rows event as UTF-8, a line each: `head` is the record's head as
-        JSON without its closing brace (the same for every row of the event)."""
+        JSON without its closing brace (the same for every row of the event); `first`: the index
+        in the event of rows[0] (the rows are a part of it)."""
         cdef _Out out = self.out
         cdef Py_ssize_t index, n = len(rows)
         cdef char digits[24]
@@ -1366,7 +1392,7 @@ cdef class ChangeImages:
         for index in range(n):
             out.raw(PyBytes_AS_STRING(head), PyBytes_GET_SIZE(head))
             out.raw(b',"row":', 7)
-            out.raw(digits, _put_uint(digits, <uint64_t>index))
+            out.raw(digits, _put_uint(digits, <uint64_t>(first + index)))
             if update:
                 row = rows[index]
                 out.raw(b',"before":', 10)

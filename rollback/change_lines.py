@@ -73,7 +73,9 @@ class ChangeLines:
         """`lines` as UTF-8."""
         if self._compiled is None:
             return self.lines(batch).encode("utf-8")
-        return self._compiled.lines(_dumps(record_head(batch))[:-1].encode("utf-8"), batch.kind, batch.rows)
+        return self._compiled.lines(
+            _dumps(record_head(batch))[:-1].encode("utf-8"), batch.kind, batch.rows, batch.first_row
+        )
 
     def lines(self, batch: RowsBatch) -> str:
         """Every record of the rows event, one line each (a newline after each)."""
@@ -82,11 +84,12 @@ class ChangeLines:
         if batch.kind == "update":
             return "".join(
                 f'{head},"row":{index},"before":{encode(row[0])},"after":{encode(row[1])}}}\n'
-                for index, row in enumerate(batch.rows)
+                for index, row in enumerate(batch.rows, batch.first_row)
             )
         key = "after" if batch.kind == "insert" else "before"
         return "".join(
-            f'{head},"row":{index},"{key}":{encode(row)}}}\n' for index, row in enumerate(batch.rows)
+            f'{head},"row":{index},"{key}":{encode(row)}}}\n'
+            for index, row in enumerate(batch.rows, batch.first_row)
         )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rollback.binlog.decode import check_boundary, decode_stream, rows_batch, state_at
+from rollback.binlog.decode import check_boundary, decode_stream, rows_batches, state_at
 from rollback.binlog.reader import BinlogFile
 from rollback.binlog.rows import RowsEvent
 from rollback.errors import RangeError
@@ -48,4 +48,5 @@ def _records(ranges: list[tuple[BinlogFile, Any, int, int]], verify: bool) -> It
     for binlog, state, start, stop in ranges:
         for decoded in decode_stream(binlog.buf, state, start, stop, verify=verify):
             if isinstance(decoded.event, RowsEvent):
-                yield from batch_records(rows_batch(decoded, decoded.event, state))
+                for batch in rows_batches(decoded, decoded.event, state):
+                    yield from batch_records(batch)

@@ -171,7 +171,7 @@ def batch_records(
     members = column_members(tmap, columns)
     kinds = bytes_kinds(tmap)
     base = record_head(batch)
-    for index, row in enumerate(batch.rows):
+    for index, row in enumerate(batch.rows, batch.first_row):
         record = dict(base, row=index)
         if batch.kind == "update":
             record["before"] = image(row[0], tmap, cols, members, kinds)

@@ -262,6 +262,9 @@ def _derive(code: int, meta: int) -> tuple[int, int, int | None]:
             # 4-5 of the real-type byte (Field_string::do_save_field_metadata).
             length |= ((real_type & 0x30) ^ 0x30) << 4
             real_type |= 0x30
+        if real_type not in (T.STRING, T.VAR_STRING, T.ENUM, T.SET):
+            # the decoder reads such a column as a string, a renderer would take the type it names
+            raise _bad_meta(f"real type {real_type} of a CHAR column")
         if real_type == T.ENUM:
             if length not in (1, 2):
                 raise _bad_meta(f"ENUM pack length {length}")
@@ -632,12 +635,20 @@ def read_year(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[int, int]:
 
 def read_float(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[float, int]:
     """FLOAT: 4 bytes IEEE-754 single, little-endian (float4store)."""
-    return _F32.unpack_from(buf, pos)[0], pos + 4
+    return finite(_F32.unpack_from(buf, pos)[0]), pos + 4
 
 
 def read_double(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[float, int]:
     """DOUBLE: 8 bytes IEEE-754 double, little-endian (float8store)."""
-    return _F64.unpack_from(buf, pos)[0], pos + 8
+    return finite(_F64.unpack_from(buf, pos)[0]), pos + 8
+
+
+def finite(value: float) -> float:
+    """The value, unless it is NaN or an infinity: MySQL and MariaDB store neither in a FLOAT or DOUBLE
+    column (the statement fails), so such bytes are not a server's, and no SQL literal writes them."""
+    if value - value == 0.0:  # false for NaN and both infinities
+        return value
+    raise ValueError(f"{value!r} is not a number a FLOAT or DOUBLE column can hold")
 
 
 def read_newdecimal(buf: bytes, pos: int, spec: ColumnSpec) -> tuple[Decimal, int]:

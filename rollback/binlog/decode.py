@@ -15,7 +15,12 @@ from rollback import hotpath
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ColumnType, EventType
-from rollback.binlog.payload import TransactionPayload, decode_query_compressed, decode_transaction_payload
+from rollback.binlog.payload import (
+    TransactionPayload,
+    decode_query_compressed,
+    decode_transaction_payload,
+    payload_events,
+)
 from rollback.binlog.reader import FormatFacts, RawEvent, iter_events, scan_headers, without_checksum
 from rollback.binlog.rowdecoder import RowDecoder, get_row_decoder
 from rollback.binlog.rows import (
@@ -24,6 +29,7 @@ from rollback.binlog.rows import (
     UPDATE,
     RowsEvent,
     decode_partial_pairs,
+    decode_partial_pairs_part,
     decode_rows_event,
 )
 from rollback.binlog.table_map import TableMap, decode_table_map
@@ -112,6 +118,7 @@ class RowsBatch:
     server_id: int
     rows: list  # tuples (insert/delete) or (before, after) pairs (update)
     statement_end: bool
+    first_row: int = 0  # the index in the event of rows[0] (rows_batches: a part of the event)
 
 
 def decode_stream(
@@ -161,7 +168,7 @@ def _decode_one(raw: RawEvent, state: StreamState, outer_pos: int, outer_end: in
         inner_facts = without_checksum(state.facts)
         inner_state_facts, state.facts = state.facts, inner_facts
         try:
-            for inner in iter_events(memoryview(event.events), inner_facts, 0, len(event.events), state.path):
+            for inner in payload_events(event, inner_facts, state.path):
                 yield from _decode_one(inner, state, outer_pos, outer_end)
         except BinlogFormatError as exc:
             raise BinlogFormatError(
@@ -310,6 +317,44 @@ def rows_batch(
     encoder alone).
     """
     raw = decoded.raw
+    tmap, key, specs = _event_specs(decoded, event, state, unsigned_for, specs_for)
+    try:
+        before = _row_decoder(key, specs, event.present)
+        data = bytes(event.rows)
+        if event.partial:
+            rows: list = decode_partial_pairs(
+                specs, data, before, _row_decoder(key, specs, event.present_after)
+            )
+        elif event.kind == UPDATE:
+            rows = before.decode_pairs(
+                data, 0, len(data), _row_decoder(key, specs, event.present_after), decimal_text
+            )
+        else:
+            rows = before.decode_rows(data, 0, len(data), decimal_text)
+    except BinlogFormatError as exc:
+        raise _located(exc, decoded, state, tmap, specs, specs_for) from None
+    return RowsBatch(
+        state.file_name,
+        decoded.outer_pos,
+        decoded.outer_end,
+        event.kind,
+        tmap,
+        state.tx,
+        raw.timestamp,
+        raw.server_id,
+        rows,
+        event.statement_end,
+    )
+
+
+def _event_specs(
+    decoded: DecodedEvent,
+    event: RowsEvent,
+    state: StreamState,
+    unsigned_for: UnsignedFor | None,
+    specs_for: SpecsFor | None,
+) -> tuple[TableMap, _SpecsKey | None, tuple[ColumnSpec, ...]]:
+    """The table map in force for a rows event, its signature (None with a schema's specs) and specs."""
     tmap = state.table_maps.get(event.table_id)
     if tmap is None:
         raise BinlogFormatError(
@@ -331,37 +376,77 @@ def rows_batch(
         raise SchemaMismatch(
             f"the schema of {tmap.qualified_name} has {len(specs)} columns, its TABLE_MAP has {tmap.column_count}"
         )
+    return tmap, key, specs
+
+
+def _located(
+    exc: BinlogFormatError,
+    decoded: DecodedEvent,
+    state: StreamState,
+    tmap: TableMap,
+    specs: tuple[ColumnSpec, ...],
+    specs_for: SpecsFor | None,
+) -> BinlogFormatError:
+    """A row decoder's error, located at the event, naming the table (and why the schema may help)."""
+    reason = f"rows of {tmap.qualified_name}: {exc.reason}"
+    hint = _schema_hint(state.facts, tmap, specs) if specs_for is None else None
+    return BinlogFormatError(state.path, decoded.outer_pos, f"{reason}; {hint}" if hint else reason)
+
+
+# Rows decoded at a time by rows_batches: a rows event of millions of tiny rows (a few bytes of
+# file each, through a compressed payload) never becomes one list of them.
+ROWS_PER_BATCH = 10_000
+
+
+def rows_batches(
+    decoded: DecodedEvent,
+    event: RowsEvent,
+    state: StreamState,
+    unsigned_for: UnsignedFor | None = None,
+    specs_for: SpecsFor | None = None,
+    decimal_text: bool = False,
+    limit: int | None = None,
+) -> Iterator[RowsBatch]:
+    """rows_batch's rows, `limit` at a time (each batch's `first_row` says where it starts); an
+    event without rows gives one empty batch. A row that does not decode raises when its part is
+    reached, after the parts before it were given. `limit` defaults to ROWS_PER_BATCH."""
+    limit = limit or ROWS_PER_BATCH
+    tmap, key, specs = _event_specs(decoded, event, state, unsigned_for, specs_for)
+    raw = decoded.raw
+    data = bytes(event.rows)
     try:
         before = _row_decoder(key, specs, event.present)
-        data = bytes(event.rows)
-        if event.partial:
-            rows: list = decode_partial_pairs(
-                specs, data, before, _row_decoder(key, specs, event.present_after)
-            )
-        elif event.kind == UPDATE:
-            rows = before.decode_pairs(
-                data, 0, len(data), _row_decoder(key, specs, event.present_after), decimal_text
-            )
-        else:
-            rows = before.decode_rows(data, 0, len(data), decimal_text)
+        after = _row_decoder(key, specs, event.present_after)
     except BinlogFormatError as exc:
-        reason = f"rows of {tmap.qualified_name}: {exc.reason}"
-        hint = _schema_hint(state.facts, tmap, specs) if specs_for is None else None
-        raise BinlogFormatError(
-            state.path, decoded.outer_pos, f"{reason}; {hint}" if hint else reason
-        ) from None
-    return RowsBatch(
-        state.file_name,
-        decoded.outer_pos,
-        decoded.outer_end,
-        event.kind,
-        tmap,
-        state.tx,
-        raw.timestamp,
-        raw.server_id,
-        rows,
-        event.statement_end,
-    )
+        raise _located(exc, decoded, state, tmap, specs, specs_for) from None
+    pos = first = 0
+    while True:
+        try:
+            if event.partial:
+                rows, pos = decode_partial_pairs_part(specs, data, pos, limit, before, after)
+            elif event.kind == UPDATE:
+                rows, pos = before.decode_pairs_part(data, pos, len(data), after, limit, decimal_text)
+            else:
+                rows, pos = before.decode_rows_part(data, pos, len(data), limit, decimal_text)
+        except BinlogFormatError as exc:
+            raise _located(exc, decoded, state, tmap, specs, specs_for) from None
+        done = pos >= len(data)
+        yield RowsBatch(
+            state.file_name,
+            decoded.outer_pos,
+            decoded.outer_end,
+            event.kind,
+            tmap,
+            state.tx,
+            raw.timestamp,
+            raw.server_id,
+            rows,
+            event.statement_end and done,
+            first,
+        )
+        if done:
+            return
+        first += len(rows)
 
 
 def state_at(

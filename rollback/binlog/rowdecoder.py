@@ -159,9 +159,9 @@ def _fixed(spec: ColumnSpec, col: str) -> _Fixed | None:
     if code in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG):
         return _int_fixed(width, "<", signed)
     if code == T.FLOAT:
-        return _Fixed(["f"], "<", "{0}", 4)
+        return _Fixed(["f"], "<", "({0} if {0} - {0} == 0.0 else _finite({0}))", 4)
     if code == T.DOUBLE:
-        return _Fixed(["d"], "<", "{0}", 8)
+        return _Fixed(["d"], "<", "({0} if {0} - {0} == 0.0 else _finite({0}))", 8)
     if code == T.YEAR:
         return _Fixed(["B"], None, "({0} + 1900 if {0} else 0)", 1)
     if code in (T.DATE, T.NEWDATE):
@@ -220,6 +220,7 @@ class _Source:
         self.namespace: dict[str, Any] = {
             "_M": MISSING,
             "_ERRORS": _ERRORS,
+            "_finite": C.finite,
             "_ifb": int.from_bytes,
             "_u32": struct.Struct("<I").unpack_from,
             "_date": C.DATE_CACHE,
@@ -403,26 +404,39 @@ def _generate(specs: tuple[ColumnSpec, ...], cols: list[int]) -> tuple[str, dict
     image.guarded(2, "row")
     src.add(2, "append(row)")
     src.add(1, "return out")
+    src.add(0, "")
+    src.add(0, "def _rows_part(buf, pos, end, limit):")
+    src.add(1, "out = []")
+    src.add(1, "append = out.append")
+    src.add(1, "while pos < end and limit:")
+    image.guarded(2, "row")
+    src.add(2, "append(row)")
+    src.add(2, "limit -= 1")
+    src.add(1, "return out, pos")
     return _compile(src, f"{len(specs)} columns")
 
 
-def _generate_pairs(
-    before: RowDecoder, after: RowDecoder
-) -> Callable[[bytes, int, int], list[tuple[Row, Row]]]:
-    """``_pairs(buf, pos, end) -> [(before, after), ...]`` with both images read inline."""
+# (buf, pos, end, limit) -> (the first `limit` (before, after) pairs, the position after them)
+_PairsPart = Callable[[bytes, int, int, int], tuple[list[tuple[Row, Row]], int]]
+
+
+def _generate_pairs(before: RowDecoder, after: RowDecoder) -> _PairsPart:
+    """``_pairs(buf, pos, end, limit) -> ([(before, after), ...], pos)`` with both images read inline:
+    the first `limit` pairs (every one when `limit` < 0)."""
     src = _Source()
     image_b = _Image(src, before.specs, list(before.columns), "b")
     image_a = _Image(src, after.specs, list(after.columns), "a")
-    src.add(0, "def _pairs(buf, pos, end):")
+    src.add(0, "def _pairs(buf, pos, end, limit):")
     src.add(1, "out = []")
     src.add(1, "append = out.append")
-    src.add(1, "while pos < end:")
+    src.add(1, "while pos < end and limit:")
     image_b.guarded(2, "before")
     image_a.guarded(2, "after")
     src.add(2, "append((before, after))")
-    src.add(1, "return out")
+    src.add(2, "limit -= 1")
+    src.add(1, "return out, pos")
     _, namespace = _compile(src, f"{len(before.specs)} columns, update")
-    pairs: Callable[[bytes, int, int], list[tuple[Row, Row]]] = namespace["_pairs"]
+    pairs: _PairsPart = namespace["_pairs"]
     return pairs
 
 
@@ -571,7 +585,18 @@ class RowDecoder:
     ``buf`` is ``bytes`` (other buffers are copied once per call) and ``end`` is clamped to it.
     """
 
-    __slots__ = ("specs", "present", "columns", "source", "_row", "_rows", "_pairs", "_core", "_layout")
+    __slots__ = (
+        "specs",
+        "present",
+        "columns",
+        "source",
+        "_row",
+        "_rows",
+        "_rows_part",
+        "_pairs",
+        "_core",
+        "_layout",
+    )
 
     specs: tuple[ColumnSpec, ...]
     present: int
@@ -579,7 +604,8 @@ class RowDecoder:
     source: str
     _row: Callable[[bytes, int, int], tuple[Row, int]]
     _rows: Callable[[bytes, int, int], list[Row]]
-    _pairs: dict[RowDecoder, Callable[[bytes, int, int], list[tuple[Row, Row]]]]
+    _rows_part: Callable[[bytes, int, int, int], tuple[list[Row], int]]
+    _pairs: dict[RowDecoder, _PairsPart]
     _core: Any
     _layout: Any
 
@@ -596,10 +622,12 @@ class RowDecoder:
             self.source = ""
             self._row = self._empty_row
             self._rows = self._empty_rows
+            self._rows_part = self._empty_rows_part
             return
         self.source, namespace = _generate(specs, cols)
         self._row = namespace["_row"]
         self._rows = namespace["_rows"]
+        self._rows_part = namespace["_rows_part"]
 
     def _empty_row(self, buf: bytes, pos: int, end: int) -> tuple[Row, int]:
         return (MISSING,) * len(self.specs), pos
@@ -608,6 +636,9 @@ class RowDecoder:
         if pos < end:
             raise BinlogFormatError(None, pos, "rows event has row data but no columns in its image")
         return []
+
+    def _empty_rows_part(self, buf: bytes, pos: int, end: int, limit: int) -> tuple[list[Row], int]:
+        return self._empty_rows(buf, pos, end), pos
 
     def __reduce__(self) -> tuple[Any, ...]:
         return get_row_decoder, (self.specs, self.present)
@@ -643,6 +674,22 @@ class RowDecoder:
                 pass  # the generated code gives the values or the located error
         return self._rows(buf, pos, end)
 
+    def decode_rows_part(
+        self, buf: bytes, pos: int, end: int, limit: int, decimal_text: bool = False
+    ) -> tuple[list[Row], int]:
+        """(the first ``limit`` row images of ``buf[pos:end]``, the position after them): the rows of
+        an event a part at a time (``buf`` must be bytes)."""
+        end = min(end, len(buf))
+        if self._layout is not None:
+            try:
+                part: tuple[list[Row], int] = self._core.decode_rows_part(
+                    self._layout, buf, pos, end, limit, decimal_text
+                )
+                return part
+            except _COMPILED_REFUSALS:
+                pass
+        return self._rows_part(buf, pos, end, limit)
+
     def decode_pairs(
         self, buf: bytes, pos: int, end: int, after_decoder: RowDecoder, decimal_text: bool = False
     ) -> list[tuple[Row, Row]]:
@@ -651,11 +698,23 @@ class RowDecoder:
         compiled for this pair of decoders."""
         if type(buf) is not bytes:
             buf = bytes(buf)
+        return self.decode_pairs_part(buf, pos, end, after_decoder, -1, decimal_text)[0]
+
+    def decode_pairs_part(
+        self,
+        buf: bytes,
+        pos: int,
+        end: int,
+        after_decoder: RowDecoder,
+        limit: int,
+        decimal_text: bool = False,
+    ) -> tuple[list[tuple[Row, Row]], int]:
+        """decode_pairs a part at a time, as decode_rows_part (``buf`` must be bytes)."""
         end = min(end, len(buf))
         if self._layout is not None and after_decoder._layout is not None:
             try:
-                decoded: list[tuple[Row, Row]] = self._core.decode_pairs(
-                    self._layout, after_decoder._layout, buf, pos, end, decimal_text
+                decoded: tuple[list[tuple[Row, Row]], int] = self._core.decode_pairs_part(
+                    self._layout, after_decoder._layout, buf, pos, end, limit, decimal_text
                 )
                 return decoded
             except _COMPILED_REFUSALS:
@@ -667,20 +726,21 @@ class RowDecoder:
             else:
                 pairs = _generate_pairs(self, after_decoder)
             self._pairs[after_decoder] = pairs
-        return pairs(buf, pos, end)
+        return pairs(buf, pos, end, limit)
 
-    def _pairs_slowly(self, after_decoder: RowDecoder) -> Callable[[bytes, int, int], list[tuple[Row, Row]]]:
+    def _pairs_slowly(self, after_decoder: RowDecoder) -> _PairsPart:
         before_row, after_row = self._row, after_decoder._row
 
-        def pairs(buf: bytes, pos: int, end: int) -> list[tuple[Row, Row]]:
+        def pairs(buf: bytes, pos: int, end: int, limit: int) -> tuple[list[tuple[Row, Row]], int]:
             out = []
-            while pos < end:
+            while pos < end and limit:
                 before, pos = before_row(buf, pos, end)
                 after, pos = after_row(buf, pos, end)
                 if not (self.columns and after_decoder.columns):
                     raise BinlogFormatError(None, pos, "update rows event has an image without columns")
                 out.append((before, after))
-            return out
+                limit -= 1
+            return out, pos
 
         return pairs
 

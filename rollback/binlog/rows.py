@@ -90,6 +90,11 @@ class RowsEvent:
         return self.type_code == EventType.PARTIAL_UPDATE_ROWS
 
 
+# The most deflate inflates per compressed byte: a 258-byte match costs at least 2 bits (RFC 1951's
+# densest code), so 1032 bytes per byte; a header claiming more is not zlib output.
+DEFLATE_MAX_RATIO = 1032
+
+
 def _bitmap_int(data: bytes | memoryview) -> int:
     return int.from_bytes(data, "little")
 
@@ -105,6 +110,12 @@ def mariadb_uncompress(data: bytes | memoryview, where: int) -> bytes:
     expected = int.from_bytes(data[1 : 1 + lenlen], "big")
     if expected > MAX_EVENT_LENGTH:
         raise BinlogFormatError(None, where, f"compressed event claims {expected} bytes uncompressed")
+    if expected > (len(data) - 1 - lenlen) * DEFLATE_MAX_RATIO:
+        raise BinlogFormatError(
+            None,
+            where,
+            f"compressed event claims {expected} bytes uncompressed, more than its {len(data)} bytes can hold",
+        )
     inflater = zlib.decompressobj()
     try:
         # never inflate more than the header promises (a few bytes can claim gigabytes)
@@ -217,13 +228,26 @@ def decode_partial_pairs(
     """(before, after) pairs of a PARTIAL_UPDATE_ROWS body. Diff-logged JSON columns become
     JsonText (before document known) or JsonPartial (it is not); everything else decodes as in
     UPDATE_ROWS. Offsets in errors are relative to ``data``."""
+    return decode_partial_pairs_part(specs, data, 0, -1, before_decoder, after_decoder)[0]
+
+
+def decode_partial_pairs_part(
+    specs: tuple[ColumnSpec, ...],
+    data: bytes,
+    pos: int,
+    limit: int,
+    before_decoder: RowDecoder,
+    after_decoder: RowDecoder,
+) -> tuple[list[tuple[Row, Row]], int]:
+    """decode_partial_pairs a part at a time: the first ``limit`` pairs from ``pos`` (every one
+    when ``limit`` < 0) and the position after them."""
     json_columns = [i for i, spec in enumerate(specs) if spec.type == ColumnType.JSON]
     partial_bytes = (len(json_columns) + 7) // 8
     after_columns = after_decoder.columns
     end = len(data)
-    pos = 0
     pairs = []
-    while pos < end:
+    while pos < end and limit:
+        limit -= 1
         before, pos = before_decoder.decode(data, pos, end)
         options_at = pos
         options, pos = read_lenenc(data, pos)
@@ -245,7 +269,7 @@ def decode_partial_pairs(
         else:
             after, pos = _after_image_with_diffs(specs, after_columns, partial, data, pos, before)
         pairs.append((before, after))
-    return pairs
+    return pairs, pos
 
 
 def _after_image_with_diffs(

@@ -179,6 +179,8 @@ def _decode_table_map(raw: RawEvent, facts: FormatFacts, body: memoryview, post:
         metas = parse_column_metadata(types, meta_block)
     except BinlogFormatError as exc:
         raise BinlogFormatError(None, raw.pos, f"TABLE_MAP of {database}.{table}: {exc.reason}") from None
+    for kind, name in (("database", database), ("table", table)):
+        _check_identifier(raw.pos, f"{kind} name", name)
     nullable = tuple(bool(null_bits[i >> 3] & (1 << (i & 7))) for i in range(count))
     tmap = TableMap(table_id, flags, database, table, types, metas, nullable, raw=bytes(raw.data))
     try:
@@ -196,7 +198,27 @@ def _decode_table_map(raw: RawEvent, facts: FormatFacts, body: memoryview, post:
             raise BinlogFormatError(
                 None, raw.pos, f"TABLE_MAP of {database}.{table}: optional metadata: {exc.reason}"
             ) from None
+    for index, name in enumerate(tmap.column_names or ()):
+        _check_identifier(raw.pos, f"of {tmap.qualified_name}: column {index + 1} name", name)
     return tmap
+
+
+def _key_columns(tmap: TableMap, keys: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    for index, _prefix in keys:
+        if index >= tmap.column_count:
+            raise BinlogFormatError(
+                None, 0, f"the primary key names column {index + 1}, the table has {tmap.column_count}"
+            )
+    return tuple(keys)
+
+
+def _check_identifier(at: int, what: str, name: str) -> None:
+    # MySQL permits no NUL (U+0000) in an identifier, quoted or not: a name holding one was not
+    # written by a server, and no statement can name that table or column.
+    if "\0" in name:
+        raise BinlogFormatError(
+            None, at, f"TABLE_MAP {what} {name!r} holds a NUL byte, which no identifier can"
+        )
 
 
 def _read_optional_metadata(tmap: TableMap, block: memoryview, mariadb: bool = False) -> None:
@@ -249,6 +271,10 @@ def _read_optional_metadata(tmap: TableMap, block: memoryview, mariadb: bool = F
                 n, p = read_lenenc(value, p)
                 names.append(bytes(value[p : p + n]).decode("utf-8", "replace"))
                 p += n
+            if len(names) != tmap.column_count:
+                raise BinlogFormatError(
+                    None, pos, f"{len(names)} column names for {tmap.column_count} columns"
+                )
             tmap.column_names = tuple(names)
         elif kind in (OptionalMetadata.SET_STR_VALUE, OptionalMetadata.ENUM_STR_VALUE):
             targets = sets if kind == OptionalMetadata.SET_STR_VALUE else enums
@@ -271,14 +297,14 @@ def _read_optional_metadata(tmap: TableMap, block: memoryview, mariadb: bool = F
             while p < len(value):
                 idx, p = read_lenenc(value, p)
                 keys.append((idx, 0))
-            tmap.primary_key = tuple(keys)
+            tmap.primary_key = _key_columns(tmap, keys)
         elif kind == OptionalMetadata.PRIMARY_KEY_WITH_PREFIX:
             keys, p = [], 0
             while p < len(value):
                 idx, p = read_lenenc(value, p)
                 prefix, p = read_lenenc(value, p)
                 keys.append((idx, prefix))
-            tmap.primary_key = tuple(keys)
+            tmap.primary_key = _key_columns(tmap, keys)
         elif kind == OptionalMetadata.COLUMN_VISIBILITY:
             tmap.visible = tuple(_bits_msb_first(value, tmap.column_count))
         elif kind == OptionalMetadata.VECTOR_DIMENSIONALITY:

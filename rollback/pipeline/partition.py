@@ -35,12 +35,20 @@ from rollback import hotpath
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType
-from rollback.binlog.decode import DecodedEvent, RowsBatch, StreamState, TxContext, decode_stream, rows_batch
-from rollback.binlog.rows import RowsEvent
+from rollback.binlog.decode import (
+    DecodedEvent,
+    RowsBatch,
+    StreamState,
+    TxContext,
+    decode_stream,
+    rows_batch,
+    rows_batches,
+)
+from rollback.binlog.rows import JsonPartial, RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.change_lines import ChangeLineCache
 from rollback.ddl import ddl_targets
-from rollback.errors import RollbackError, SchemaMismatch
+from rollback.errors import RollbackError, SchemaMismatch, UnsupportedEvent
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.pipeline.dependencies import DependencyKeys
 from rollback.pipeline.file_copy import WRITE_BYTES
@@ -206,6 +214,8 @@ class _Run:
         self.deps = DependencyKeys() if job.track_dependencies else None
         self.kept_index: list[int] | None = None  # see _pick_rows
         self.decimals_as_text: dict[int, bool] = {}  # renderer id -> see _decimals_as_text
+        self.event_logged = False  # the rows event being read has been counted as selected
+        self.event_picked = 0  # rows of the rows event being read that _pick_rows took
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -219,10 +229,12 @@ class _Run:
         if self.deps is None and not counted:
             return
         schema = self._known_schema(state.table_maps[event.table_id])
-        batch = rows_batch(decoded, event, state, _fixed_unsigned(schema.unsigned if schema else None))
-        if counted:
-            current.dropped += len(batch.rows)
-        self._note_keys(False, current, batch, schema, decoded.raw.pos)
+        for batch in rows_batches(
+            decoded, event, state, _fixed_unsigned(schema.unsigned if schema else None)
+        ):
+            if counted:
+                current.dropped += len(batch.rows)
+            self._note_keys(False, current, batch, schema, decoded.raw.pos)
 
     def _note_keys(
         self,
@@ -251,8 +263,11 @@ class _Run:
         self, current: _Block, batch: RowsBatch, schema: TableSchema | None, inner: int
     ) -> RowsBatch | None:
         """The rows of a selected statement that --where takes (None: none); notes keys and counts.
-        When it leaves some out, `kept_index` maps the kept rows to their index in the event."""
+        When it leaves some out (or the batch is a later part of its event), `kept_index` maps the
+        kept rows to their index in the event; the batch's `first_row` becomes the number of the
+        event's rows taken before it (the change log numbers the rows it takes)."""
         self.kept_index = None
+        event_first = batch.first_row
         selection = self.selection
         if selection.predicate is not None:
             if schema is None:
@@ -266,7 +281,7 @@ class _Run:
             kept: list[Any] = []
             left: list[Any] = []
             kept_index: list[int] = []
-            for index, row in enumerate(batch.rows):
+            for index, row in enumerate(batch.rows, event_first):
                 if selection.row_selected(test, batch.kind, row, where):
                     kept.append(row)
                     kept_index.append(index)
@@ -279,6 +294,10 @@ class _Run:
                 batch.rows = kept
             if not kept:
                 return None
+        if self.kept_index is None and event_first:  # a later part of the event
+            self.kept_index = list(range(event_first, event_first + len(batch.rows)))
+        batch.first_row = self.event_picked
+        self.event_picked += len(batch.rows)
         current.picked += len(batch.rows)
         self._note_keys(True, current, batch, schema, inner)
         return batch
@@ -463,46 +482,39 @@ class _Run:
                     }
                 full = (1 << event.column_count) - 1
                 complete = event.present == full == event.present_after and not event.partial
+                self.event_logged = False
+                self.event_picked = 0
                 if changes_only:
                     known = self._known_schema(tmap)
-                    picked = self._pick_rows(
-                        current,
-                        rows_batch(
-                            decoded,
-                            event,
-                            state,
-                            _fixed_unsigned(known.unsigned if known else None),
-                            decimal_text=self._decimals_as_text(None),
-                        ),
-                        known,
-                        decoded.raw.pos,
-                    )
-                    if picked is not None:
-                        self._log(current, picked, known, complete)
+                    for part_batch in rows_batches(
+                        decoded,
+                        event,
+                        state,
+                        _fixed_unsigned(known.unsigned if known else None),
+                        decimal_text=self._decimals_as_text(None),
+                    ):
+                        picked = self._pick_rows(current, part_batch, known, decoded.raw.pos)
+                        if picked is not None:
+                            self._log(current, picked, known, complete)
                     continue
                 renderer = self._renderer(tmap, decoded.outer_pos)
                 if renderer is None:
                     continue
                 dropped = self.dropped.get(id(renderer))
-                picked = self._pick_rows(
-                    current,
-                    rows_batch(
-                        decoded,
-                        event,
-                        state,
-                        renderer.unsigned_of,
-                        decimal_text=complete and not dropped and self._decimals_as_text(renderer),
-                    ),
-                    renderer.schema,
-                    decoded.raw.pos,
-                )
-                if picked is None:
-                    continue
-                batch = picked
                 if dropped:
-                    batch = _without(batch, dropped)
                     complete = False
-                self._take(current, batch, renderer, complete, decoded.raw.pos)
+                for part_batch in rows_batches(
+                    decoded,
+                    event,
+                    state,
+                    renderer.unsigned_of,
+                    decimal_text=complete and self._decimals_as_text(renderer),
+                ):
+                    picked = self._pick_rows(current, part_batch, renderer.schema, decoded.raw.pos)
+                    if picked is None:
+                        continue
+                    batch = picked if not dropped else _without(picked, dropped)
+                    self._take(current, batch, renderer, complete, decoded.raw.pos)
             elif isinstance(event, ev.Xid) or (
                 isinstance(event, ev.Query) and event.kind in ("COMMIT", "ROLLBACK")
             ):
@@ -560,7 +572,9 @@ class _Run:
         rows = batch.rows
         kind = batch.kind
         self.counts[(table, kind)] += len(rows)
-        current.selected += 1
+        if not self.event_logged:  # once per rows event, whichever of its parts comes first
+            self.event_logged = True
+            current.selected += 1
         query = batch.tx.rows_query
         if query and (not current.queries or current.queries[-1] != query):
             current.queries.append(query)
@@ -613,7 +627,18 @@ class _Run:
                 self._counted(current, batch, table, count)
             return
         if self.job.mode == "forward":
-            for row in rows:
+            for index, row in enumerate(rows):
+                if kind == "update" and any(isinstance(v, JsonPartial) for v in row[1]):
+                    # Only the diff is logged and the old document is not: the new one is unknown.
+                    # Not an irreversible change that --allow-partial could list: the change itself
+                    # cannot be written, so the forward script would not be the binlog's.
+                    number = index if self.kept_index is None else self.kept_index[index]
+                    raise UnsupportedEvent(
+                        self.part.file_label,
+                        batch.pos,
+                        f"row {number} of {table}: a partial JSON update whose before image does not hold "
+                        "the document (binlog_row_image=MINIMAL) cannot be written as forward SQL",
+                    )
                 sql = forward_row(renderer, kind, row)
                 if sql is not None:
                     script.append(sql)
@@ -703,7 +728,7 @@ class _Run:
         base = (self.part.file_index, batch.pos, inner)
         results: list[tuple[int, Reverse | Irreversible]] = []
         for index, row in enumerate(batch.rows):
-            at = (*base, index)
+            at = (*base, batch.first_row + index)
             if hold.held(table, kind, row, key, at):
                 results.append((index, Irreversible(kind, (), HELD_REASON)))
                 continue
