@@ -222,6 +222,18 @@ def test_a_host_in_the_option_files_is_the_server_for_start_file_and_r(
     )
     assert code == 0, (form, err)
     assert out.count("INSERT INTO `habits`.`orders`") == 4 and "`items`" not in out, out
+    code, out, err = run_cli_in_process(
+        capsys,
+        "fetch",
+        *server,
+        "--start-file",
+        rng.start_file,
+        *positions[2:],
+        "--spool",
+        str(tmp_path / "s"),
+    )
+    assert code == 0, (form, err)
+    assert out.split()[0].endswith(rng.start_file), out
 
 
 def test_sql_type_takes_binlog2sql_words_and_tables_take_their_database(scratch_server, incident, capsys):
