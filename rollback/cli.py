@@ -24,6 +24,7 @@ from rollback import (
     RollbackError,
     parse_size,
 )
+from rollback import cli_summary as summary
 from rollback.cli_connection import add_connection_options, bare_password, complete_dsn
 from rollback.cli_fetch import add_fetch_command
 from rollback.cli_habits import add_habit_options, normalise
@@ -346,6 +347,12 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--target", help="server to apply to (mysql://user:pw@host:port/)")
     cmd.add_argument("--commit", action="store_true", help="with --execute: commit instead of rolling back")
     cmd.add_argument(
+        "--json",
+        action="store_true",
+        help="with --execute: the result as one JSON line on stderr, on a terminal too (off a terminal it "
+        "always is; on one it is in words)",
+    )
+    cmd.add_argument(
         "--dry-run", action="store_true", help="with --execute: roll back at the end (the default)"
     )
     transactions = cmd.add_mutually_exclusive_group()
@@ -390,7 +397,6 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
 
 
 def _flashback(args: argparse.Namespace) -> int:
-    import json
     import tempfile
 
     from rollback import (
@@ -557,9 +563,13 @@ def _flashback(args: argparse.Namespace) -> int:
             )
             if bar is not None:
                 bar.close()
-            # One line on standard error: the execution's result, with the engine that wrote the plan.
+            # The execution's result, with the engine that wrote the plan: words on a terminal, else one JSON line.
             engine = {"name": report.engine, "reason": report.engine_reason, "partitions": report.partitions}
-            print(json.dumps({"execution": result.to_dict(), "engine": engine}), file=sys.stderr)
+            if summary.wants_text(sys.stderr, args.json):
+                for line in summary.text_lines(result.to_dict(), outcome.counts, engine):
+                    print(line, file=sys.stderr)
+            else:
+                print(summary.json_line(result.to_dict(), engine), file=sys.stderr)
             outcome.extra["execution"] = result.to_dict()
             outcome.conflicts = list(result.conflicts)
             outcome.cases.append(("execute on the target", None))

@@ -73,6 +73,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.cli_habits",
             "rollback.cli_report",
             "rollback.cli_progress",
+            "rollback.cli_summary",
             "rollback.cli_service",
         ),
     ),
