@@ -2,7 +2,8 @@
 
 Tokens come from MYSQL_ROLLBACK_API_TOKENS (name:role:token). When none is configured and the
 job database holds no generated token, the service generates an admin token on first start,
-stores its SHA-256 and prints the token once.
+stores its SHA-256 and prints the token once; `mysql-rollback token create NAME ROLE` makes another
+(or replaces a lost one), read by the service when it starts.
 """
 
 from __future__ import annotations
@@ -41,6 +42,19 @@ def csrf_token(session_id: str) -> str:
     return hmac.new(session_id.encode("utf-8"), b"mysql-rollback web form", hashlib.sha256).hexdigest()[:32]
 
 
+def create_token(db: Database, name: str, role: str) -> str:
+    """A new random token NAME with ROLE in the job database (only its SHA-256 is stored), replacing the
+    one of that name: how a lost generated admin token is replaced (`mysql-rollback token create`)."""
+    token = secrets.token_urlsafe(32)
+    with db.session() as session:
+        for old in session.scalars(select(ApiTokenRecord).where(ApiTokenRecord.name == name)):
+            session.delete(old)
+        session.flush()
+        session.add(ApiTokenRecord(name=name, role=role, token_hash=hash_token(token), created_at=utcnow()))
+        session.commit()
+    return token
+
+
 class TokenStore:
     def __init__(self, configured: list[ApiToken], db: Database):
         self._by_hash: dict[str, Principal] = {
@@ -59,12 +73,8 @@ class TokenStore:
         self.load_generated()
         if self._by_hash:
             return None
-        token = secrets.token_urlsafe(32)
-        digest = hash_token(token)
-        with self._db.session() as session:
-            session.add(ApiTokenRecord(name="admin", role="admin", token_hash=digest, created_at=utcnow()))
-            session.commit()
-        self._by_hash[digest] = Principal("admin", "admin")
+        token = create_token(self._db, "admin", "admin")
+        self._by_hash[hash_token(token)] = Principal("admin", "admin")
         stream = out or sys.stderr
         print(
             "mysql-rollback: no API token was configured, so an admin token was generated.\n"
