@@ -540,6 +540,8 @@ def _flashback(args: argparse.Namespace) -> int:
             if bar is not None and not args.execute:
                 bar.close()
         _record_generation(outcome, report)
+        for note in report.range_notes:  # what else the range holds: said before the script is used
+            print(f"mysql-rollback: note: {note}", file=sys.stderr)
         if not args.output:
             with open(script, encoding="utf-8") as f:
                 for line in f:
@@ -597,6 +599,7 @@ def _record_generation(outcome: CommandReport, report: Any) -> None:
         "events": report.events_total,
         "transactions": report.transactions,
     }
+    outcome.extra["range_notes"] = facts["range_notes"]
     outcome.extra["irreversible"] = facts["irreversible"]
     outcome.extra["irreversible_count"] = report.irreversible_count
     outcome.extra["statements"] = report.statements

@@ -72,6 +72,8 @@ class Report:
     # (schema_history.Timeline.to_dict()), and the columns of old images that were not written
     timelines: list[dict[str, Any]] = field(default_factory=list)
     ddl_mode: str = "refuse"
+    # what the range holds besides the incident (range_notes.py): also in `warnings`, said apart on stderr
+    range_notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,5 +100,6 @@ class Report:
             "partial_transactions": self.partial_transactions,
             "partial_transaction_count": self.partial_transaction_count,
             "ddl_mode": self.ddl_mode,
+            "range_notes": self.range_notes,
             "schema_timelines": self.timelines,
         }

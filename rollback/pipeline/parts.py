@@ -89,6 +89,8 @@ class Summary:
     # transactions of which the table and type filters took some rows events and left others
     filter_splits: list[dict[str, Any]] = field(default_factory=list)
     dependency_keys: bool = False  # part-N.keys.jsonl written (dependencies.py)
+    # selected transactions closed here per thread id (None: the binlog names no thread), for range_notes
+    threads: dict[int | None, int] = field(default_factory=dict)
 
 
 def part_path(out_dir: str, index: int, suffix: str) -> str:

@@ -57,6 +57,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.ddl_guard",
             "rollback.ddl_modes",
             "rollback.schema_proof",
+            "rollback.range_notes",
         ),
     ),
     ("execute", ("rollback.execute", "rollback.checksum", "rollback.verify", "rollback.target_rows")),
