@@ -39,6 +39,11 @@ ORDERS = (
     "amount DECIMAL(10,2))"
 )
 INCIDENT = "DELETE FROM shop.orders WHERE status = 'open'"
+# The legitimate-change trap: orders deleted on purpose just before and just after the incident, in the
+# same binlog file. A document in TRAPPED must bound its range to the incident: both stay deleted.
+LEGITIMATE_BEFORE = "DELETE FROM shop.orders WHERE id = 20"
+LEGITIMATE_AFTER = "DELETE FROM shop.orders WHERE id = 18"
+TRAPPED = {"docs/tutorial-cli.md"}
 DEPLOY = "UPDATE shop.orders SET amount = amount * 2 WHERE id % 3 = 0"
 # What each tutorial must leave on the server (README's examples only generate and verify).
 RESTORES_THE_ORDERS = {"docs/tutorial-cli.md", "docs/tutorial-rest.md"}
@@ -79,6 +84,15 @@ def test_every_command_of_the_document_runs(doc, scratch_server, tmp_path):
     if doc in NO_INCIDENT_FIRST:  # the tables are recorded first; BINLOG is the current file, the deploy's
         scratch_server.flush_binary_logs()
         binlog, stop = scratch_server.binlog_position()[:2]
+    elif doc in TRAPPED:
+        scratch_server.flush_binary_logs()
+        first = scratch_server.run_sql(LEGITIMATE_BEFORE)
+        done = scratch_server.run_sql(INCIDENT)
+        scratch_server.run_sql(LEGITIMATE_AFTER)
+        assert first.start_file == done.stop_file  # one file holds all three
+        binlog, stop = done.start_file, done.stop_position
+        before = [row for row in before if row[0] not in (18, 20)]  # what must be there at the end
+        assert len(_orders(scratch_server)) == 8
     else:
         done = scratch_server.run_sql(INCIDENT, own_file=True)
         binlog, stop = done.start_file, done.stop_position

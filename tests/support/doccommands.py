@@ -120,7 +120,12 @@ NO_INCIDENT_FIRST = {"docs/tutorial-ci.md"}
 EXPECT: list[tuple[str, str, str]] = [
     ("README.md", "curl -H", '"state"'),
     ("README.md", "mysql-rollback verify", "restored"),
-    ("docs/tutorial-cli.md", "mysql-rollback sql", "DELETE FROM `shop`.`orders`"),
+    (
+        "docs/tutorial-cli.md",
+        "--type delete | grep '^-- '",
+        "-- original: DELETE FROM shop.orders WHERE status = 'open'",
+    ),
+    ("docs/tutorial-cli.md", 'echo "the incident', "the incident: 0-"),
     ("docs/tutorial-cli.md", "grep -c", "10"),
     ("docs/tutorial-rest.md", "api/servers", "prod1"),
     ("docs/tutorial-rest.md", 'echo "$STATE"', "succeeded"),
