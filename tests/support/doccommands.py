@@ -9,6 +9,7 @@ The documents' conventions, filled in from the fixtures (docs/tutorial-*.md say 
   $DSN          the server (`mysql://user:password@host:port/`): the scratch MariaDB
   $SCRATCH_DSN  the copy `verify` writes to: the same scratch MariaDB (verify rolls back)
   $BINLOG       the binlog file of the incident (or, before a deploy, the current one)
+  $POSITION     before a deploy: the current position in $BINLOG (SHOW MASTER STATUS)
   $SERVICE      a service's address, `http://127.0.0.1:PORT` (a `serve` command starts it)
   $TOKEN, $ADMIN_TOKEN   an operator's and an admin's API token
 The README's examples carry example values instead (EXAMPLE_VALUES), replaced by the fixtures' ones.
