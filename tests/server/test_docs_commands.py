@@ -45,7 +45,7 @@ LEGITIMATE_BEFORE = "DELETE FROM shop.orders WHERE id = 20"
 LEGITIMATE_AFTER = "DELETE FROM shop.orders WHERE id = 18"
 # (A document that records the tables first has the change before only: one after the deploy would
 # rightly make its table differ from the record.)
-TRAPPED = {"docs/tutorial-cli.md", "docs/tutorial-ci.md"}
+TRAPPED = {"docs/tutorial-cli.md", "docs/tutorial-ci.md", "docs/tutorial-rest.md"}
 DEPLOY = "UPDATE shop.orders SET amount = amount * 2 WHERE id % 3 = 0"
 # What each tutorial must leave on the server (README's examples only generate and verify).
 RESTORES_THE_ORDERS = {"docs/tutorial-cli.md", "docs/tutorial-rest.md"}

@@ -130,6 +130,14 @@ EXPECT: list[tuple[str, str, str]] = [
     ("docs/tutorial-cli.md", "grep -c", "10"),
     ("docs/tutorial-rest.md", "api/servers", "prod1"),
     ("docs/tutorial-rest.md", 'echo "$STATE"', "succeeded"),
+    ("docs/tutorial-rest.md", 'wait_job "$LOOK"', "succeeded"),
+    (
+        "docs/tutorial-rest.md",
+        "script\" | grep '^-- '",
+        "-- original: DELETE FROM shop.orders WHERE status = 'open'",
+    ),
+    ("docs/tutorial-rest.md", 'echo "the incident', "the incident: 0-"),
+    ("docs/tutorial-rest.md", "jq '.tables'", '"delete": 10'),
     ("docs/tutorial-rest.md", "jq '{state", '"succeeded"'),
     ("docs/tutorial-rest.md", "jq .applied", '"execution"'),
     ("docs/tutorial-ci.md", "jq -r", "shop.orders restored"),
@@ -151,8 +159,9 @@ def documents() -> list[Path]:
 
 
 def _depth(text: str) -> int:
-    """Open compound commands (for/while/until ... done, if ... fi, case ... esac) in `text`."""
-    opening = {"for": "done", "while": "done", "until": "done", "if": "fi", "case": "esac"}
+    """Open compound commands (for/while/until ... done, if ... fi, case ... esac, a function's { ... })
+    in `text`."""
+    opening = {"for": "done", "while": "done", "until": "done", "if": "fi", "case": "esac", "{": "}"}
     depth = 0
     for token in shlex.split(text, comments=True):
         if token in opening:
