@@ -47,8 +47,9 @@ LEGITIMATE_AFTER = "DELETE FROM shop.orders WHERE id = 18"
 # rightly make its table differ from the record.)
 TRAPPED = {"docs/tutorial-cli.md", "docs/tutorial-ci.md", "docs/tutorial-rest.md"}
 DEPLOY = "UPDATE shop.orders SET amount = amount * 2 WHERE id % 3 = 0"
-# What each tutorial must leave on the server (README's examples only generate and verify).
-RESTORES_THE_ORDERS = {"docs/tutorial-cli.md", "docs/tutorial-rest.md"}
+# What each tutorial and README's quick start must leave on the server (the other docs' examples only
+# generate and verify).
+RESTORES_THE_ORDERS = {"README.md", "docs/tutorial-cli.md", "docs/tutorial-rest.md"}
 # a document whose every command another test runs as written (its NOT_RUNNABLE reason names it)
 DOCS = [
     p.relative_to(REPO).as_posix() for p in documents() if any(not not_runnable(c) for c in commands_of(p))

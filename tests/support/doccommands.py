@@ -37,13 +37,13 @@ _FENCE = re.compile(r"^\s*```\s*([A-Za-z0-9_+-]*)")
 NOT_RUNNABLE: list[tuple[str, str, str]] = [
     ("*", "docker ", "no Docker daemon on the test machine (tests/unit lints the Dockerfile with hadolint)"),
     (
-        "README.md",
+        "docs/cli.md",
         "mysql-rollback sql -h127.0.0.1 -P3306 -uadmin -p ",
         "-p asks on a terminal and the times are an incident's: tests/server/test_cli_habits.py runs these "
         "binlog2sql command lines (a pty for the prompt) against the scratch server",
     ),
     (
-        "README.md",
+        "docs/cli.md",
         "mysql-rollback flashback --read-from-remote-server -h db1",
         "-p asks on a terminal and the times are an incident's: tests/server/test_cli_habits.py runs these "
         "mysqlbinlog command lines against the scratch server",
@@ -55,12 +55,12 @@ NOT_RUNNABLE: list[tuple[str, str, str]] = [
         "$MYSQL_PWD, change.sql), in tests/server/test_ci_doc.py: restored, and not restored",
     ),
     (
-        "README.md",
+        "docs/cli.md",
         'mysql-rollback flashback "$BINLOG" --engine spark --spark-master "$SPARK_MASTER"',
         "needs a Spark cluster: tests/cluster/test_readme_cluster.py runs it on the suite's standalone cluster",
     ),
     (
-        "README.md",
+        "docs/cli.md",
         'MYSQL_ROLLBACK_SPARK_MASTER="$SPARK_MASTER"',
         "a service on a Spark cluster (tests/cluster/test_cluster_service.py runs one with these settings)",
     ),
@@ -110,7 +110,7 @@ REWRITES: list[tuple[str, str, str]] = [
 
 # (document, text the command contains): after it, the deploy (a change to shop.orders) runs
 DEPLOY_AFTER: list[tuple[str, str]] = [
-    ("README.md", "mysql-rollback checksum"),
+    ("docs/execution.md", "mysql-rollback checksum"),
     ("docs/tutorial-ci.md", "mysql-rollback checksum"),
 ]
 
@@ -119,8 +119,8 @@ NO_INCIDENT_FIRST = {"docs/tutorial-ci.md"}
 
 # (document, text the command contains, text its output must contain)
 EXPECT: list[tuple[str, str, str]] = [
-    ("README.md", "curl -H", '"state"'),
-    ("README.md", "mysql-rollback verify", "restored"),
+    ("docs/service.md", "curl -H", '"state"'),
+    ("docs/execution.md", "mysql-rollback verify", "restored"),
     (
         "docs/tutorial-cli.md",
         "--type delete | grep '^-- '",

@@ -65,3 +65,8 @@ def test_the_readme_lists_every_tutorial():
         p.name for p in sorted((REPO / "docs").glob("tutorial-*.md")) if f"docs/{p.name}" not in readme
     ]
     assert not missing, missing
+
+
+def test_the_readme_is_short_enough_to_follow_in_an_incident():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines: move the detail into docs/"
