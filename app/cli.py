@@ -29,8 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     create = token_sub.add_parser(
         "create",
         help="generate a token NAME with ROLE and print it once (only its hash is stored); an existing "
-        "token of that NAME is replaced, so `token create admin admin` recovers a lost admin token. "
-        "The service reads tokens when it starts: restart it",
+        "token of that NAME is replaced, so `token create admin admin` recovers a lost admin token; a running service takes it at once",
     )
     create.add_argument("name", metavar="NAME")
     create.add_argument(
@@ -138,7 +137,7 @@ def _token(args: argparse.Namespace) -> int:
     print(token)
     print(
         f"mysql-rollback: token {args.name} ({args.role}) stored as its hash; shown once. "
-        "A running service reads tokens when it starts: restart it.",
+        "A running service takes it at once (and no longer the one it replaced).",
         file=sys.stderr,
     )
     return 0

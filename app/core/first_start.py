@@ -36,9 +36,7 @@ def start_block(settings: Settings, host: str, port: int, token: str | None) -> 
         lines.append("tokens:   those of MYSQL_ROLLBACK_API_TOKENS (and any generated before)")
     else:
         lines.append("tokens:   generated ones, kept as hashes (the first start printed the admin token)")
-    lines.append(
-        "          a new or lost one: mysql-rollback token create NAME admin|operator|viewer, then restart"
-    )
+    lines.append("          a new or lost one: mysql-rollback token create NAME admin|operator|viewer")
     servers = settings.server_configs()
     if servers:
         lines.append(f"servers:  {', '.join(sorted(servers))} (MYSQL_ROLLBACK_SERVERS)")

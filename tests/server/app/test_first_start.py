@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+from app.core.security import RELOAD_SECONDS
 from tests.support import REPO
 from tests.support.service import service_env
 
@@ -30,6 +31,17 @@ def _block(log_path) -> str:
     raise AssertionError(log_path.read_text())
 
 
+def _token_create(env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rollback.cli", "token", "create", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_a_fresh_start_ends_with_url_token_and_how_to_add_a_server(service_process, tmp_path):
     env = service_env(tmp_path / "data", "{}", MYSQL_ROLLBACK_API_TOKENS="")
     first = service_process(tmp_path / "data", env, tmp_path / "first.log").start()
@@ -40,37 +52,24 @@ def test_a_fresh_start_ends_with_url_token_and_how_to_add_a_server(service_proce
         assert "servers:  none yet" in block and "MYSQL_ROLLBACK_SERVERS=" in block, block
         assert "mysql-rollback token create NAME" in block, block
         assert first.request("GET", "/api/jobs", token).status_code == 200
+        # the admin token is lost: a new one, taken by the running service, and the old one refused
+        created = _token_create(env, "admin", "admin")
+        assert created.returncode == 0, created.stderr
+        new = created.stdout.strip()
+        assert re.fullmatch(r"[A-Za-z0-9_-]{40,}", new) and new != token, created.stdout
+        assert "shown once" in created.stderr and "at once" in created.stderr
+        assert new not in (tmp_path / "data" / "jobs.sqlite3").read_bytes().decode("latin-1")
+        time.sleep(RELOAD_SECONDS)
+        assert first.request("GET", "/api/jobs", token).status_code == 401
+        assert first.request("GET", "/api/jobs", new).status_code == 200
     finally:
         first.stop()
-    created = subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "token", "create", "admin", "admin"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert created.returncode == 0, created.stderr
-    new = created.stdout.strip()
-    assert re.fullmatch(r"[A-Za-z0-9_-]{40,}", new) and new != token, created.stdout
-    assert "shown once" in created.stderr and "restart" in created.stderr
-    assert new not in (tmp_path / "data" / "jobs.sqlite3").read_bytes().decode("latin-1")
     second = service_process(tmp_path / "data", env, tmp_path / "second.log").start()
     try:
         block = _block(tmp_path / "second.log")
-        assert "shown once" not in block and new not in block and "tokens:   generated" in block, (
-            block
-        )  # a token exists: none is generated
+        assert "shown once" not in block and new not in block and "tokens:   generated" in block, block
         assert second.request("GET", "/api/jobs", new).status_code == 200
-        assert second.request("GET", "/api/jobs", token).status_code == 401  # the lost one is replaced
     finally:
         second.stop()
-    refused = subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "token", "create", "ops", "superuser"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    refused = _token_create(env, "ops", "superuser")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "superuser" in refused.stderr
