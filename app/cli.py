@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -22,6 +23,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     down.add_argument("revision", nargs="?", default="-1")
     db_sub.add_parser("current", help="print the database's revision")
     db.set_defaults(func=_db)
+
+    token = sub.add_parser("token", help="the service's API tokens kept in the job database")
+    token_sub = token.add_subparsers(dest="token_command", required=True)
+    create = token_sub.add_parser(
+        "create",
+        help="generate a token NAME with ROLE and print it once (only its hash is stored); an existing "
+        "token of that NAME is replaced, so `token create admin admin` recovers a lost admin token; a running service takes it at once",
+    )
+    create.add_argument("name", metavar="NAME")
+    create.add_argument(
+        "role", metavar="ROLE", choices=("viewer", "operator", "admin"), help="viewer, operator or admin"
+    )
+    token.set_defaults(func=_token)
 
 
 def _settings():  # type: ignore[no-untyped-def]
@@ -47,8 +61,10 @@ def _serve(args: argparse.Namespace) -> int:
     import logging
 
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
 
     import rollback
+    from app.core.first_start import admin_token_once, start_block
     from app.core.http_protocol import JoinedWritesProtocol
 
     settings = _settings()
@@ -58,7 +74,15 @@ def _serve(args: argparse.Namespace) -> int:
     logging.getLogger("mysql_rollback").info(
         "serving on http://%s:%d/ (health: /health)", args.host, args.port
     )
-    uvicorn.run(
+    block = start_block(settings, args.host, args.port, admin_token_once(settings))
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[Any] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # the last lines of the start: what a newcomer needs next
+                print(block, file=sys.stderr, flush=True)
+
+    config = uvicorn.Config(
         "app.main:create_app",
         factory=True,
         host=args.host,
@@ -70,7 +94,12 @@ def _serve(args: argparse.Namespace) -> int:
         timeout_keep_alive=5,  # uvicorn's default: idle keep-alive connections closed after 5 s
         log_level=logging.getLevelName(logging.getLogger().level).lower(),
     )
-    return 0
+    server = Server(config)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    return 0 if server.started else STARTUP_FAILURE
 
 
 def _db(args: argparse.Namespace) -> int:
@@ -87,5 +116,32 @@ def _db(args: argparse.Namespace) -> int:
     print(
         f"mysql-rollback: job database at revision {db.current_revision(url) or 'base (empty)'}",
         file=sys.stdout,
+    )
+    return 0
+
+
+def _token(args: argparse.Namespace) -> int:
+    from app import db
+    from app.core.security import create_token
+
+    if not args.name or len(args.name) > 64 or ":" in args.name or "," in args.name:
+        raise SystemExit(
+            f"mysql-rollback: error: token name {args.name!r}: 1 to 64 characters, no ':' or ','"
+        )
+    settings = _settings()
+    url = settings.database_url
+    if url.startswith("sqlite"):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db.upgrade(url)
+    database = db.Database(url)
+    try:
+        token = create_token(database, args.name, args.role)
+    finally:
+        database.dispose()
+    print(token)
+    print(
+        f"mysql-rollback: token {args.name} ({args.role}) stored as its hash; shown once. "
+        "A running service takes it at once (and no longer the one it replaced).",
+        file=sys.stderr,
     )
     return 0

@@ -24,6 +24,7 @@ from rollback import (
     RollbackError,
     parse_size,
 )
+from rollback import cli_summary as summary
 from rollback.cli_connection import add_connection_options, bare_password, complete_dsn
 from rollback.cli_fetch import add_fetch_command
 from rollback.cli_habits import add_habit_options, normalise
@@ -361,6 +362,12 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--target", help="server to apply to (mysql://user:pw@host:port/)")
     cmd.add_argument("--commit", action="store_true", help="with --execute: commit instead of rolling back")
     cmd.add_argument(
+        "--json",
+        action="store_true",
+        help="with --execute: the result as one JSON line on stderr, on a terminal too (off a terminal it "
+        "always is; on one it is in words)",
+    )
+    cmd.add_argument(
         "--dry-run", action="store_true", help="with --execute: roll back at the end (the default)"
     )
     transactions = cmd.add_mutually_exclusive_group()
@@ -405,7 +412,6 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
 
 
 def _flashback(args: argparse.Namespace) -> int:
-    import json
     import tempfile
 
     from rollback import (
@@ -551,6 +557,8 @@ def _flashback(args: argparse.Namespace) -> int:
             if bar is not None and not args.execute:
                 bar.close()
         _record_generation(outcome, report)
+        for note in report.range_notes:  # what else the range holds: said before the script is used
+            print(f"mysql-rollback: note: {note}", file=sys.stderr)
         if not args.output:
             with open(script, encoding="utf-8") as f:
                 for line in f:
@@ -574,9 +582,13 @@ def _flashback(args: argparse.Namespace) -> int:
             )
             if bar is not None:
                 bar.close()
-            # One line on standard error: the execution's result, with the engine that wrote the plan.
+            # The execution's result, with the engine that wrote the plan: words on a terminal, else one JSON line.
             engine = {"name": report.engine, "reason": report.engine_reason, "partitions": report.partitions}
-            print(json.dumps({"execution": result.to_dict(), "engine": engine}), file=sys.stderr)
+            if summary.wants_text(sys.stderr, args.json):
+                for line in summary.text_lines(result.to_dict(), outcome.counts, engine):
+                    print(line, file=sys.stderr)
+            else:
+                print(summary.json_line(result.to_dict(), engine), file=sys.stderr)
             outcome.extra["execution"] = result.to_dict()
             outcome.conflicts = list(result.conflicts)
             outcome.cases.append(("execute on the target", None))
@@ -604,6 +616,7 @@ def _record_generation(outcome: CommandReport, report: Any) -> None:
         "events": report.events_total,
         "transactions": report.transactions,
     }
+    outcome.extra["range_notes"] = facts["range_notes"]
     outcome.extra["irreversible"] = facts["irreversible"]
     outcome.extra["irreversible_count"] = report.irreversible_count
     outcome.extra["statements"] = report.statements

@@ -75,6 +75,13 @@ def connection_given(args: argparse.Namespace) -> bool:
     )
 
 
+def server_named(args: argparse.Namespace) -> bool:
+    """Whether a server is named where one is needed (-R, --start-file, fetch): by -h/-P/-u/-p or a login
+    path, or by a host in the option files (`--defaults-file`, `~/.my.cnf`), as mysqlbinlog -R takes it.
+    With local binlog files the option files alone name no server: they would silently add one."""
+    return connection_given(args) or _settings(args).host is not None
+
+
 @dataclass
 class _Credentials:
     host: str | None = None

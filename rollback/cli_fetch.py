@@ -16,6 +16,7 @@ from rollback.cli_connection import (
     complete_dsn,
     connection_given,
     server_from_options,
+    server_named,
 )
 from rollback.cli_report import add_report_options
 from rollback.errors import SourceError
@@ -82,8 +83,10 @@ def run_fetch(args: argparse.Namespace) -> int:
 
     if args.server and connection_given(args):
         raise SourceError("give the server as --server DSN or as -h/-P/-u/-p, not both")
-    if not args.server and not connection_given(args):
-        raise SourceError("fetch needs the server: --server DSN, or -h HOST -u USER -p")
+    if not args.server and not server_named(args):
+        raise SourceError(
+            "fetch needs the server: --server DSN, -h HOST -u USER -p, or host= in an option file"
+        )
     dsn = complete_dsn(args.server, args) if args.server else server_from_options(args)
     spool_dir = args.spool if args.spool is not None else default_fetch_dir()
     with BinlogServer(dsn, server_id=args.server_id) as server:

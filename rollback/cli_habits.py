@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 
 from rollback import RangeError
-from rollback.cli_connection import complete_dsn, connection_given, server_from_options
+from rollback.cli_connection import complete_dsn, connection_given, server_from_options, server_named
 
 STOP_NEVER = (
     "--stop-never: mysql-rollback reverses a closed range and does not follow the log; give "
     "--stop-datetime or --stop-position (without them the range ends where the log ends now)"
 )
 TYPES = ("insert", "update", "delete")
+BINLOG_NAME = re.compile(r"[^.\s]+\.[0-9]{6,}")
 
 
 def add_habit_options(cmd: argparse.ArgumentParser) -> None:
@@ -52,8 +54,14 @@ def normalise(args: argparse.Namespace) -> None:
         raise RangeError(STOP_NEVER)
     if args.flashback_mode:
         args.mode = "flashback"
+    for option, values in (
+        ("-d/--database", args.database),
+        ("-t/--table", args.table),
+        ("--type", args.type),
+    ):
+        refuse_file_names(option, values)
     _server(args)
-    args.table = qualified_tables(args.table, args.database, args.files)
+    args.table = qualified_tables(args.table, args.database)
     types = {t.strip().lower() for item in args.type for t in item.split(",") if t.strip()}
     if types - set(TYPES):
         raise RangeError(
@@ -66,10 +74,13 @@ def _server(args: argparse.Namespace) -> None:
     options = connection_given(args)
     if args.server and options:
         raise RangeError("give the server as --server DSN or as -h/-P/-u/-p, not both")
+    if not args.server and (args.read_from_remote_server or not args.files):
+        options = server_named(args)  # a host in ~/.my.cnf, --defaults-file or --login-path is the server
     if args.read_from_remote_server:
         if args.server is None and not options:
             raise RangeError(
-                "-R/--read-from-remote-server needs the server: -h HOST (-u, -p) or --server DSN"
+                "-R/--read-from-remote-server needs the server: -h HOST (-u, -p), host= in an option "
+                "file, or --server DSN"
             )
         if args.files:
             if args.start_file or args.stop_file:
@@ -95,15 +106,23 @@ def _server(args: argparse.Namespace) -> None:
         args.schema_dsn = complete_dsn(args.schema_dsn, args)
 
 
-def qualified_tables(tables: list[str], databases: list[str], files: list[str]) -> list[str]:
+def refuse_file_names(option: str, values: list[str]) -> None:
+    """-d, -t and --type take several values, so binlog files written after them would be read as names
+    and the range would silently lose them: a value that is a file here, or is named like a binlog file
+    (NAME.000042: no database or table is), is refused rather than guessed."""
+    for value in values:
+        if os.path.isfile(value) or BINLOG_NAME.fullmatch(value):
+            raise RangeError(
+                f"{option} {value}: a binlog file after {option.split('/')[0]}, which takes several names; "
+                "put the binlog files before it, or end its names with --"
+            )
+
+
+def qualified_tables(tables: list[str], databases: list[str]) -> list[str]:
     """-t names as DB.TABLE: a bare name belongs to each -d database. Without -d a bare name is kept:
     it selects nothing, and the job's empty-range error (exit 4) says which DB.TABLE the files hold."""
     out: list[str] = []
     for name in tables:
-        if os.path.isfile(name):
-            raise RangeError(
-                f"{name} follows -t, which takes several table names: put binlog files before -d/-t"
-            )
         if "." in name:
             out.append(name)
         elif databases:

@@ -55,6 +55,7 @@ from rollback.pipeline.plan import (
     range_bytes,
 )
 from rollback.pipeline.session import session_started, spark_master, spark_slots
+from rollback.range_notes import range_notes
 from rollback.report import IRREVERSIBLE_KEPT, PARTIAL_KEPT, Progress, ProgressCallback, Report
 from rollback.request import EngineKind, Filters, Options, RangeSpec, check_request
 from rollback.schema import SchemaResolver, SchemaSource, ServerSchema, StaticSchema, TableSchema
@@ -444,6 +445,9 @@ class Job:
         self._check_schema_source(plan, set(changed))
         if not report.counts:
             self._empty(summaries)
+        if self.options.mode == "flashback":
+            report.range_notes = range_notes(self.rng, self.filters, summaries)
+            report.warnings.extend(report.range_notes)
         for item in irreversible_items(out_dir, summaries):
             if len(report.irreversible) >= IRREVERSIBLE_KEPT:
                 break

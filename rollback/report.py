@@ -78,6 +78,8 @@ class Report:
     # The first selected row change the incident made with foreign_key_checks=0 {file, pos, table}:
     # the script then runs with it too
     no_fk_checks: dict[str, Any] | None = None
+    # what the range holds besides the incident (range_notes.py): also in `warnings`, said apart on stderr
+    range_notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +106,7 @@ class Report:
             "partial_transactions": self.partial_transactions,
             "partial_transaction_count": self.partial_transaction_count,
             "ddl_mode": self.ddl_mode,
+            "range_notes": self.range_notes,
             "schema_timelines": self.timelines,
             "lost_rows": self.lost_rows,
             "no_fk_checks": self.no_fk_checks,

@@ -176,6 +176,13 @@ class RangeSpec:
     gtid: str | None = None  # MySQL GTID set, or MariaDB GTIDs/ranges: 0-1-5,0-1-7..0-1-9
     start_datetime: str | None = None
     stop_datetime: str | None = None
+    # a server range asked without a stop (resolved to the log's end when it was read)
+    to_log_end: bool = field(default=False, compare=False)
+
+    @property
+    def open_ended(self) -> bool:
+        """Whether the range runs to the end of its files or of the server's log: no stop was given."""
+        return self.to_log_end or (self.stop_position is None and not self.stop_datetime and not self.gtid)
 
     def describe(self) -> str:
         parts = [f"files {', '.join(os.path.basename(f) for f in self.files)}"]

@@ -804,6 +804,8 @@ class _Run:
         )
         self.entries.append(("block", block.first_chunk, end, header))
         self.summary.transactions += 1
+        threads = self.summary.threads
+        threads[block.tx.thread_id] = threads.get(block.tx.thread_id, 0) + 1
         entry = (block.statements, -block.ordinal, _block_facts(block))
         if len(self.largest) < LARGEST_KEPT:
             heapq.heappush(self.largest, entry)

@@ -91,6 +91,8 @@ class Summary:
     dependency_keys: bool = False  # part-N.keys.jsonl written (dependencies.py)
     # The first selected rows event the server logged with foreign_key_checks=0: {file, pos, table}
     no_fk_checks: dict[str, Any] | None = None
+    # selected transactions closed here per thread id (None: the binlog names no thread), for range_notes
+    threads: dict[int | None, int] = field(default_factory=dict)
 
 
 def part_path(out_dir: str, index: int, suffix: str) -> str:

@@ -1,4 +1,4 @@
-"""The README's cluster section, followed literally: its first command block, read from README.md (not
+"""The cluster section of docs/cli.md, followed literally: its first command block, read from the file (not
 a copy), run by a shell with SPARK_MASTER, SHARED and BINLOG set as the section says, on the test
 cluster whose second worker sees none of this machine's temporary directory; the script it writes is
 the local engine's."""
@@ -16,11 +16,11 @@ from tests.support import REPO
 
 
 def cluster_commands() -> str:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("### On a Spark cluster") :]
+    text = (REPO / "docs" / "cli.md").read_text()
+    section = text[text.index("## On a Spark cluster") :]
     section = section[: section.index("\n## ")]
     blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
-    assert blocks, "the README's cluster section has no command block"
+    assert blocks, "docs/cli.md's cluster section has no command block"
     return blocks[0]
 
 

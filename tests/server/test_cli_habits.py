@@ -139,13 +139,101 @@ def test_mysqlbinlog_command_line_names_the_servers_files(scratch_server, incide
         incident["start"],
         "--stop-datetime",
         incident["stop"],
+        incident["rng"].start_file,
         "--database",
         DB,
-        incident["rng"].start_file,
         *LOCAL,
     )
     assert code == 0, err
     _reverses_the_incident(out)
+
+
+def test_a_binlog_file_after_a_multi_value_option_is_refused_not_read_as_a_name(
+    scratch_server, incident, capsys, monkeypatch
+):
+    """-d takes several names: the server's file after it would be read as a database, and the range
+    would silently be the time window searched in other files (README's example once read its files so).
+    Refused, one line; with `--` before the files, the same command line works."""
+    monkeypatch.setenv("MYSQL_PWD", SPECIAL_PASSWORD)
+    for option, short in (("--database", "-d"), ("-t", "-t")):
+        code, out, err = run_cli_in_process(
+            capsys,
+            "flashback",
+            "-R",
+            *_connection(scratch_server),
+            "--start-datetime",
+            incident["start"],
+            "--stop-datetime",
+            incident["stop"],
+            option,
+            DB if option == "--database" else "orders",
+            incident["rng"].start_file,
+            *LOCAL,
+        )
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert f"{incident['rng'].start_file}: a binlog file after {short}" in err, err
+    code, out, err = run_cli_in_process(
+        capsys,
+        "flashback",
+        "-R",
+        *_connection(scratch_server),
+        *_window(incident)[2:],
+        *LOCAL,
+        "--database",
+        DB,
+        "--",
+        incident["rng"].start_file,
+    )
+    assert code == 0, err
+    _reverses_the_incident(out)
+
+
+@pytest.mark.parametrize("form", ["defaults-file", "my.cnf", "login-path"])
+def test_a_host_in_the_option_files_is_the_server_for_start_file_and_r(
+    scratch_server, incident, capsys, tmp_path, form
+):
+    """mysqlbinlog users keep the whole connection in ~/.my.cnf or a login path: no -h, no --server."""
+    rng = incident["rng"]
+    values = {
+        "user": SPECIAL_USER,
+        "password": SPECIAL_PASSWORD,
+        "host": scratch_server.host,
+        "port": str(scratch_server.port),
+    }
+    quoted = {k: v.replace('"', '\\"') for k, v in values.items()}
+    option_file = "[client]\n" + "".join(f'{k} = "{v}"\n' for k, v in quoted.items())
+    if form == "defaults-file":
+        (tmp_path / "my.cnf").write_text(option_file)
+        server = [f"--defaults-file={tmp_path / 'my.cnf'}"]
+    elif form == "my.cnf":
+        (tmp_path / "home" / ".my.cnf").write_text(option_file)
+        server = []
+    else:
+        write_login_file(tmp_path / "home" / ".mylogin.cnf", {"ci": values})
+        server = ["--login-path", "ci"]
+    positions = ["--start-position", str(rng.start_position), "--stop-position", str(rng.stop_position)]
+    code, out, err = run_cli_in_process(
+        capsys, "flashback", *server, "--start-file", rng.start_file, *positions, "-d", DB, *LOCAL
+    )
+    assert code == 0, (form, err)
+    _reverses_the_incident(out)
+    code, out, err = run_cli_in_process(
+        capsys, "flashback", *server, "-R", rng.start_file, *positions, "-d", DB, "-t", "orders", *LOCAL
+    )
+    assert code == 0, (form, err)
+    assert out.count("INSERT INTO `habits`.`orders`") == 4 and "`items`" not in out, out
+    code, out, err = run_cli_in_process(
+        capsys,
+        "fetch",
+        *server,
+        "--start-file",
+        rng.start_file,
+        *positions[2:],
+        "--spool",
+        str(tmp_path / "s"),
+    )
+    assert code == 0, (form, err)
+    assert out.split()[0].endswith(rng.start_file), out
 
 
 def test_sql_type_takes_binlog2sql_words_and_tables_take_their_database(scratch_server, incident, capsys):

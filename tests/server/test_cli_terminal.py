@@ -5,6 +5,7 @@ one-line messages."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -122,3 +123,55 @@ def test_debug_lets_the_jvm_log_lines_through(scratch_server, workload, tmp_path
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("INSERT INTO `term`.`t`") == 1200
     assert [line for line in proc.stderr.splitlines() if JVM_LINE.search(line)], proc.stderr
+
+
+def _plain(terminal: str) -> str:
+    """The terminal's text without its control sequences and carriage returns."""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal).replace("\r", "")
+
+
+def test_execute_on_a_terminal_says_what_it_restored_skipped_and_committed(scratch_server, tmp_path):
+    """--execute --commit with a row taken again since the incident: words on the terminal (per table,
+    the skipped row with its key, committed), the JSON line with --json."""
+    db = "term_sum"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(10))",
+            f"CREATE TABLE {db}.u (id INT PRIMARY KEY, n INT)",
+            f"INSERT INTO {db}.t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')",
+            f"INSERT INTO {db}.u VALUES (1, 10)",
+        ]
+    )
+    rng = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id <= 3", f"UPDATE {db}.u SET n = 0"])
+    scratch_server.run_sql(f"INSERT INTO {db}.t VALUES (2, 'again')")  # after the incident: must stay
+    execute = [
+        "--engine",
+        "local",
+        "-o",
+        str(tmp_path / "r.sql"),
+        "--execute",
+        "--target",
+        scratch_server.dsn,
+    ]
+    execute += ["--on-conflict", "skip"]
+    code, out, terminal = run_on_terminal(_args(scratch_server, rng, *execute, "--json"), _env(tmp_path))
+    assert code == 0, terminal
+    lines = [line for line in _plain(terminal).splitlines() if line.startswith("{")]
+    assert lines, terminal
+    facts = json.loads(lines[-1])["execution"]
+    assert facts["dry_run"] is True and facts["skipped"] == 1 and facts["rows_affected"] == 3
+    code, out, terminal = run_on_terminal(_args(scratch_server, rng, *execute, "--commit"), _env(tmp_path))
+    assert code == 0, terminal
+    text = _plain(terminal)
+    assert f"restored 3 row(s) in 2 table(s): {db}.t 2, {db}.u 1" in text, text
+    assert "skipped 1 row(s), left as the target holds them (--on-conflict skip):" in text, text
+    assert f"{db}.t INSERT INTO `{db}`.`t`" in text and "(2,'b')" in text.replace(" ", ""), text
+    assert "committed on the target" in text and '"execution"' not in text, text
+    assert scratch_server.query(f"SELECT id, v FROM {db}.t ORDER BY id") == [
+        (1, "a"),
+        (2, "again"),
+        (3, "c"),
+        (4, "d"),
+    ]

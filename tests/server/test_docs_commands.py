@@ -39,9 +39,17 @@ ORDERS = (
     "amount DECIMAL(10,2))"
 )
 INCIDENT = "DELETE FROM shop.orders WHERE status = 'open'"
+# The legitimate-change trap: orders deleted on purpose just before and just after the incident, in the
+# same binlog file. A document in TRAPPED must bound its range to the incident: both stay deleted.
+LEGITIMATE_BEFORE = "DELETE FROM shop.orders WHERE id = 20"
+LEGITIMATE_AFTER = "DELETE FROM shop.orders WHERE id = 18"
+# (A document that records the tables first has the change before only: one after the deploy would
+# rightly make its table differ from the record.)
+TRAPPED = {"docs/tutorial-cli.md", "docs/tutorial-ci.md", "docs/tutorial-rest.md"}
 DEPLOY = "UPDATE shop.orders SET amount = amount * 2 WHERE id % 3 = 0"
-# What each tutorial must leave on the server (README's examples only generate and verify).
-RESTORES_THE_ORDERS = {"docs/tutorial-cli.md", "docs/tutorial-rest.md"}
+# What each tutorial and README's quick start must leave on the server (the other docs' examples only
+# generate and verify).
+RESTORES_THE_ORDERS = {"README.md", "docs/tutorial-cli.md", "docs/tutorial-rest.md"}
 # a document whose every command another test runs as written (its NOT_RUNNABLE reason names it)
 DOCS = [
     p.relative_to(REPO).as_posix() for p in documents() if any(not not_runnable(c) for c in commands_of(p))
@@ -78,7 +86,18 @@ def test_every_command_of_the_document_runs(doc, scratch_server, tmp_path):
     deploys = [text for d, text in DEPLOY_AFTER if d == doc]
     if doc in NO_INCIDENT_FIRST:  # the tables are recorded first; BINLOG is the current file, the deploy's
         scratch_server.flush_binary_logs()
+        if doc in TRAPPED:  # the file already holds a change the rollback must leave alone
+            scratch_server.run_sql(LEGITIMATE_BEFORE)
         binlog, stop = scratch_server.binlog_position()[:2]
+    elif doc in TRAPPED:
+        scratch_server.flush_binary_logs()
+        first = scratch_server.run_sql(LEGITIMATE_BEFORE)
+        done = scratch_server.run_sql(INCIDENT)
+        scratch_server.run_sql(LEGITIMATE_AFTER)
+        assert first.start_file == done.stop_file  # one file holds all three
+        binlog, stop = done.start_file, done.stop_position
+        before = [row for row in before if row[0] not in (18, 20)]  # what must be there at the end
+        assert len(_orders(scratch_server)) == 8
     else:
         done = scratch_server.run_sql(INCIDENT, own_file=True)
         binlog, stop = done.start_file, done.stop_position
@@ -93,6 +112,7 @@ def test_every_command_of_the_document_runs(doc, scratch_server, tmp_path):
         "SERVICE": f"http://127.0.0.1:{port}",
         "BINLOG": binlog,
         "STOP": str(stop),
+        "POSITION": str(stop),
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
     env.update(
@@ -107,7 +127,7 @@ def test_every_command_of_the_document_runs(doc, scratch_server, tmp_path):
         # Ranges to the end of the log span several files: on Spark each command would start a JVM
         # (tests/spark holds both engines to the same bytes); the commands are what is tested here.
         MYSQL_ROLLBACK_ENGINE="local",
-        **{k: v for k, v in values.items() if k in ("DSN", "SCRATCH_DSN", "SERVICE", "BINLOG")},
+        **{k: v for k, v in values.items() if k in ("DSN", "SCRATCH_DSN", "SERVICE", "BINLOG", "POSITION")},
     )
     commands = commands_of(REPO / doc)
     work = tmp_path / "work"
@@ -131,9 +151,12 @@ def test_every_command_of_the_document_runs(doc, scratch_server, tmp_path):
                     assert wanted in out, f"{command}\nthe output lacks {wanted!r}:\n{out}"
             ran += 1
             if any(text in command.text for text in deploys):
-                done = scratch_server.run_sql(DEPLOY, own_file=True)
-                values.update(BINLOG=done.start_file, STOP=str(done.stop_position))
-                shell.export(BINLOG=done.start_file)
+                if doc in TRAPPED:  # the deploy writes into the file that holds the earlier change
+                    scratch_server.run_sql(DEPLOY)
+                else:
+                    done = scratch_server.run_sql(DEPLOY, own_file=True)
+                    values.update(BINLOG=done.start_file, STOP=str(done.stop_position))
+                    shell.export(BINLOG=done.start_file)
                 _link_binlogs(scratch_server, work)
         assert ran, f"{doc}: no command ran"
     finally:

@@ -188,6 +188,16 @@ def test_undoing_one_threads_transactions_equals_replaying_only_the_others(
         Options(engine="local", schema=ServerSchema(scratch_server.connect), trust_schema=True),
         script,
     )
+    # the range notes (rollback/range_notes.py) on these bytes: both connections, with their transactions
+    both = generate(
+        RangeSpec(files=[str(path)]),
+        Filters(),
+        Options(engine="local", schema=ServerSchema(scratch_server.connect), trust_schema=True),
+        tmp_path / "undo-all.sql",
+    )
+    listed = ", ".join(f"{t} ({n} transaction(s))" for t, n in per_thread.most_common())
+    assert f"the range holds transactions of 2 connections, thread ids {listed}:" in both.range_notes[-1]
+    assert not any("connections" in note for note in report.range_notes)  # --thread-id narrowed it
     apply_with_client(scratch_server, script)
     undone = _rows(scratch_server, keys)
     checksums_undone = _checksums(scratch_server, tables)

@@ -9,6 +9,7 @@ The documents' conventions, filled in from the fixtures (docs/tutorial-*.md say 
   $DSN          the server (`mysql://user:password@host:port/`): the scratch MariaDB
   $SCRATCH_DSN  the copy `verify` writes to: the same scratch MariaDB (verify rolls back)
   $BINLOG       the binlog file of the incident (or, before a deploy, the current one)
+  $POSITION     before a deploy: the current position in $BINLOG (SHOW MASTER STATUS)
   $SERVICE      a service's address, `http://127.0.0.1:PORT` (a `serve` command starts it)
   $TOKEN, $ADMIN_TOKEN   an operator's and an admin's API token
 The README's examples carry example values instead (EXAMPLE_VALUES), replaced by the fixtures' ones.
@@ -36,13 +37,13 @@ _FENCE = re.compile(r"^\s*```\s*([A-Za-z0-9_+-]*)")
 NOT_RUNNABLE: list[tuple[str, str, str]] = [
     ("*", "docker ", "no Docker daemon on the test machine (tests/unit lints the Dockerfile with hadolint)"),
     (
-        "README.md",
+        "docs/cli.md",
         "mysql-rollback sql -h127.0.0.1 -P3306 -uadmin -p ",
         "-p asks on a terminal and the times are an incident's: tests/server/test_cli_habits.py runs these "
         "binlog2sql command lines (a pty for the prompt) against the scratch server",
     ),
     (
-        "README.md",
+        "docs/cli.md",
         "mysql-rollback flashback --read-from-remote-server -h db1",
         "-p asks on a terminal and the times are an incident's: tests/server/test_cli_habits.py runs these "
         "mysqlbinlog command lines against the scratch server",
@@ -54,12 +55,12 @@ NOT_RUNNABLE: list[tuple[str, str, str]] = [
         "$MYSQL_PWD, change.sql), in tests/server/test_ci_doc.py: restored, and not restored",
     ),
     (
-        "README.md",
+        "docs/cli.md",
         'mysql-rollback flashback "$BINLOG" --engine spark --spark-master "$SPARK_MASTER"',
         "needs a Spark cluster: tests/cluster/test_readme_cluster.py runs it on the suite's standalone cluster",
     ),
     (
-        "README.md",
+        "docs/cli.md",
         'MYSQL_ROLLBACK_SPARK_MASTER="$SPARK_MASTER"',
         "a service on a Spark cluster (tests/cluster/test_cluster_service.py runs one with these settings)",
     ),
@@ -109,7 +110,7 @@ REWRITES: list[tuple[str, str, str]] = [
 
 # (document, text the command contains): after it, the deploy (a change to shop.orders) runs
 DEPLOY_AFTER: list[tuple[str, str]] = [
-    ("README.md", "mysql-rollback checksum"),
+    ("docs/execution.md", "mysql-rollback checksum"),
     ("docs/tutorial-ci.md", "mysql-rollback checksum"),
 ]
 
@@ -118,12 +119,25 @@ NO_INCIDENT_FIRST = {"docs/tutorial-ci.md"}
 
 # (document, text the command contains, text its output must contain)
 EXPECT: list[tuple[str, str, str]] = [
-    ("README.md", "curl -H", '"state"'),
-    ("README.md", "mysql-rollback verify", "restored"),
-    ("docs/tutorial-cli.md", "mysql-rollback sql", "DELETE FROM `shop`.`orders`"),
+    ("docs/service.md", "curl -H", '"state"'),
+    ("docs/execution.md", "mysql-rollback verify", "restored"),
+    (
+        "docs/tutorial-cli.md",
+        "--type delete | grep '^-- '",
+        "-- original: DELETE FROM shop.orders WHERE status = 'open'",
+    ),
+    ("docs/tutorial-cli.md", 'echo "the incident', "the incident: 0-"),
     ("docs/tutorial-cli.md", "grep -c", "10"),
     ("docs/tutorial-rest.md", "api/servers", "prod1"),
     ("docs/tutorial-rest.md", 'echo "$STATE"', "succeeded"),
+    ("docs/tutorial-rest.md", 'wait_job "$LOOK"', "succeeded"),
+    (
+        "docs/tutorial-rest.md",
+        "script\" | grep '^-- '",
+        "-- original: DELETE FROM shop.orders WHERE status = 'open'",
+    ),
+    ("docs/tutorial-rest.md", 'echo "the incident', "the incident: 0-"),
+    ("docs/tutorial-rest.md", "jq '.tables'", '"delete": 10'),
     ("docs/tutorial-rest.md", "jq '{state", '"succeeded"'),
     ("docs/tutorial-rest.md", "jq .applied", '"execution"'),
     ("docs/tutorial-ci.md", "jq -r", "shop.orders restored"),
@@ -145,8 +159,9 @@ def documents() -> list[Path]:
 
 
 def _depth(text: str) -> int:
-    """Open compound commands (for/while/until ... done, if ... fi, case ... esac) in `text`."""
-    opening = {"for": "done", "while": "done", "until": "done", "if": "fi", "case": "esac"}
+    """Open compound commands (for/while/until ... done, if ... fi, case ... esac, a function's { ... })
+    in `text`."""
+    opening = {"for": "done", "while": "done", "until": "done", "if": "fi", "case": "esac", "{": "}"}
     depth = 0
     for token in shlex.split(text, comments=True):
         if token in opening:

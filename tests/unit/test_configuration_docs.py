@@ -1,4 +1,4 @@
-"""README's configuration table against the code: every MYSQL_ROLLBACK_* variable the code reads is
+"""The configuration table (docs/reference/configuration.md) against the code: every MYSQL_ROLLBACK_* variable the code reads is
 documented, nothing documented is gone, and where the CLI and the service share a setting they share
 its default, the one the table states."""
 
@@ -37,9 +37,8 @@ def names_in_code() -> set[str]:
 
 
 def readme_table() -> dict[str, str]:
-    """variable -> its default cell, from the table of README's Configuration section."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    """variable -> its default cell, from the table of docs/reference/configuration.md."""
+    section = (REPO / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -55,15 +54,15 @@ def test_every_variable_the_code_reads_is_in_the_readme_table_and_no_other():
     # an instance of a family (MYSQL_ROLLBACK_PASSWORD_PROD1 in an example) counts as the family
     code = {next((f for f in families if n.startswith(f) and n != f), n) for n in names_in_code()}
     assert not code - documented, (
-        f"read by the code but not in README's configuration table: {sorted(code - documented)}"
+        f"read by the code but not in the configuration table: {sorted(code - documented)}"
     )
-    assert not documented - code, f"in README's table but read nowhere: {sorted(documented - code)}"
+    assert not documented - code, f"in the configuration table but read nowhere: {sorted(documented - code)}"
 
 
 def _default(name: str) -> str:
     cell = readme_table()[name]
     match = re.match(r"`([^`]*)`", cell)
-    assert match, f"README gives {name} no default in backticks: {cell!r}"
+    assert match, f"the table gives {name} no default in backticks: {cell!r}"
     return match.group(1)
 
 

@@ -99,7 +99,7 @@ def test_only_docker_is_not_run_and_every_reason_is_given():
     # and the commands another test runs as written (the CLI habits with a prompt, docs/ci.md's block
     # with its own variables): their reasons name that test
     skipped = [c for c in dc.all_commands() if dc.not_runnable(c)]
-    # besides docker: the README's commands for a Spark cluster, which tests/cluster runs on its own
+    # besides docker: docs/cli.md's commands for a Spark cluster, which tests/cluster runs on its own
     others = [c for c in skipped if not c.text.startswith("docker ") and '"$SPARK_MASTER"' not in c.text]
     assert skipped and all("tests/server/test_" in (dc.not_runnable(c) or "") for c in others)
     assert all(why.strip() for _doc, _text, why in dc.NOT_RUNNABLE)

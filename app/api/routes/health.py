@@ -11,6 +11,12 @@ from app.core.config import get_settings
 
 router = APIRouter()
 
+SESSION_NOT_STARTED = {
+    "off": "not started: Spark starts lazily with the first job that needs it (MYSQL_ROLLBACK_WARM_SPARK=true "
+    "starts it with the service)",
+    "starting": "starting: the warm-up started it with the service (MYSQL_ROLLBACK_WARM_SPARK)",
+}
+
 
 @router.get("/health")
 async def health(request: Request) -> dict:  # async: never waits for a worker thread
@@ -18,7 +24,9 @@ async def health(request: Request) -> dict:  # async: never waits for a worker t
     settings = services.settings if services is not None else get_settings()
     spark = rollback.spark_status(settings.spark_master)
     # warm: off | starting | ready | failed: <reason> (app/services/spark_warm.py)
-    spark["warm"] = services.spark.state if services is not None else "off"
+    spark["warm"] = warm = services.spark.state if services is not None else "off"
+    if spark["session"] != "started":  # one story with `warm`: why it is not started, and when it starts
+        spark["session"] = SESSION_NOT_STARTED.get(warm, f"not started (the warm-up {warm})")
     if services is not None and services.spark.seconds is not None:
         spark["warm_seconds"] = services.spark.seconds
     return {

@@ -27,7 +27,10 @@ def test_health_reports_package_python_spark_versions_and_hot_path_without_start
     assert body["python"] == platform.python_version()
     assert body["hot_path"] == "compiled"  # the suite runs with the compiled core built
     assert body["spark"]["version"] == pyspark.__version__
-    assert "lazily" in body["spark"]["session"]
+    assert body["spark"]["warm"] == "off" and body["spark"]["session"].startswith(
+        "not started: Spark starts lazily"
+    )
+    assert "MYSQL_ROLLBACK_WARM_SPARK=true" in body["spark"]["session"]  # one story: what would start it
     assert result["started"] is False
 
 

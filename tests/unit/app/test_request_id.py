@@ -1,5 +1,5 @@
 """X-Request-ID: a client's short token is kept, anything else is replaced by a generated id; every
-answer carries one (the id every log line of the request carries, README.md, Logs)."""
+answer carries one (the id every log line of the request carries, docs/service.md, Logs)."""
 
 from __future__ import annotations
 

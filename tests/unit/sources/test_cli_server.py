@@ -12,6 +12,7 @@ from tests.support.sources import ENGINE, run_cli_in_process
 
 def test_server_arguments_are_checked_before_any_connection(monkeypatch, tmp_path: Path, capsys):
     monkeypatch.setenv("MYSQL_ROLLBACK_DATA_DIR", str(tmp_path / "data"))  # the default spool's parent
+    monkeypatch.setenv("HOME", str(tmp_path))  # no developer's ~/.my.cnf names a server
     unreachable = "mysql://nobody:pw@127.0.0.1:1/"
     binlog = tmp_path / "mysql-bin.000001"
     binlog.write_bytes(b"\xfebin")
@@ -26,6 +27,16 @@ def test_server_arguments_are_checked_before_any_connection(monkeypatch, tmp_pat
             "--spool, --server-id need --server",
         ),
         "no range": (["--server", unreachable], "needs a start file"),
+        "-R without a server": (["-R", "mysql-bin.000001"], "-R/--read-from-remote-server needs the server"),
+        "a local file after -d": (
+            ["-d", "shop", str(binlog)],
+            f"-d/--database {binlog}: a binlog file after -d",
+        ),
+        "a server's file after -t": (
+            ["--server", unreachable, "-R", "-t", "shop.orders", "mysql-bin.000042"],
+            "-t/--table mysql-bin.000042: a binlog file after -t, which takes several names; put the binlog "
+            "files before it, or end its names with --",
+        ),
         "a position without its file": (
             ["--server", unreachable, "--stop-position", "9"],
             "needs the start file",
