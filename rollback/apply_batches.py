@@ -9,7 +9,8 @@ can be undone to its start and run again one step at a time. A group is either
   plan's own forms: one locking read counting the rows of every check at once (`... WHERE (c1) OR
   (c2) ...`: the keys must all be free before re-inserts, every row there as the binlog left it
   before deletes and updates), then one multi-row INSERT, one `DELETE ... WHERE (k1) OR (k2) ...`, or
-  the UPDATEs one after the other. A key that repeats in a group cuts it (a row changed twice keeps
+  one UPDATE of the columns they all set (`SET c = CASE WHEN (k1) THEN v1 ... END ... WHERE (k1) OR
+  ...`, when every value is a plain literal; else the UPDATEs one after the other). A key that repeats in a group cuts it (a row changed twice keeps
   its order), and so does a change of table or kind.
 
 In a combined group every check reads a row no other step of the group changes (each check names its
@@ -21,6 +22,7 @@ the row that differs is found and named exactly as before.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +59,14 @@ def _key(step: dict[str, Any], kind: str) -> str:
         return str(step["check"])
     sql = str(step["sql"])
     return sql[sql.rindex(" WHERE ") :]
+
+
+def _update_key(sql: str, table: str) -> tuple[list[tuple[str, str]], str]:
+    """An UPDATE's (column, value) pairs and its WHERE (by key), of a step `shape` took with its columns."""
+    found = update_sets(sql, len(f"UPDATE {table} SET "))
+    assert found is not None
+    sets, where = found
+    return sets, sql[where + len(" WHERE ") : -1]
 
 
 def _ident_end(text: str, at: int) -> int:
@@ -100,9 +110,10 @@ def _insert_head(sql: str, table: str) -> str | None:
         return None
 
 
-def shape(step: dict[str, Any], keyed: set[str]) -> tuple[str, str, str] | None:
+def shape(step: dict[str, Any], keyed: set[str], separate: set[str]) -> tuple[str, str, str] | None:
     """(kind, table, INSERT head) of a step a combined group may take, or None (a plain step). `keyed`:
-    the lower-cased tables with a primary key, which the plan's checks and statements name rows by."""
+    the lower-cased tables with a primary key, which the plan's checks and statements name rows by;
+    `separate`: those whose UPDATEs go one after the other (groups)."""
     sql, check, expect = step["sql"], step.get("check"), step.get("expect")
     if not check or not check.startswith(COUNT_FROM) or str(step.get("table")).lower() not in keyed:
         return None
@@ -118,14 +129,44 @@ def shape(step: dict[str, Any], keyed: set[str]) -> tuple[str, str, str] | None:
     if sql.startswith(f"DELETE FROM {table} WHERE ") and sql.endswith(";"):
         return ("delete", table, "")
     if sql.startswith(f"UPDATE {table} SET ") and sql.endswith(";"):
-        return ("update", table, "")
+        one = str(step.get("table")).lower() not in separate
+        sets = update_sets(sql, len(f"UPDATE {table} SET ")) if one else None
+        if sets is None:
+            return ("update", table, "")
+        return ("update", table, ", ".join(column for column, _ in sets[0]))
     return None
 
 
-def groups(steps: list[dict[str, Any]], keyed: set[str]) -> list[Group]:
+_PLAIN_VALUE = re.compile(r"NULL|-?[0-9]+(\.[0-9]+)?|'([^']|'')*'")
+
+
+def update_sets(sql: str, start: int) -> tuple[list[tuple[str, str]], int] | None:
+    """The (column, value) pairs of an UPDATE's SET list from `start`, and where its WHERE starts; None
+    unless every value is a plain literal (a number, a quoted string without introducer, NULL), which
+    one CASE over many rows assigns exactly as the single statement would."""
+    sets: list[tuple[str, str]] = []
+    at = start
+    while True:
+        end = _ident_end(sql, at)
+        if end < 0 or not sql.startswith("=", end):
+            return None
+        value = _PLAIN_VALUE.match(sql, end + 1)
+        if value is None:
+            return None
+        sets.append((sql[at:end], value.group()))
+        at = value.end()
+        if sql.startswith(", ", at):
+            at += 2
+            continue
+        return (sets, at) if sql.startswith(" WHERE ", at) else None
+
+
+def groups(steps: list[dict[str, Any]], keyed: set[str], separate: set[str]) -> list[Group]:
+    """The batch's groups. The UPDATEs of a table in `separate` go one after the other: a unique-key
+    swap fails in one multi-row UPDATE, which checks each row's unique keys as it changes it."""
     out: list[Group] = []
     for step in steps:
-        form = shape(step, keyed)
+        form = shape(step, keyed, separate)
         last = out[-1] if out else None
         if form is None:
             if last is None or last.shape is not None:
@@ -171,6 +212,18 @@ def pieces(batch: list[Group]) -> list[Piece]:
             start = len(f"DELETE FROM {table} WHERE ")
             keys = ") OR (".join(step["sql"][start:-1] for step in group.steps)
             out.append(Piece("statements", n, first, f"DELETE FROM {table}{BY_KEY} WHERE ({keys});", size))
-        else:
+        elif not head:
             out.extend(Piece("statement", n, step, step["sql"]) for step in group.steps)
+        else:
+            updates = [_update_key(step["sql"], table) for step in group.steps]
+            cases = ", ".join(
+                f"{column} = CASE"
+                + "".join(f" WHEN ({key}) THEN {sets[i][1]}" for sets, key in updates)
+                + " END"
+                for i, (column, _) in enumerate(updates[0][0])
+            )
+            keys = ") OR (".join(key for _, key in updates)
+            out.append(
+                Piece("statements", n, first, f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({keys});", size)
+            )
     return out

@@ -251,6 +251,7 @@ class _Pass:
     # runs past a conflict before it sees it must be undone by the rollback) and those with triggers
     alone: set[str] = field(default_factory=set)
     keyed: set[str] = field(default_factory=set)  # lower-cased tables with a primary key (apply_batches)
+    separate: set[str] = field(default_factory=set)  # tables whose UPDATEs go one by one (apply_batches)
 
     def _tell(
         self,
@@ -378,15 +379,19 @@ class _Pass:
         """Send the batch as one query (apply_batches: groups, each after its savepoint) and read its
         results in order. Where a result is not what it must be, a plain step's failure is raised as one
         step at a time raises it; anything else (a skipped conflict, a combined group's count) goes back
-        to its group's savepoint and runs the rest of the batch one step at a time, which finds the row."""
-        import pymysql
-
+        to its group's savepoint and runs that group one step at a time, which finds the row, then the
+        rest of the batch again."""
         steps = batch.take()
         if not steps:
             return
         self._stop_if_asked()
         self._count(len(steps), current)
-        grouped = apply_batches.groups(steps, self.keyed)
+        self._send(cur, batch, steps)
+
+    def _send(self, cur: Any, batch: _Batch, steps: list[dict[str, Any]]) -> None:
+        import pymysql
+
+        grouped = apply_batches.groups(steps, self.keyed, self.separate)
         pieces = apply_batches.pieces(grouped)
         counts: list[tuple[int, int]] = []  # statements and rows affected at each group's start
         again = None  # the group to return to
@@ -433,9 +438,17 @@ class _Pass:
         _drain(cur)
         self._execute(cur, f"ROLLBACK TO SAVEPOINT {apply_batches.SAVEPOINT}{again}", grouped[again].steps[0])
         self.result.statements, self.result.rows_affected = counts[again]
-        for group in grouped[again:]:
-            for step in group.steps:
+        shape = grouped[again].shape
+        if shape is not None and shape[0] == "update" and shape[2]:
+            # the table's UPDATEs one after the other from now on (unique-key swaps fail as one UPDATE)
+            self.separate.add(str(grouped[again].steps[0].get("table")).lower())
+            self._send(cur, batch, grouped[again].steps)
+        else:
+            for step in grouped[again].steps:
                 self._one(cur, step)
+        rest = [step for group in grouped[again + 1 :] for step in group.steps]
+        if rest:
+            self._send(cur, batch, rest)
 
     def _result(
         self, cur: Any, piece: apply_batches.Piece, group: apply_batches.Group, counts: list[tuple[int, int]]
