@@ -579,6 +579,7 @@ def _flashback(args: argparse.Namespace) -> int:
                 ],
                 lock_wait_timeout=args.lock_wait_timeout,
                 observer=bar,
+                check_first=False,
             )
             if bar is not None:
                 bar.close()

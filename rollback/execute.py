@@ -14,7 +14,14 @@ changed (a conflict), or reported as locked after the lock wait timeout, never o
 A dry run does everything and rolls back, except on non-transactional tables, where it only runs the
 checks (reads). Commit mode first runs the dry run (conflicts stop it before anything is applied, or
 are skipped with on_conflict="skip"), then everything again in one transaction, or committing per
-original transaction when asked.
+original transaction when asked; with check_first=False one transaction is its own dry run.
+
+Steps go to the server in batches, one multi-statement query each (every step's check, then its
+statement, in plan order, so each check still sees what the steps before it left), and their results
+are read in order: the first check that fails or statement that does not affect exactly one row is
+handled as it would be one step at a time. A skipped conflict rolls its batch back to a savepoint and
+runs it again one step at a time. Steps on non-transactional tables, on tables with triggers, and the
+dry run's read-only steps always run one at a time: a batch runs past a failed check before it is read.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rollback import apply_batches
 from rollback.dsn import open_connection, parse_dsn, redact
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
 from rollback.side_effects import (
@@ -39,11 +47,16 @@ if TYPE_CHECKING:
     import pymysql  # imported where a connection is made: a script-only run never loads it
 
 PRELUDE = ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
-LOCKING = " FOR UPDATE"
+LOCKING = apply_batches.LOCKING
 DEFAULT_LOCK_WAIT_TIMEOUT = 10  # seconds a check waits for a row another session holds
 LOCK_ERRORS = {1205: "row locked by another session", 1213: "deadlock with another session"}
 LISTED_TRANSACTIONS = 10  # transactions named in an error message; the result lists them all
 PROGRESS_EVERY = 100  # statements between two progress reports (each commit is reported too)
+# Steps sent in one query (each its check and its statement): round trips, not the server, were the
+# cost of one step at a time (bench/bench_apply.py). A query also stays under max_allowed_packet.
+BATCH_STEPS = 500
+BATCH_BYTES = 1 << 20
+STEP_OVERHEAD = 48  # bytes a step adds to a query beyond its statement and check: savepoint, separators
 
 
 @dataclass
@@ -163,11 +176,16 @@ def connect_args(dsn: str) -> dict[str, Any]:
     return args
 
 
-def connect(dsn: str) -> pymysql.connections.Connection:
+def connect(dsn: str, multi_statements: bool = False) -> pymysql.connections.Connection:
+    """A connection to the server; multi_statements for execute_plan's batches only (no other query
+    of this project sends more than one statement at a time)."""
     import pymysql
+    from pymysql.constants import CLIENT
 
     try:
-        return open_connection(**connect_args(dsn))
+        return open_connection(
+            **connect_args(dsn), client_flag=CLIENT.MULTI_STATEMENTS if multi_statements else 0
+        )
     except pymysql.err.MySQLError as exc:
         raise SourceError(f"cannot connect to {redact(dsn)}: {exc.args[-1] if exc.args else exc}") from None
 
@@ -227,6 +245,13 @@ class _Pass:
     observer: ExecutionObserver = field(default_factory=ExecutionObserver)
     phase: str = "check"
     done: int = 0  # steps passed (run, skipped, or checked only)
+    batch_bytes: int = 0  # the largest query of several steps (0: one step at a time)
+    touched: set[str] = field(default_factory=set)  # read-only tables with a statement this pass did not run
+    # lower-cased tables whose steps run one at a time: read-only and non-transactional ones (what a batch
+    # runs past a conflict before it sees it must be undone by the rollback) and those with triggers
+    alone: set[str] = field(default_factory=set)
+    keyed: set[str] = field(default_factory=set)  # lower-cased tables with a primary key (apply_batches)
+    separate: set[str] = field(default_factory=set)  # tables whose UPDATEs go one by one (apply_batches)
 
     def _tell(
         self,
@@ -250,81 +275,212 @@ class _Pass:
         if self.observer.cancelled():
             raise ExecutionCancelled(f"cancelled; {_applied(self.result)}", self.result)
 
+    def _refused(self, exc: Any, sql: str, step: dict[str, Any]) -> ExecutionFailed:
+        code = exc.args[0] if exc.args else None
+        reason = exc.args[-1] if exc.args else exc
+        if code in LOCK_ERRORS:
+            return ExecutionFailed(
+                f"{LOCK_ERRORS[code]} at {_where(step)}: {reason} (waited up to {self.lock_wait_timeout}s, "
+                f"--lock-wait-timeout); {_applied(self.result)}",
+                self.result,
+            )
+        return ExecutionFailed(
+            f"the target refused the statement at {_where(step)}: {reason}; {_applied(self.result)}: "
+            f"{sql[:300]}",
+            self.result,
+        )
+
     def _execute(self, cur: Any, sql: str, step: dict[str, Any]) -> int:
         import pymysql
 
         try:
             return int(cur.execute(sql))
         except pymysql.err.MySQLError as exc:
-            code = exc.args[0] if exc.args else None
-            reason = exc.args[-1] if exc.args else exc
-            if code in LOCK_ERRORS:
-                raise ExecutionFailed(
-                    f"{LOCK_ERRORS[code]} at {_where(step)}: {reason} (waited up to {self.lock_wait_timeout}s, "
-                    f"--lock-wait-timeout); {_applied(self.result)}",
-                    self.result,
-                ) from None
-            raise ExecutionFailed(
-                f"the target refused the statement at {_where(step)}: {reason}; {_applied(self.result)}: "
-                f"{sql[:300]}",
-                self.result,
-            ) from None
+            raise self._refused(exc, sql, step) from None
+
+    def _wrong_count(self, step: dict[str, Any], affected: int) -> ExecutionFailed:
+        return ExecutionFailed(
+            f"statement at {_where(step)} affected {affected} rows, not 1; {_applied(self.result)}: "
+            f"{step['sql'][:300]}",
+            self.result,
+        )
+
+    def _applied_one(self, step: dict[str, Any], affected: int) -> None:
+        table = str(step.get("table"))
+        if table.lower() in self.non_transactional:
+            self.result.non_transactional_applied[table] = (
+                self.result.non_transactional_applied.get(table, 0) + 1
+            )
+        self.result.statements += 1
+        if affected != 1:
+            raise self._wrong_count(step, affected)
+        self.result.rows_affected += affected
 
     def run(self, conn: Any) -> None:
-        result = self.result
-        touched: set[str] = set()  # read-only tables with a statement this pass did not run
         with conn.cursor() as cur:
             for sql in PRELUDE:
                 cur.execute(sql)
             cur.execute(f"SET SESSION innodb_lock_wait_timeout = {int(self.lock_wait_timeout)}")
+            batch = _Batch(self.batch_bytes if _multi_statements(conn) else 0)
             current: dict[str, Any] | None = None
             for step in self.plan:
-                self._stop_if_asked()
                 if current is None or step["tx"] != current["tx"]:
                     if self.per_transaction and current is not None:
+                        self._flush(cur, batch, current)
+                        self._stop_if_asked()
                         self._tell(current, committing=current)
                         conn.commit()
-                        result.transactions_applied.append(current)
+                        self.result.transactions_applied.append(current)
                         self._tell(current, committed=current)
                     current = {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
                     if self.per_transaction:
                         cur.execute("BEGIN")
-                self.done += 1
-                if self.done % PROGRESS_EVERY == 0:
-                    self._tell(current)
-                table = str(step.get("table"))
-                key = table.lower()
-                read_only = key in self.read_only
-                if step.get("check"):
-                    self._execute(cur, step["check"] + LOCKING, step)
-                    found = cur.fetchone()[0]
-                    expect = step["expect"]
-                    if not (found == 0 if expect == 0 else found >= 1):
-                        if read_only and key in touched:
-                            # the row may be one a statement this dry run did not run would have changed
-                            result.unverified += 1
-                            continue
-                        self._conflict(step, found)
-                        continue
-                if read_only:
-                    touched.add(key)
+                size = None if str(step.get("table")).lower() in self.alone else batch.size_of(step)
+                if size is None:
+                    self._flush(cur, batch, current)
+                    self._stop_if_asked()
+                    self._count(1, current)
+                    self._one(cur, step)
                     continue
-                affected = self._execute(cur, step["sql"], step)
-                if key in self.non_transactional:
-                    result.non_transactional_applied[table] = (
-                        result.non_transactional_applied.get(table, 0) + 1
-                    )
-                result.statements += 1
-                if affected != 1:
-                    raise ExecutionFailed(
-                        f"statement at {_where(step)} affected {affected} rows, not 1; {_applied(result)}: "
-                        f"{step['sql'][:300]}",
-                        result,
-                    )
-                result.rows_affected += affected
+                if not batch.fits(size):
+                    self._flush(cur, batch, current)
+                batch.add(step, size)
+            self._flush(cur, batch, current)
             self._stop_if_asked()
             self._tell(current)
             self.last = current if self.per_transaction else None
+
+    def _count(self, steps: int, current: dict[str, Any] | None) -> None:
+        """Steps about to be sent: progress at every PROGRESS_EVERY-th step and at the last one."""
+        before, self.done = self.done, self.done + steps
+        if self.done // PROGRESS_EVERY > before // PROGRESS_EVERY or self.done == len(self.plan):
+            self._tell(current)
+
+    def _one(self, cur: Any, step: dict[str, Any]) -> None:
+        """A step on its own: its check, then its statement."""
+        key = str(step.get("table")).lower()
+        read_only = key in self.read_only
+        if step.get("check"):
+            self._execute(cur, step["check"] + LOCKING, step)
+            found = cur.fetchone()[0]
+            if not _as_expected(step, found):
+                if read_only and key in self.touched:
+                    # the row may be one a statement this dry run did not run would have changed
+                    self.result.unverified += 1
+                    return
+                self._conflict(step, found)
+                return
+        if read_only:
+            self.touched.add(key)
+            return
+        self._applied_one(step, self._execute(cur, step["sql"], step))
+
+    def _flush(self, cur: Any, batch: _Batch, current: dict[str, Any] | None) -> None:
+        """Send the batch as one query (apply_batches: groups, each after its savepoint) and read its
+        results in order. Where a result is not what it must be, a plain step's failure is raised as one
+        step at a time raises it; anything else (a skipped conflict, a combined group's count) goes back
+        to its group's savepoint and runs that group one step at a time, which finds the row, then the
+        rest of the batch again."""
+        steps = batch.take()
+        if not steps:
+            return
+        self._stop_if_asked()
+        self._count(len(steps), current)
+        self._send(cur, batch, steps)
+
+    def _send(self, cur: Any, batch: _Batch, steps: list[dict[str, Any]]) -> None:
+        import pymysql
+
+        grouped = apply_batches.groups(steps, self.keyed, self.separate)
+        pieces = apply_batches.pieces(grouped)
+        counts: list[tuple[int, int]] = []  # statements and rows affected at each group's start
+        again = None  # the group to return to
+        piece = pieces[0]
+        try:
+            cur.execute("\n".join(piece.sql for piece in pieces))
+            for n, piece in enumerate(pieces):
+                if n and not cur.nextset():
+                    raise ExecutionFailed(
+                        f"the target returned fewer results than the batch at {_where(piece.step)} holds "
+                        f"statements; {_applied(self.result)}",
+                        self.result,
+                    )
+                try:
+                    again = self._result(cur, piece, grouped[piece.group], counts)
+                except RollbackError:
+                    _drain(cur)  # the connection answers the rollback only once every result is read
+                    raise
+                if again is not None:
+                    break
+        except pymysql.err.MySQLError as exc:
+            code = exc.args[0] if exc.args else None
+            if piece.kind == "savepoint":
+                # an engine in the transaction without savepoints (Aria, which a trigger may write to):
+                # nothing of this group ran; it and the rest of the pass go one step at a time
+                _drain(cur)
+                batch.limit = 0
+                for group in grouped[piece.group :]:
+                    for step in group.steps:
+                        self._one(cur, step)
+                return
+            if grouped[piece.group].shape is None or code == 1213:  # a deadlock rolled everything back
+                _drain(cur)
+                raise self._refused(exc, piece.sql, piece.step) from None
+            again = piece.group
+        if again is None:
+            if _drain(cur):
+                raise ExecutionFailed(
+                    f"the batch ending at {_where(steps[-1])} returned more results than it holds statements "
+                    f"(a plan line holding several statements?); {_applied(self.result)}",
+                    self.result,
+                )
+            return
+        _drain(cur)
+        self._execute(cur, f"ROLLBACK TO SAVEPOINT {apply_batches.SAVEPOINT}{again}", grouped[again].steps[0])
+        self.result.statements, self.result.rows_affected = counts[again]
+        shape = grouped[again].shape
+        if shape is not None and shape[0] == "update" and shape[2]:
+            # the table's UPDATEs one after the other from now on (unique-key swaps fail as one UPDATE)
+            self.separate.add(str(grouped[again].steps[0].get("table")).lower())
+            self._send(cur, batch, grouped[again].steps)
+        else:
+            for step in grouped[again].steps:
+                self._one(cur, step)
+        rest = [step for group in grouped[again + 1 :] for step in group.steps]
+        if rest:
+            self._send(cur, batch, rest)
+
+    def _result(
+        self, cur: Any, piece: apply_batches.Piece, group: apply_batches.Group, counts: list[tuple[int, int]]
+    ) -> int | None:
+        """Check one result of a batch; the group to go back to, if any."""
+        result = self.result
+        if piece.kind == "savepoint":
+            counts.append((result.statements, result.rows_affected))
+            return None
+        if piece.kind in ("check", "checks"):
+            row = cur.fetchone() if cur.description else None
+            if row is None:
+                raise ExecutionFailed(
+                    f"the check at {_where(piece.step)} returned no count; {_applied(result)}", result
+                )
+            if piece.kind == "checks":
+                return None if row[0] == piece.expect else piece.group
+            if _as_expected(piece.step, row[0]):
+                return None
+            if self.on_conflict == "skip":
+                return piece.group
+            self._conflict(piece.step, row[0])  # raises: the transaction rolls back
+        affected = cur.rowcount
+        if affected != piece.expect:
+            if group.shape is not None:
+                return piece.group
+            result.statements += 1
+            raise self._wrong_count(piece.step, affected)
+        size = len(group.steps) if piece.kind == "statements" else 1
+        result.statements += size
+        result.rows_affected += affected
+        return None
 
     def _conflict(self, step: dict[str, Any], found: int) -> None:
         expect = step["expect"]
@@ -346,6 +502,66 @@ class _Pass:
             "(--on-conflict skip leaves such rows alone)",
             self.result,
         )
+
+
+def _as_expected(step: dict[str, Any], found: int) -> bool:
+    """A check's count as the plan expects it: the key free (0), or the row there (1, or more for a
+    keyless table's duplicates)."""
+    return found == 0 if step["expect"] == 0 else found >= 1
+
+
+def _bytes(sql: str) -> int:
+    return len(sql) if sql.isascii() else len(sql.encode("utf-8", "surrogateescape"))
+
+
+def _multi_statements(conn: Any) -> bool:
+    """Whether the connection was opened with CLIENT_MULTI_STATEMENTS (connect does; a caller's factory
+    may not, and then every step runs on its own)."""
+    from pymysql.constants import CLIENT
+
+    return bool(getattr(conn, "client_flag", 0) & CLIENT.MULTI_STATEMENTS)
+
+
+def _drain(cur: Any) -> bool:
+    """Read what is left of a multi-statement query's results (the server stops at an error); whether
+    there was any."""
+    import pymysql
+
+    left = False
+    try:
+        while cur.nextset():
+            left = True
+    except pymysql.err.MySQLError:
+        left = True
+    return left
+
+
+class _Batch:
+    """Consecutive steps to send as one query (apply_batches makes it), within max_allowed_packet."""
+
+    def __init__(self, limit: int):
+        self.limit = limit  # bytes of one query (0: no batches)
+        self.steps: list[dict[str, Any]] = []
+        self.size = 0
+
+    def size_of(self, step: dict[str, Any]) -> int | None:
+        """The step's bytes at most in a query, or None when it must run on its own (no batches, or too
+        big): its statement, its check, and room for a savepoint and the separators."""
+        if not self.limit:
+            return None
+        size = _bytes(step["sql"]) + _bytes(step.get("check") or "") + len(LOCKING) + STEP_OVERHEAD
+        return size if size <= self.limit else None
+
+    def fits(self, size: int) -> bool:
+        return len(self.steps) < BATCH_STEPS and self.size + size <= self.limit
+
+    def add(self, step: dict[str, Any], size: int) -> None:
+        self.steps.append(step)
+        self.size += size
+
+    def take(self) -> list[dict[str, Any]]:
+        steps, self.steps, self.size = self.steps, [], 0
+        return steps
 
 
 def _rollback_quietly(conn: Any) -> None:
@@ -469,8 +685,9 @@ def _refusals(
     return reasons
 
 
-def _preflight(factory: Callable[[], Any], plan: list[dict[str, Any]]) -> SideEffects:
-    """The target's max_allowed_packet against every statement, and what the statements set off."""
+def _preflight(factory: Callable[[], Any], plan: list[dict[str, Any]]) -> tuple[SideEffects, int, set[str]]:
+    """The target's max_allowed_packet against every statement, and what the statements set off; the
+    max_allowed_packet, and the plan's tables with a primary key (lower-cased)."""
     import pymysql
 
     conn = factory()
@@ -479,7 +696,18 @@ def _preflight(factory: Callable[[], Any], plan: list[dict[str, Any]]) -> SideEf
             cur.execute("SELECT @@max_allowed_packet")
             max_packet = int(cur.fetchone()[0])
         _check_sizes(plan, max_packet)
-        return detect(conn, plan_statement_kinds(plan))
+        tables = sorted({str(step.get("table")).lower() for step in plan})
+        keyed: set[str] = set()
+        if tables:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) FROM information_schema.TABLE_CONSTRAINTS "
+                    "WHERE CONSTRAINT_TYPE = 'PRIMARY KEY' AND LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) IN "
+                    f"({', '.join(['%s'] * len(tables))})",
+                    tables,
+                )
+                keyed = {row[0] for row in cur.fetchall()}
+        return detect(conn, plan_statement_kinds(plan)), max_packet, keyed
     except pymysql.err.MySQLError as exc:
         reason = exc.args[-1] if exc.args else exc
         raise ExecutionFailed(
@@ -518,6 +746,7 @@ def execute_plan(
     lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT,
     observer: ExecutionObserver | None = None,
     inspect: Callable[[Any], None] | None = None,
+    check_first: bool = True,
 ) -> ExecutionResult:
     """Run the plan on the target (a DSN or a connection factory). Dry run unless commit=True.
 
@@ -527,7 +756,10 @@ def execute_plan(
     The dry run applies everything, checks included, in one transaction and rolls it back (statements
     on non-transactional tables are not run, only their checks): a conflict or a refused statement
     stops the job there, before anything is applied. Commit mode then runs it for real, in one
-    transaction unless single_transaction=False (a commit per original transaction).
+    transaction unless single_transaction=False (a commit per original transaction). With
+    check_first=False a one-transaction commit skips that dry run: it is its own (a conflict or a
+    failure rolls it back); the dry run still comes first per transaction, when the plan writes to a
+    non-transactional table, or when its statements fire triggers.
     The observer hears the progress of each pass and every per-transaction commit right after it
     happens; when it says cancelled, the open transaction is rolled back (ExecutionCancelled).
     inspect (dry run only) reads the target after the last statement, before the rollback.
@@ -537,48 +769,48 @@ def execute_plan(
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
     plan = list(read_plan(plan_path))
     _refuse_ddl(plan)
-    factory = (lambda: connect(target)) if isinstance(target, str) else target
-    found = _preflight(factory, plan)
+    factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
+    found, max_packet, keyed = _preflight(factory, plan)
     accepted = {t.strip().lower() for t in accept_non_transactional if t.strip()}
     reasons = _refusals(found, plan, commit, accept_triggers, accept_cascades, accepted)
     if reasons:
         raise ExecutionRefused("refused, nothing was run: " + "; ".join(reasons), found.to_dict())
     non_transactional = {t.lower() for t in found.non_transactional_tables}
-    dry = ExecutionResult(dry_run=True, side_effects=found.to_dict())
-    dry.read_only_tables = sorted(found.non_transactional_tables)
-    _attempt(
-        factory,
-        _Pass(
+    alone = non_transactional | {str(t["table"]).lower() for t in found.triggers}
+    # room for the packet's header; plans on non-transactional tables run one step at a time, as before
+    batch_bytes = 0 if non_transactional else max(0, min(BATCH_BYTES, max_packet - 1024))
+
+    def one_pass(result: ExecutionResult, per_transaction: bool, read_only: set[str], phase: str) -> _Pass:
+        return _Pass(
             plan,
             on_conflict,
-            dry,
-            False,
+            result,
+            per_transaction,
             lock_wait_timeout,
+            read_only,
             non_transactional,
-            non_transactional,
-            None,
-            observer,
-        ),
-        commit=False,
-        inspect=None if commit else inspect,
-    )
-    if not commit:
-        return dry
+            observer=observer,
+            phase=phase,
+            batch_bytes=batch_bytes,
+            alone=alone,
+            keyed=keyed,
+        )
+
+    # Committing in one transaction is its own dry run (a conflict rolls it back, nothing applied) unless
+    # the caller asks for the check first, or a commit could keep something the check would have stopped:
+    # per transaction (earlier commits stay), statements on non-transactional tables, and triggers (which
+    # may write anywhere: they keep today's two passes).
+    if not commit or check_first or not single_transaction or non_transactional or found.triggers:
+        dry = ExecutionResult(dry_run=True, side_effects=found.to_dict())
+        dry.read_only_tables = sorted(found.non_transactional_tables)
+        _attempt(
+            factory,
+            one_pass(dry, False, non_transactional, "check"),
+            commit=False,
+            inspect=None if commit else inspect,
+        )
+        if not commit:
+            return dry
     real = ExecutionResult(dry_run=False, side_effects=found.to_dict())
-    _attempt(
-        factory,
-        _Pass(
-            plan,
-            on_conflict,
-            real,
-            not single_transaction,
-            lock_wait_timeout,
-            set(),
-            non_transactional,
-            None,
-            observer,
-            "apply",
-        ),
-        commit=True,
-    )
+    _attempt(factory, one_pass(real, not single_transaction, set(), "apply"), commit=True)
     return real

@@ -60,7 +60,16 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.range_notes",
         ),
     ),
-    ("execute", ("rollback.execute", "rollback.checksum", "rollback.verify", "rollback.target_rows")),
+    (
+        "execute",
+        (
+            "rollback.execute",
+            "rollback.apply_batches",
+            "rollback.checksum",
+            "rollback.verify",
+            "rollback.target_rows",
+        ),
+    ),
     ("job", ("rollback.job",)),
     ("door", ("rollback",)),
     (

@@ -1,0 +1,156 @@
+"""The verified apply against `mariadb-binlog --flashback FILE | mariadb` on the same server (issue 24).
+
+    .venv/bin/python bench/bench_apply.py                  # the issue's 100k-row incident
+    .venv/bin/python bench/bench_apply.py --rows 1000000   # the 1M-row case
+
+Starts one scratch MariaDB and gives every path its own identical database: a table
+`t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))` of `--rows`
+rows, then the incident (`DELETE ... WHERE id % 2 = 0`, then `UPDATE ... SET a = a + 1, b = 'x'
+WHERE id % 3 = 0`) in a binlog file of its own. `mysql-rollback flashback FILE -o script --plan plan`
+writes each database's script and plan (not timed). Then, back to back, it times the reference
+(`mariadb-binlog --flashback FILE | mariadb`), the script through the `mariadb` client, and the
+verified apply (`execute_plan` in a process of its own, as the CLI runs it): the dry run, the
+commit in one transaction and the commit per original transaction. Each restore is checked
+against the table's checksum from before the incident. Peak RSS is that of the timed process tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_pipeline import CHILD_ENV, REPO, Timing, timed_process  # noqa: E402
+
+PATHS = ("reference", "script", "one", "per")  # the databases: one for each path that changes the table
+TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
+
+
+def apply_main(plan: str, dsn: str, mode: str) -> None:
+    """The timed child: one execute_plan, as the CLI calls it."""
+    from rollback import execute_plan
+
+    result = execute_plan(
+        plan, dsn, commit=mode != "dry", single_transaction=mode != "per", check_first=False
+    )
+    print(f"{result.statements} statements, {result.rows_affected} rows", file=sys.stderr)
+
+
+def incident(server: object, rows: int) -> tuple[dict[str, Path], str]:
+    """Every database's table and its incident's binlog file; the table's checksum before it."""
+    checksum = ""
+    files: dict[str, Path] = {}
+    for name in PATHS:
+        server.run_sql([f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}"])  # type: ignore[attr-defined]
+        server.run_sql(  # type: ignore[attr-defined]
+            [
+                TABLE,
+                "INSERT INTO t SELECT seq, seq * 7, CONCAT('name ', seq), "
+                "TIMESTAMPADD(MICROSECOND, seq * 1234000, '2024-01-01'), seq / 100 "
+                f"FROM seq_1_to_{rows}",
+            ],
+            database=name,
+        )
+        checksum = str(server.query("CHECKSUM TABLE t", database=name)[0][1])  # type: ignore[attr-defined]
+        span = server.run_sql(  # type: ignore[attr-defined]
+            ["DELETE FROM t WHERE id % 2 = 0", "UPDATE t SET a = a + 1, b = 'x' WHERE id % 3 = 0"],
+            database=name,
+            own_file=True,
+        )
+        assert len(span.files) == 1, span
+        files[name] = Path(span.files[0])
+    return files, checksum
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--apply", nargs=3, metavar=("PLAN", "DSN", "MODE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.apply:
+        apply_main(*args.apply)
+        return
+
+    from tests.support.mariadb import ScratchServer, ServerOptions
+
+    cli = str(Path(sys.executable).parent / "mysql-rollback")
+    server = ScratchServer(options=ServerOptions(row_metadata="FULL")).start()
+    work = Path(tempfile.mkdtemp(prefix="bench-apply-"))
+    try:
+        started = time.perf_counter()
+        files, before = incident(server, args.rows)
+        print(
+            f"{len(PATHS)} databases of {args.rows} rows in {time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+        )
+        for name, path in files.items():
+            timed_process(
+                [
+                    cli,
+                    "flashback",
+                    str(path),
+                    "-o",
+                    str(work / f"{name}.sql"),
+                    "--plan",
+                    str(work / f"{name}.plan"),
+                ],
+                env=CHILD_ENV,
+            )
+        changes = sum(1 for _ in open(work / "one.plan", encoding="utf-8"))
+        client = (
+            f"mariadb --no-defaults -h {server.host} -P {server.port} -u {server.user} -p{server.password}"
+        )
+        dsn = server.dsn
+
+        def apply(name: str, mode: str) -> Timing:
+            cmd = [
+                sys.executable,
+                str(REPO / "bench" / "bench_apply.py"),
+                "--apply",
+                str(work / f"{name}.plan"),
+                dsn,
+                mode,
+            ]
+            return timed_process(cmd, env=CHILD_ENV)
+
+        runs: list[tuple[str, str | None, Timing]] = [
+            (
+                "mariadb-binlog --flashback FILE | mariadb (reference)",
+                "reference",
+                timed_process(["sh", "-c", f"mariadb-binlog --flashback {files['reference']} | {client}"]),
+            ),
+            (
+                "mysql-rollback script | mariadb",
+                "script",
+                timed_process(["sh", "-c", f"{client} < {work / 'script.sql'}"]),
+            ),
+            ("verified apply, dry run", None, apply("one", "dry")),
+            ("verified apply, commit one transaction", "one", apply("one", "one")),
+            ("verified apply, commit per transaction", "per", apply("per", "per")),
+        ]
+        reference = runs[0][2].seconds
+        print(f"\n{changes:,} row changes ({args.rows:,}-row table), load {os.getloadavg()[0]:.1f}\n")
+        print("| path | seconds | rows/s | client CPU s | peak RSS (MB) | ÷ reference | restored exactly |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for label, database, timing in runs:
+            if database is None:
+                exact = "(rolled back)"
+            else:
+                now = str(server.query("CHECKSUM TABLE t", database=database)[0][1])
+                exact = "yes" if now == before else f"NO ({now} != {before})"
+            print(
+                f"| {label} | {timing.seconds:.2f} | {changes / timing.seconds:,.0f} | {timing.cpu or 0:.2f} | "
+                f"{timing.tree_mb:.0f} | "
+                f"{timing.seconds / reference:.2f} | {exact} |"
+            )
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

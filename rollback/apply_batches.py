@@ -1,0 +1,229 @@
+"""The queries of one batch of plan steps (rollback/execute.py sends each batch as one multi-statement
+query and reads its results in order).
+
+A batch is cut into groups, each after a savepoint of its own, so that whatever a group's results say
+can be undone to its start and run again one step at a time. A group is either
+
+- plain: consecutive steps, each its check (a locking read) then its statement, one result each; or
+- combined: consecutive steps of one table with a primary key and one statement kind whose checks are all of the
+  plan's own forms: one locking read counting the rows of every check at once (`... WHERE (c1) OR
+  (c2) ...`: the keys must all be free before re-inserts, every row there as the binlog left it
+  before deletes and updates), then one multi-row INSERT, one `DELETE ... WHERE (k1) OR (k2) ...`, or
+  one UPDATE of the columns they all set (`SET c = CASE WHEN (k1) THEN v1 ... END ... WHERE (k1) OR
+  ...`, when every value is a plain literal; else the UPDATEs one after the other). A key that repeats in a group cuts it (a row changed twice keeps
+  its order), and so does a change of table or kind.
+
+In a combined group every check reads a row no other step of the group changes (each check names its
+row by key, and no two keys are alike), so that counting them before the statements, at once, says what
+counting each right before its statement would; a count other than the expected one, or a statement
+count other than the group's size, sends the group back to its savepoint and one step at a time, where
+the row that differs is found and named exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+LOCKING = " FOR UPDATE"
+COUNT_FROM = "SELECT COUNT(*) FROM "
+SAVEPOINT = "mysql_rollback_"  # + the group's number in its batch
+# A combined read or DELETE goes through the primary key, row by row, as the single steps do: a small
+# table's optimizer would rather scan it, and a locking scan locks rows the plan does not name.
+BY_KEY = " FORCE INDEX (PRIMARY)"
+
+
+@dataclass
+class Piece:
+    """One statement of a batch's query and what its result must be."""
+
+    kind: str  # savepoint | check | statement (one step's) | checks | statements (a combined group's)
+    group: int
+    step: dict[str, Any]  # the step it is of (a combined group's first step)
+    sql: str
+    expect: int = 1  # checks: the count; statements: the rows affected
+
+
+@dataclass
+class Group:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    shape: tuple[str, str, str] | None = None  # (kind, table, INSERT head) of a combined group, else plain
+    keys: set[str] = field(default_factory=set)  # of a combined group's rows (_key)
+
+
+def _key(step: dict[str, Any], kind: str) -> str:
+    """Text that names the step's row by its key: a re-insert's key check; the WHERE (by key) that ends
+    a DELETE or an UPDATE (from its last " WHERE ", which for one key is always the same text)."""
+    if kind == "insert":
+        return str(step["check"])
+    sql = str(step["sql"])
+    return sql[sql.rindex(" WHERE ") :]
+
+
+def _update_key(sql: str, table: str) -> tuple[list[tuple[str, str]], str]:
+    """An UPDATE's (column, value) pairs and its WHERE (by key), of a step `shape` took with its columns."""
+    found = update_sets(sql, len(f"UPDATE {table} SET "))
+    assert found is not None
+    sets, where = found
+    return sets, sql[where + len(" WHERE ") : -1]
+
+
+def _ident_end(text: str, at: int) -> int:
+    """Where the backquoted identifier at `at` ends (after its closing quote), or -1."""
+    if not text.startswith("`", at):
+        return -1
+    i = at + 1
+    while True:
+        i = text.find("`", i)
+        if i < 0:
+            return -1
+        if text.startswith("``", i):
+            i += 2
+            continue
+        return i + 1
+
+
+def _table_end(text: str, at: int) -> int:
+    """Where `db`.`table` at `at` ends, or -1."""
+    end = _ident_end(text, at)
+    if end < 0 or not text.startswith(".", end):
+        return -1
+    return _ident_end(text, end + 1)
+
+
+def _insert_head(sql: str, table: str) -> str | None:
+    """`INSERT INTO table (cols) VALUES ` of an INSERT the plan writes, when the rest is one row."""
+    at = len("INSERT INTO ") + len(table)
+    if not sql.startswith(" (", at) or not sql.endswith(");"):
+        return None
+    at += 2
+    while True:
+        at = _ident_end(sql, at)
+        if at < 0:
+            return None
+        if sql.startswith(", ", at):
+            at += 2
+            continue
+        if sql.startswith(") VALUES (", at):
+            return sql[: at + len(") VALUES ")]
+        return None
+
+
+def shape(step: dict[str, Any], keyed: set[str], separate: set[str]) -> tuple[str, str, str] | None:
+    """(kind, table, INSERT head) of a step a combined group may take, or None (a plain step). `keyed`:
+    the lower-cased tables with a primary key, which the plan's checks and statements name rows by;
+    `separate`: those whose UPDATEs go one after the other (groups)."""
+    sql, check, expect = step["sql"], step.get("check"), step.get("expect")
+    if not check or not check.startswith(COUNT_FROM) or str(step.get("table")).lower() not in keyed:
+        return None
+    end = _table_end(check, len(COUNT_FROM))
+    if end < 0 or not check.startswith(" WHERE ", end):
+        return None
+    table = check[len(COUNT_FROM) : end]
+    if expect == 0 and sql.startswith(f"INSERT INTO {table}"):
+        head = _insert_head(sql, table)
+        return None if head is None else ("insert", table, head)
+    if expect != 1 or sql.endswith(" LIMIT 1;"):  # LIMIT 1: a keyless table, whose checks count duplicates
+        return None
+    if sql.startswith(f"DELETE FROM {table} WHERE ") and sql.endswith(";"):
+        return ("delete", table, "")
+    if sql.startswith(f"UPDATE {table} SET ") and sql.endswith(";"):
+        one = str(step.get("table")).lower() not in separate
+        sets = update_sets(sql, len(f"UPDATE {table} SET ")) if one else None
+        if sets is None:
+            return ("update", table, "")
+        return ("update", table, ", ".join(column for column, _ in sets[0]))
+    return None
+
+
+_PLAIN_VALUE = re.compile(r"NULL|-?[0-9]+(\.[0-9]+)?|'([^']|'')*'")
+
+
+def update_sets(sql: str, start: int) -> tuple[list[tuple[str, str]], int] | None:
+    """The (column, value) pairs of an UPDATE's SET list from `start`, and where its WHERE starts; None
+    unless every value is a plain literal (a number, a quoted string without introducer, NULL), which
+    one CASE over many rows assigns exactly as the single statement would."""
+    sets: list[tuple[str, str]] = []
+    at = start
+    while True:
+        end = _ident_end(sql, at)
+        if end < 0 or not sql.startswith("=", end):
+            return None
+        value = _PLAIN_VALUE.match(sql, end + 1)
+        if value is None:
+            return None
+        sets.append((sql[at:end], value.group()))
+        at = value.end()
+        if sql.startswith(", ", at):
+            at += 2
+            continue
+        return (sets, at) if sql.startswith(" WHERE ", at) else None
+
+
+def groups(steps: list[dict[str, Any]], keyed: set[str], separate: set[str]) -> list[Group]:
+    """The batch's groups. The UPDATEs of a table in `separate` go one after the other: a unique-key
+    swap fails in one multi-row UPDATE, which checks each row's unique keys as it changes it."""
+    out: list[Group] = []
+    for step in steps:
+        form = shape(step, keyed, separate)
+        last = out[-1] if out else None
+        if form is None:
+            if last is None or last.shape is not None:
+                last = Group()
+                out.append(last)
+            last.steps.append(step)
+            continue
+        key = _key(step, form[0])
+        if last is None or last.shape != form or key in last.keys:
+            last = Group(shape=form)
+            out.append(last)
+        last.steps.append(step)
+        last.keys.add(key)
+    return out
+
+
+def _ended(sql: str) -> str:
+    return sql if sql.rstrip().endswith(";") else sql + ";"
+
+
+def pieces(batch: list[Group]) -> list[Piece]:
+    """The batch's statements, in the order they run, each with what its result must be."""
+    out: list[Piece] = []
+    for n, group in enumerate(batch):
+        first = group.steps[0]
+        out.append(Piece("savepoint", n, first, f"SAVEPOINT {SAVEPOINT}{n};"))
+        if group.shape is None:
+            for step in group.steps:
+                if step.get("check"):
+                    out.append(Piece("check", n, step, f"{step['check']}{LOCKING};"))
+                out.append(Piece("statement", n, step, _ended(step["sql"])))
+            continue
+        kind, table, head = group.shape
+        where = len(COUNT_FROM) + len(table) + len(" WHERE ")
+        found = ") OR (".join(step["check"][where:] for step in group.steps)
+        size = len(group.steps)
+        check = f"{COUNT_FROM}{table}{BY_KEY} WHERE ({found}){LOCKING};"
+        out.append(Piece("checks", n, first, check, 0 if kind == "insert" else size))
+        if kind == "insert":
+            rows = ", ".join(step["sql"][len(head) : -1] for step in group.steps)
+            out.append(Piece("statements", n, first, f"{head}{rows};", size))
+        elif kind == "delete":
+            start = len(f"DELETE FROM {table} WHERE ")
+            keys = ") OR (".join(step["sql"][start:-1] for step in group.steps)
+            out.append(Piece("statements", n, first, f"DELETE FROM {table}{BY_KEY} WHERE ({keys});", size))
+        elif not head:
+            out.extend(Piece("statement", n, step, step["sql"]) for step in group.steps)
+        else:
+            updates = [_update_key(step["sql"], table) for step in group.steps]
+            cases = ", ".join(
+                f"{column} = CASE"
+                + "".join(f" WHEN ({key}) THEN {sets[i][1]}" for sets, key in updates)
+                + " END"
+                for i, (column, _) in enumerate(updates[0][0])
+            )
+            keys = ") OR (".join(key for _, key in updates)
+            out.append(
+                Piece("statements", n, first, f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({keys});", size)
+            )
+    return out
