@@ -8,7 +8,9 @@ Starts one scratch MariaDB and gives every path its own identical database: a ta
 rows, then the incident (`DELETE ... WHERE id % 2 = 0`, then `UPDATE ... SET a = a + 1, b = 'x'
 WHERE id % 3 = 0`) in a binlog file of its own. `mysql-rollback flashback FILE -o script --plan plan`
 writes each database's script and plan (not timed). Then, back to back, it times the reference
-(`mariadb-binlog --flashback FILE | mariadb`), the script through the `mariadb` client, and the
+(`mariadb-binlog --flashback FILE | mariadb`), the script through the `mariadb` client (one row a
+statement, and with `--rows-per-statement 1000`), as many statements that do nothing (the server's
+and the client's own floor for the one-row script), and the
 verified apply (`execute_plan` in a process of its own, as the CLI runs it): the dry run, the
 commit in one transaction and the commit per original transaction. Each restore is checked
 against the table's checksum from before the incident. Peak RSS is that of the timed process tree.
@@ -27,7 +29,9 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_pipeline import CHILD_ENV, REPO, Timing, timed_process  # noqa: E402
 
-PATHS = ("reference", "script", "one", "per")  # the databases: one for each path that changes the table
+# the databases: one for each path that changes the table
+PATHS = ("reference", "script", "joined", "one", "per")
+JOINED = "1000"  # --rows-per-statement of the `joined` script
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
 
 
@@ -98,10 +102,13 @@ def main() -> None:
                     str(work / f"{name}.sql"),
                     "--plan",
                     str(work / f"{name}.plan"),
+                    *(["--rows-per-statement", JOINED] if name == "joined" else []),
                 ],
                 env=CHILD_ENV,
             )
         changes = sum(1 for _ in open(work / "one.plan", encoding="utf-8"))
+        # the server's own floor for the one-row script: as many statements that do nothing
+        (work / "floor.sql").write_text("DO 0;\n" * changes)
         client = (
             f"mariadb --no-defaults -h {server.host} -P {server.port} -u {server.user} -p{server.password}"
         )
@@ -129,6 +136,16 @@ def main() -> None:
                 "script",
                 timed_process(["sh", "-c", f"{client} < {work / 'script.sql'}"]),
             ),
+            (
+                f"mysql-rollback --rows-per-statement {JOINED} script | mariadb",
+                "joined",
+                timed_process(["sh", "-c", f"{client} < {work / 'joined.sql'}"]),
+            ),
+            (
+                f"floor: {changes:,} statements that do nothing (DO 0) | mariadb",
+                None,
+                timed_process(["sh", "-c", f"{client} < {work / 'floor.sql'}"]),
+            ),
             ("verified apply, dry run", None, apply("one", "dry")),
             ("verified apply, commit one transaction", "one", apply("one", "one")),
             ("verified apply, commit per transaction", "per", apply("per", "per")),
@@ -139,7 +156,7 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|---:|---|")
         for label, database, timing in runs:
             if database is None:
-                exact = "(rolled back)"
+                exact = "(nothing changed)"
             else:
                 now = str(server.query("CHECKSUM TABLE t", database=database)[0][1])
                 exact = "yes" if now == before else f"NO ({now} != {before})"
