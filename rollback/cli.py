@@ -580,6 +580,7 @@ def _flashback(args: argparse.Namespace) -> int:
                 lock_wait_timeout=args.lock_wait_timeout,
                 observer=bar,
                 check_first=False,
+                foreign_key_checks=report.no_fk_checks is None,
             )
             if bar is not None:
                 bar.close()

@@ -252,6 +252,9 @@ class _Pass:
     alone: set[str] = field(default_factory=set)
     keyed: set[str] = field(default_factory=set)  # lower-cased tables with a primary key (apply_batches)
     separate: set[str] = field(default_factory=set)  # tables whose UPDATEs go one by one (apply_batches)
+    # False when the incident itself ran with foreign_key_checks=0 (Report.no_fk_checks): its reverse
+    # then runs so too, or rows it left without their parents could not come back in plan order
+    foreign_key_checks: bool = True
 
     def _tell(
         self,
@@ -320,6 +323,8 @@ class _Pass:
         with conn.cursor() as cur:
             for sql in PRELUDE:
                 cur.execute(sql)
+            if not self.foreign_key_checks:
+                cur.execute("SET SESSION foreign_key_checks = 0")
             cur.execute(f"SET SESSION innodb_lock_wait_timeout = {int(self.lock_wait_timeout)}")
             batch = _Batch(self.batch_bytes if _multi_statements(conn) else 0)
             current: dict[str, Any] | None = None
@@ -747,6 +752,7 @@ def execute_plan(
     observer: ExecutionObserver | None = None,
     inspect: Callable[[Any], None] | None = None,
     check_first: bool = True,
+    foreign_key_checks: bool = True,
 ) -> ExecutionResult:
     """Run the plan on the target (a DSN or a connection factory). Dry run unless commit=True.
 
@@ -763,6 +769,8 @@ def execute_plan(
     The observer hears the progress of each pass and every per-transaction commit right after it
     happens; when it says cancelled, the open transaction is rolled back (ExecutionCancelled).
     inspect (dry run only) reads the target after the last statement, before the rollback.
+    foreign_key_checks=False runs the plan as an incident that ran with foreign_key_checks=0 was
+    (Report.no_fk_checks; the script's header says the same).
     """
     observer = observer or ExecutionObserver()
     if lock_wait_timeout < 1:
@@ -794,6 +802,7 @@ def execute_plan(
             batch_bytes=batch_bytes,
             alone=alone,
             keyed=keyed,
+            foreign_key_checks=foreign_key_checks,
         )
 
     # Committing in one transaction is its own dry run (a conflict rolls it back, nothing applied) unless

@@ -63,6 +63,8 @@ class ExecutionOptions:
     accept_non_transactional: list[str] = field(default_factory=list)
     per_transaction: bool = False
     lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT
+    # the job's incident ran with foreign_key_checks=0 (its summary's no_fk_checks): so does its reverse
+    foreign_key_checks: bool = True
 
     def accepted(self) -> dict[str, Any]:
         return {
@@ -78,6 +80,7 @@ class ExecutionOptions:
             "accept_cascades": self.accept_cascades,
             "accept_non_transactional": self.accept_non_transactional,
             "lock_wait_timeout": self.lock_wait_timeout,
+            "foreign_key_checks": self.foreign_key_checks,
         }
 
     @classmethod
@@ -90,6 +93,7 @@ class ExecutionOptions:
             accept_non_transactional=list(accepted.get("non_transactional", [])),
             per_transaction=bool(details.get("per_transaction")),
             lock_wait_timeout=int(details.get("lock_wait_timeout", DEFAULT_LOCK_WAIT_TIMEOUT)),
+            foreign_key_checks=details.get("foreign_key_checks", True) is not False,
         )
 
 
@@ -130,6 +134,7 @@ def new_execution(
     """The execution's record, queued. A `check` is the web form's conflict check before a commit: a
     dry run that skips conflicting rows (so that it lists them all) and then reads each of them on the
     target, for the three-way view (details["conflict_view"])."""
+    options.foreign_key_checks = not (job.summary or {}).get("no_fk_checks")
     record = Execution(
         job_id=job.id,
         target=target.name,
@@ -147,6 +152,7 @@ def new_execution(
         details={
             "per_transaction": options.per_transaction,
             "lock_wait_timeout": options.lock_wait_timeout,
+            "foreign_key_checks": options.foreign_key_checks,
             "reapply": reapply,
             "check": check,
         },

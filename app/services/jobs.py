@@ -363,6 +363,7 @@ class JobRunner(WorkerPool[str]):
                     "events_total",
                     "side_effects",
                     "largest_statement",
+                    "no_fk_checks",
                     "transactions_list",
                     "dependencies",
                     "dependency_count",

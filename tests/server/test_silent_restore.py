@@ -562,11 +562,45 @@ def test_an_incident_without_foreign_key_checks_is_undone_with_them_off_too(scra
     text = script.read_text()
     assert "-- foreign_key_checks: the incident ran with foreign_key_checks=0 (first at " in text
     assert text.index("SET SESSION foreign_key_checks = 0;") < text.index("BEGIN;")
-    # --execute keeps the checks on: the server refuses the child, and nothing stays applied.
+    # Without the incident's setting the server refuses the child, and nothing stays applied ...
     with pytest.raises(ExecutionFailed, match="foreign key constraint fails"):
         execute_plan(plan, server.dsn, commit=True)
     assert snapshot(server, tables) == after
+    # ... with it (what --execute and the service pass from the report), the plan restores the rows.
+    execute_plan(plan, server.dsn, commit=True, foreign_key_checks=report.no_fk_checks is None)
+    assert snapshot(server, tables) == before
+    # and so does the script through the client, from the incident's state again
+    server.run_sql(
+        ["SET SESSION foreign_key_checks = 0", *(f"DELETE FROM {db}.{t}" for t in ("child", "parent"))]
+    )
+    server.run_sql(
+        [
+            "SET SESSION foreign_key_checks = 0",
+            f"INSERT INTO {db}.parent VALUES (2)",
+            f"INSERT INTO {db}.child VALUES (20, 2)",
+        ]
+    )
+    assert snapshot(server, tables) == after
     apply_with_client(server, script)
+    assert snapshot(server, tables) == before
+    # the command line's --execute passes the incident's setting on by itself
+    server.run_sql(
+        ["SET SESSION foreign_key_checks = 0", *(f"DELETE FROM {db}.{t}" for t in ("child", "parent"))]
+    )
+    server.run_sql(["SET SESSION foreign_key_checks = 0", f"INSERT INTO {db}.parent VALUES (2)"])
+    server.run_sql([f"INSERT INTO {db}.child VALUES (20, 2)"])
+    assert snapshot(server, tables) == after
+    done = run_cli(
+        "flashback",
+        *range_args(rng),
+        "--schema-dsn",
+        server.dsn,
+        "--execute",
+        "--target",
+        server.dsn,
+        "--commit",
+    )
+    assert done.returncode == 0, done.stderr
     assert snapshot(server, tables) == before
 
 
