@@ -481,7 +481,7 @@ def _flashback(args: argparse.Namespace) -> int:
     if args.schema_dsn:
         address = parse_dsn(args.schema_dsn)
         schema = ServerSchema(
-            lambda: connect(args.schema_dsn), f"{address.host or '127.0.0.1'}:{address.port}"
+            lambda: connect(args.schema_dsn), f"{address.host or '127.0.0.1'}:{address.port}", args.schema_dsn
         )
     elif args.schema_file:
         try:

@@ -303,7 +303,14 @@ class Job:
             reasons: list[str] = []
             for server in [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]:
                 scan, why = scan_server(
-                    server.connect, server.name, last.location, last.start, last.end, set(), later
+                    server.connect,
+                    server.name,
+                    last.location,
+                    last.start,
+                    last.end,
+                    set(),
+                    later,
+                    server.replication,
                 )
                 if scan is not None:
                     break
@@ -564,7 +571,15 @@ class Job:
         reasons: list[str] = []
         servers = [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]
         for server in servers:
-            scan, why = scan_server(server.connect, server.name, last.location, last.start, last.end, tables)
+            scan, why = scan_server(
+                server.connect,
+                server.name,
+                last.location,
+                last.start,
+                last.end,
+                tables,
+                replication=server.replication,
+            )
             if scan is not None:
                 break
             reasons.append(why)

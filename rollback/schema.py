@@ -285,9 +285,12 @@ _TABLE_TYPE_SQL = (
 class ServerSchema:
     """Schemas read from a live server's information_schema (cached per table)."""
 
-    def __init__(self, connect: Any, name: str = ""):
+    def __init__(self, connect: Any, name: str = "", replication: Any = None):
         self.connect = connect  # a callable returning a DB-API connection (its binlog is read too)
         self.name = name  # host:port or the configured name; never a password
+        # the server's address for the replication protocol (a DSN or ServerAddress: what SHOW BINLOG
+        # EVENTS cannot show of its binlog is read that way); None: the SQL session only
+        self.replication = replication
         self._cache: dict[tuple[str, str], TableSchema | None] = {}
 
     @property

@@ -9,7 +9,9 @@ its end and reports the first DDL on one of the given tables:
 - on a live server (the source, or the server the range was read from) whose binary log holds the
   range's last file (the same file: the event that ends at the stop position is there too): the
   files beside ours are read locally as far as they go (cheap), then SHOW BINLOG EVENTS from
-  there, QUERY events only, in batches;
+  there, QUERY events only, in batches; a file SHOW BINLOG EVENTS cannot show (an event larger
+  than the server's max_allowed_packet: "Wrong offset or I/O error") is read from there on as the
+  range is, over the replication protocol, when the source knows the server's address;
 - otherwise in the files next to the range's last one (same base name, the following sequence
   numbers), and the rest of that file after the stop position. The last file found must be the one
   the server was writing (its FORMAT_DESCRIPTION still flags it in use) and not a spooled copy; a
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +113,7 @@ def scan_server(
     stop: int,
     tables: set[str],
     collect: list[LaterDdl] | None = None,
+    replication: Any = None,
 ) -> tuple[Scan | None, str]:
     """The server's binary log after `stop` in the range's last file: (scan, "") or (None, why the
     server cannot tell: it does not hold that file, it is another server's file, no privilege).
@@ -118,7 +122,8 @@ def scan_server(
     `boundary`, an event boundary before it) is in the server's at the same place, with the same
     server id. What the files beside ours hold of the log after the range is read there (a local
     read is cheap, SHOW BINLOG EVENTS sends every event); the server gives the rest, from an event
-    at the same place in its file."""
+    at the same place in its file. `replication`: the server's address (a DSN or ServerAddress) for
+    what SHOW BINLOG EVENTS cannot show; None: the server's SQL session only."""
     import pymysql
 
     last = os.path.basename(last_path)
@@ -169,7 +174,23 @@ def scan_server(
                 start = pos if name_i == file else 4
                 first = True
                 while True:
-                    cur.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (name_i, start, BATCH))
+                    try:
+                        cur.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT %s", (name_i, start, BATCH))
+                    except pymysql.err.MySQLError as exc:
+                        said = exc.args[-1] if exc.args else exc
+                        if collect is not None:
+                            del collect[mark:]
+                        if replication is None:
+                            return None, f"server {name} cannot show {name_i} from {start} ({said})"
+                        return _scan_replicated(
+                            replication,
+                            name,
+                            names[index:],
+                            (name_i, start),
+                            tables,
+                            collect,
+                            (where, f"{last}:{stop}"),
+                        )
                     rows = cur.fetchall()
                     if first and name_i == file and rows and int(rows[0][1]) != pos:
                         if collect is not None:
@@ -200,6 +221,50 @@ def scan_server(
         return None, f"cannot read the binary log of server {name}: {exc.args[-1] if exc.args else exc}"
     finally:
         conn.close()
+
+
+def _scan_replicated(
+    replication: Any,
+    name: str,
+    files: list[str],
+    at: tuple[str, int],
+    tables: set[str],
+    collect: list[LaterDdl] | None,
+    where_since: tuple[str, str],
+) -> tuple[Scan | None, str]:
+    """The server's log from `at` to its end, read over the replication protocol into a spool of its
+    own (which handles events of any size), then read there like local files."""
+    from rollback.sources.ranges import BinlogPosition, ServerRange
+    from rollback.sources.server import BinlogServer
+    from rollback.sources.spool import spool_range
+
+    where, since = where_since
+    file, pos = at
+    mark = len(collect) if collect is not None else 0
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="mysql-rollback-proof-") as tmp,
+            BinlogServer(replication) as server,
+        ):
+            end_file, end_pos = server.end_position()
+            if end_file not in files:
+                return None, f"server {name}'s binary log ends in {end_file}, not after {file}"
+            rng = ServerRange(
+                BinlogPosition(file, pos),
+                BinlogPosition(end_file, end_pos),
+                tuple(files[: files.index(end_file) + 1]),
+            )
+            spool = spool_range(server, rng, tmp, "proof")
+            found = _read_files(spool.paths[0], pos, tables, collect)
+    except (RollbackError, NotProven, OSError) as exc:
+        if collect is not None:
+            del collect[mark:]
+        said = exc.one_line() if isinstance(exc, RollbackError) else " ".join(str(exc).split())
+        return None, f"cannot read {file} of server {name} from {pos}, over replication either: {said}"
+    where = f"{where} (from {file}:{pos} over the replication protocol)"
+    if found.hit is not None:
+        return Scan(where, since, found.hit.where, found.hit), ""
+    return Scan(where, since, f"{found.end_file}:{found.end_pos}", None), ""
 
 
 # ---- files next to the range's -----------------------------------------------------------------------

@@ -52,7 +52,7 @@ class Resolved:
 
 def server_schema(server: ServerConfig) -> SchemaSource:
     dsn = server.dsn
-    return ServerSchema(lambda: connect(dsn), server.name)
+    return ServerSchema(lambda: connect(dsn), server.name, dsn)
 
 
 def _query(server: ServerConfig, sql: str, args: Any = None) -> list[tuple]:

@@ -182,7 +182,7 @@ def resolve_server_range(
         parsed_gtid=parsed,
         to_log_end=not gtid and stop_file is None and stop_position is None and not stop_datetime,
     )
-    schema = ServerSchema(lambda: _schema_connection(address), name or str(address))
+    schema = ServerSchema(lambda: _schema_connection(address), name or str(address), address)
     return ServerSource(rng, schema, via, warnings)
 
 

@@ -428,3 +428,47 @@ def test_a_gtid_range_counts_the_ddl_it_selects_not_the_ddl_before_it_in_its_fil
     assert report.statements == 2
     with pytest.raises(DDLInRange, match=rf"DDL on {db}\.t inside the range at .*TRUNCATE .* cannot undo it"):
         run(int(truncated.gtid_after.split("-")[2]), "with-truncate.sql")
+
+
+def test_a_later_event_past_max_allowed_packet_is_read_over_replication(scratch_server_factory, tmp_path):
+    """SHOW BINLOG EVENTS cannot show a file holding an event larger than the server's
+    max_allowed_packet ("Wrong offset or I/O error"): the proof reads the log from there over the
+    replication protocol, as the range is read, and still finds the DDL behind that event."""
+    import pymysql
+
+    server = scratch_server_factory(row_metadata="MINIMAL")  # no column names: the proof is needed
+    db = "big_later"
+    server.run_sql([f"DROP DATABASE IF EXISTS {db}", f"CREATE DATABASE {db}"])
+    server.run_sql(
+        [
+            "CREATE TABLE t (id INT PRIMARY KEY, a INT)",
+            "INSERT INTO t VALUES (1, 1), (2, 2)",
+            "CREATE TABLE big (b LONGBLOB)",
+        ],
+        database=db,
+    )
+    rng = server.run_sql(["UPDATE t SET a = a + 1"], database=db, own_file=True)
+    later = server.run_sql(["INSERT INTO big VALUES (REPEAT('x', 3 << 20))"], database=db)
+    args = [
+        "flashback",
+        *("--server", server.dsn, "--start-file", rng.start_file, "--stop-file", rng.stop_file),
+        *("--start-position", str(rng.start_position), "--stop-position", str(rng.stop_position)),
+        *("--spool", str(tmp_path / "spool"), "-d", db, "--engine", "local"),
+    ]
+    ((packet,),) = server.query("SELECT @@GLOBAL.max_allowed_packet")
+    server.run_sql(["SET GLOBAL max_allowed_packet = 1048576"])
+    try:
+        with pytest.raises(pymysql.err.MySQLError, match="Wrong offset or I/O error|max_allowed_packet"):
+            server.query(f"SHOW BINLOG EVENTS IN '{later.start_file}'")
+        out = run_cli(*args, "-o", str(tmp_path / "r.sql"))
+        assert out.returncode == 0, out.stderr
+        header = (tmp_path / "r.sql").read_text()
+        assert f"(from {later.start_file}:4 over the replication protocol)" in header, header
+        server.run_sql(["ALTER TABLE t MODIFY a INT FIRST"], database=db)  # same columns, another order
+        out = run_cli(*args, "-o", str(tmp_path / "r2.sql"))
+        _one_line_refusal(
+            out,
+            rf"table {db}\.t: DDL after the range at {re.escape(later.start_file)}:\d+ may have changed .*MODIFY a INT FIRST",
+        )
+    finally:
+        server.run_sql([f"SET GLOBAL max_allowed_packet = {int(packet)}"])
