@@ -70,7 +70,9 @@ def _serve(args: argparse.Namespace) -> int:
     settings = _settings()
     JoinedWritesProtocol.header_timeout = settings.header_timeout
     JoinedWritesProtocol.body_timeout = settings.body_timeout
-    rollback.configure_logging()  # uvicorn's lines too: log_config=None leaves its loggers to ours
+    log_format = (
+        rollback.configure_logging()
+    )  # uvicorn's lines too: log_config=None leaves its loggers to ours
     logging.getLogger("mysql_rollback").info(
         "serving on http://%s:%d/ (health: /health)", args.host, args.port
     )
@@ -79,7 +81,14 @@ def _serve(args: argparse.Namespace) -> int:
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[Any] | None = None) -> None:
             await super().startup(sockets)
-            if self.started:  # the last lines of the start: what a newcomer needs next
+            if not self.started:
+                return
+            if log_format == "json":  # every line of the output stays a JSON object
+                for line in block.splitlines():
+                    text = line.removeprefix("mysql-rollback: ").strip()
+                    if text and set(text) != {"-"}:
+                        logging.getLogger("mysql_rollback").info(text)
+            else:  # the last lines of the start: what a newcomer needs next
                 print(block, file=sys.stderr, flush=True)
 
     config = uvicorn.Config(
