@@ -285,7 +285,7 @@ class Job:
         """--ddl keep | reverse: each selected table's definitions from the schema source (now) back
         through the DDL after the range and in it (rollback.schema_history, rollback.ddl_modes)."""
         from rollback.ddl_modes import BeforeRange, ddl_events, dropped_columns, plan_ddl
-        from rollback.schema_proof import NotProven, scan_before, scan_files, scan_server
+        from rollback.schema_proof import scan_before
 
         report = self.report
         report.ddl_mode = self.options.ddl
@@ -297,29 +297,7 @@ class Job:
         later: list[LaterDdl] = []
         where = "the binlog after the range: not read (--trust-schema)"
         if plan.partitions and not self.options.trust_schema:
-            last = plan.partitions[-1]
-            source = self.options.schema
-            scan: Scan | None = None
-            reasons: list[str] = []
-            for server in [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]:
-                scan, why = scan_server(
-                    server.connect,
-                    server.name,
-                    last.location,
-                    last.start,
-                    last.end,
-                    set(),
-                    later,
-                    server.replication,
-                )
-                if scan is not None:
-                    break
-                reasons.append(why)
-            if scan is None:
-                try:
-                    scan = scan_files(last.location, last.end, set(), later)
-                except NotProven as exc:
-                    reasons.append(str(exc))
+            scan, reasons = self._scan_after(plan, self.options.schema, set(), later)
             if scan is None:
                 raise SchemaUnproven(
                     f"--ddl {self.options.ddl}: cannot read the DDL after the range up to the schema source "
@@ -562,15 +540,21 @@ class Job:
         report.schema_source = "; ".join(sources) or (source.description if source else "binlog metadata")
         report.schema_check = "; ".join(checks) or "nothing to check (no row changes)"
 
-    def _prove(self, plan: PartitionPlan, tables: set[str], source: SchemaSource) -> str:
-        """Look for DDL on `tables` after the range up to the present (rollback.schema_proof)."""
+    def _scan_after(
+        self,
+        plan: PartitionPlan,
+        source: SchemaSource | None,
+        tables: set[str],
+        collect: list[LaterDdl] | None = None,
+    ) -> tuple[Scan | None, list[str]]:
+        """The binary log after the range up to the present: from the server the range was read from
+        or the schema server, else from the files beside the range's; with the reasons each could
+        not tell (rollback.schema_proof)."""
         from rollback.schema_proof import NotProven, scan_files, scan_server
 
         last = plan.partitions[-1]
-        scan: Scan | None = None
         reasons: list[str] = []
-        servers = [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]
-        for server in servers:
+        for server in [s for s in (self.options.binlog_server, source) if isinstance(s, ServerSchema)]:
             scan, why = scan_server(
                 server.connect,
                 server.name,
@@ -578,16 +562,22 @@ class Job:
                 last.start,
                 last.end,
                 tables,
-                replication=server.replication,
+                collect,
+                server.replication,
             )
             if scan is not None:
-                break
+                return scan, reasons
             reasons.append(why)
-        if scan is None:
-            try:
-                scan = scan_files(last.location, last.end, tables)
-            except NotProven as exc:
-                reasons.append(str(exc))
+        try:
+            return scan_files(last.location, last.end, tables, collect), reasons
+        except NotProven as exc:
+            reasons.append(str(exc))
+            return None, reasons
+
+    def _prove(self, plan: PartitionPlan, tables: set[str], source: SchemaSource) -> str:
+        """Look for DDL on `tables` after the range up to the present (rollback.schema_proof)."""
+
+        scan, reasons = self._scan_after(plan, source, tables)
         described = f"the {source.description}"
         if scan is None:
             raise SchemaUnproven(

@@ -97,7 +97,8 @@ def _mutate_bytes(rng: random.Random, body: bytearray, start: int) -> None:
             del body[at : at + rng.randint(1, 8)]
 
 
-def _lenenc(n: int) -> bytes:
+def lenenc(n: int) -> bytes:
+    """A MySQL length-encoded integer."""
     if n < 251:
         return bytes([n])
     if n < 1 << 16:
@@ -149,8 +150,8 @@ def _mutate_payload(rng: random.Random, body: bytes) -> bytes:
         uncompressed = rng.choice([0, uncompressed - 1, uncompressed + 1, 1 << 30, (1 << 32) + 1])
     header = b""
     for kind, value in ((1, len(packed)), (2, fields.get(2, 0)), (3, uncompressed)):
-        encoded = _lenenc(value)
-        header += _lenenc(kind) + _lenenc(len(encoded)) + encoded
+        encoded = lenenc(value)
+        header += lenenc(kind) + lenenc(len(encoded)) + encoded
     return header + b"\x00" + packed
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import zstandard
 
-from tools.fuzz_decoder import wait_measured
+from tools.fuzz_decoder import lenenc, wait_measured
 
 HEADER = struct.Struct("<IBIIIH")
 TRANSACTION_PAYLOAD = 40
@@ -25,16 +25,6 @@ TRANSACTION_PAYLOAD = 40
 # TRANSACTION_PAYLOAD 274 (157 bytes: one INSERT), ROTATE 431; 475 bytes, CRC32.
 COMPRESSED = "blackbeam__rust_mysql_common/test-data/binlogs/transaction_compression.000001"
 COMPRESSED_PAYLOAD_AT = 274
-
-
-def lenenc(n: int) -> bytes:
-    if n < 251:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
 
 
 def event_at(data: bytes, pos: int) -> bytes:
