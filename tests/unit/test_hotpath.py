@@ -365,6 +365,8 @@ def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where)
     renderer = outcome(TableRenderer, tmap, schema, flavour, full_where)
     if renderer[0] == "error" or present != (1 << len(specs)) - 1:
         return
+    if renderer[1].full_images() is None:  # a table the general path renders (a FLOAT key, ...): both paths
+        return
     rows_single = pure_b.decode_rows(single, 0, len(single)) if checks[0][0][0] == "ok" else None
     rows_pairs = checks[1][0][1] if checks[1][0][0] == "ok" and present_after == present else None
     pure_full = _compile_full_images(renderer[1])
