@@ -110,20 +110,36 @@ def _insert_head(sql: str, table: str) -> str | None:
         return None
 
 
+# The last check prefix and INSERT head seen per table: a plan's steps of one table share them, so a
+# step is mostly recognised by two startswith() (shape is the apply's busiest function on big plans).
+_seen: dict[str, tuple[str, str]] = {}
+
+
 def shape(step: dict[str, Any], keyed: set[str], separate: set[str]) -> tuple[str, str, str] | None:
     """(kind, table, INSERT head) of a step a combined group may take, or None (a plain step). `keyed`:
     the lower-cased tables with a primary key, which the plan's checks and statements name rows by;
     `separate`: those whose UPDATEs go one after the other (groups)."""
     sql, check, expect = step["sql"], step.get("check"), step.get("expect")
-    if not check or not check.startswith(COUNT_FROM) or str(step.get("table")).lower() not in keyed:
+    name = str(step.get("table"))
+    if not check or not check.startswith(COUNT_FROM) or name.lower() not in keyed:
         return None
-    end = _table_end(check, len(COUNT_FROM))
-    if end < 0 or not check.startswith(" WHERE ", end):
-        return None
-    table = check[len(COUNT_FROM) : end]
+    prefix, head = _seen.get(name, ("", ""))
+    if prefix and check.startswith(prefix):
+        table = prefix[len(COUNT_FROM) : -len(" WHERE ")]
+    else:
+        end = _table_end(check, len(COUNT_FROM))
+        if end < 0 or not check.startswith(" WHERE ", end):
+            return None
+        table = check[len(COUNT_FROM) : end]
+        prefix, head = check[: end + len(" WHERE ")], ""
+        _seen[name] = (prefix, head)
     if expect == 0 and sql.startswith(f"INSERT INTO {table}"):
-        head = _insert_head(sql, table)
-        return None if head is None else ("insert", table, head)
+        if not (head and sql.startswith(head) and sql.endswith(");")):
+            head = _insert_head(sql, table) or ""
+            if not head:
+                return None
+            _seen[name] = (prefix, head)
+        return ("insert", table, head)
     if expect != 1 or sql.endswith(" LIMIT 1;"):  # LIMIT 1: a keyless table, whose checks count duplicates
         return None
     if sql.startswith(f"DELETE FROM {table} WHERE ") and sql.endswith(";"):
