@@ -27,8 +27,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/mysql-rollback
-COPY alembic.ini ./
-COPY migrations ./migrations
+# The wheel carries the migrations (app/_migrations): the service finds them with no setting.
 COPY --from=build /wheels /tmp/wheels
 RUN pip install --no-cache-dir /tmp/wheels/*.whl && rm -rf /tmp/wheels \
     && python -c "import sys, rollback; sys.exit(rollback.hot_path() != 'compiled')"
@@ -39,7 +38,6 @@ USER 10001
 
 # The job database, scripts and spool live in /data; migrations are applied at start-up.
 ENV MYSQL_ROLLBACK_DATA_DIR=/data \
-    MYSQL_ROLLBACK_MIGRATIONS=/opt/mysql-rollback/migrations \
     MYSQL_ROLLBACK_SPARK_MASTER=local[*] \
     PYTHONUNBUFFERED=1
 VOLUME ["/data"]

@@ -21,7 +21,8 @@ import pytest
 
 pytest.register_assert_rewrite("tests.support")
 
-from tests.support import REPO  # noqa: E402 (after the rewrite hook, so support asserts explain themselves)
+# after the rewrite hook, so support asserts explain themselves
+from tests.support import REPO, both_ways  # noqa: E402
 from tests.support.corpus import CORPUS_ENV, EXTENDED, SEEDS, SEEDS_ENV, VENDORED, Corpus, locate  # noqa: E402
 from tests.support.mariadb import ScratchServer, ServerOptions  # noqa: E402
 
@@ -97,6 +98,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for fixture, marker in _MARK_BY_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
+        # The whole suite runs on two processes (scripts/test, pytest-xdist --dist loadgroup): every test
+        # that needs the scratch server, Spark or the browser stays on one of them, in order, so that one
+        # server and one Spark session serve the run; the unit tests take the other.
+        if any(item.get_closest_marker(m) is not None for m in LANE_MARKERS):
+            item.add_marker(pytest.mark.xdist_group("lanes"))
     misplaced = [error for error in map(_lane_error, items) if error]
     if misplaced:
         raise pytest.UsageError("tests in the wrong lane folder:\n  " + "\n  ".join(misplaced))
@@ -113,7 +119,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.stash[_LEFT_OUT] = left_out
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Before any test module imports it: every execute_plan on a scratch server is checked both ways.
+    import rollback.execute
+
+    if not hasattr(rollback.execute.execute_plan, "__wrapped__"):
+        rollback.execute.execute_plan = both_ways.checked_execute_plan(rollback.execute.execute_plan)
+
+
+@pytest.fixture(autouse=True)
+def _both_ways_test(request: pytest.FixtureRequest) -> None:
+    both_ways.CURRENT_TEST[0] = request.node
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if hasattr(session.config, "workeroutput"):  # a pytest-xdist worker: its counts go to the controller
+        session.config.workeroutput["both_ways"] = dict(both_ways.COUNTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    both_ways.COUNTS.update(getattr(node, "workeroutput", {}).get("both_ways", {}))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    if both_ways.summary():
+        terminalreporter.write_line(both_ways.summary())
     # Without the stash (a run that collected nothing of its own, e.g. a pytest-xdist controller): no count.
     not_given = {marker: 0 for marker, (_, given, _) in _OUTSIDE.items() if not given}
     for marker, count in config.stash.get(_LEFT_OUT, not_given).items():
@@ -138,6 +169,7 @@ def scratch_server_factory() -> Iterator[Callable[..., ScratchServer]]:
         key = ServerOptions(**options)
         if key not in servers:
             servers[key] = ScratchServer(options=key).start()
+            both_ways.register(servers[key])
         return servers[key]
 
     try:

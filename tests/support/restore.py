@@ -113,7 +113,10 @@ def client_command(server: ScratchServer, tcp: bool = False) -> list[str]:
 
 
 def apply_with_client(server: ScratchServer, script: Path, tcp: bool = False) -> None:
-    """Apply a script the way a DBA would: `mariadb < script`."""
+    """Apply a script the way a DBA would: `mariadb < script`; its plan's dry run first (both_ways)."""
+    from tests.support.both_ways import dry_run_beside
+
+    dry_run_beside(server, script)
     with open(script, "rb") as f:
         done = subprocess.run(client_command(server, tcp), stdin=f, capture_output=True)
     assert done.returncode == 0, done.stderr.decode(errors="replace")

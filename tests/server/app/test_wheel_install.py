@@ -2,7 +2,8 @@
 fresh virtualenv, away from the checkout, `mysql-rollback serve` on a fresh data dir applies its
 migrations and answers /health with no setting but the data dir.
 
-Building the wheel compiles the core: one to three minutes."""
+Building the wheel compiles the core; at -O0, from the C file the checkout's build already generated
+(the wheel's contents are what this checks, not the core's speed)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,7 @@ def test_an_installed_wheel_serves_with_no_extra_setting(service_process, tmp_pa
     for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(REPO / name, source / name)
     for name in ("rollback", "app", "migrations"):
-        shutil.copytree(
-            REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c")
-        )
+        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     wheels = tmp_path / "wheels"
     subprocess.run(
         [
@@ -47,6 +46,7 @@ def test_an_installed_wheel_serves_with_no_extra_setting(service_process, tmp_pa
         cwd=source,
         check=True,
         capture_output=True,
+        env=dict(os.environ, CFLAGS="-O0 -g0"),
     )
     (wheel,) = wheels.glob("mysql_rollback-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

@@ -28,13 +28,18 @@ def _copied_sources() -> list[str]:
 def test_every_file_the_dockerfile_copies_exists_and_is_not_docker_ignored():
     ignored = [p.strip() for p in (REPO / ".dockerignore").read_text().splitlines() if p.strip()]
     sources = _copied_sources()
-    assert {"pyproject.toml", "rollback", "app", "migrations", "alembic.ini"} <= set(sources)
+    assert {"pyproject.toml", "setup.py", "rollback", "app", "migrations"} <= set(sources)
     for source in sources:
         assert (REPO / source).exists(), source
         assert not any(fnmatch.fnmatch(source, pattern) for pattern in ignored), source
 
 
-def test_the_image_finds_its_migrations_through_the_environment(tmp_path):
+def test_the_image_sets_no_migrations_path_the_wheel_carries_them():
+    # tests/server/app/test_wheel_install.py serves from the wheel with no such setting
+    assert "MYSQL_ROLLBACK_MIGRATIONS" not in (REPO / "Dockerfile").read_text()
+
+
+def test_migrations_elsewhere_are_found_through_the_environment(tmp_path):
     run = run_db_command(
         tmp_path,
         "upgrade",

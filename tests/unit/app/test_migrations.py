@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.support import REPO
 from tests.support.app import run_db_command
 from tests.support.migrations import MIGRATIONS_HEAD as HEAD
@@ -17,6 +19,7 @@ def test_sqlite_upgrade_head_downgrade_base_and_models_match(tmp_path):
     check_migrations_round_trip(f"sqlite:///{tmp_path / 'jobs.sqlite3'}")
 
 
+@pytest.mark.slow
 def test_db_upgrade_command_creates_the_job_database(tmp_path):
     data = str(tmp_path / "data")
     run = run_db_command(REPO, "upgrade", MYSQL_ROLLBACK_DATA_DIR=data)
@@ -31,6 +34,7 @@ def test_db_upgrade_command_creates_the_job_database(tmp_path):
     assert "server bad" in bad.stderr
 
 
+@pytest.mark.slow
 def test_plain_alembic_uses_the_service_settings(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
     env["MYSQL_ROLLBACK_DATA_DIR"] = str(tmp_path / "fresh")

@@ -5,6 +5,7 @@ generated request can reach a database server."""
 
 from __future__ import annotations
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
@@ -12,6 +13,7 @@ from hypothesis.errors import Unsatisfiable
 from tests.support.app import ADMIN, auth
 
 
+@pytest.mark.slow
 def test_api_answers_every_generated_request_within_its_schema(make_client):
     from schemathesis.checks import not_a_server_error
     from schemathesis.specs.openapi.checks import response_schema_conformance

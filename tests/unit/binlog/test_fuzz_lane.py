@@ -21,6 +21,7 @@ MUTANTS = 200  # about 15 s on the idle 2-core machine
 LIMITS = Limits(address_space=1536 * MiB, max_rss=300 * MiB, timeout=90)
 
 
+@pytest.mark.slow
 def test_a_seeded_campaign_over_the_corpus_finds_nothing():
     result = campaign(SEED, mutants=MUTANTS, batch=MUTANTS // 2, limits=LIMITS)
     assert result.failures == []

@@ -1,0 +1,255 @@
+"""Both ways, everywhere (issue 25): a script is never rejected halfway for a reason the tool could know.
+
+Every rollback a test applies through `execute_plan` on a scratch server is also applied with the `mariadb`
+client first, from the script written beside its plan (`X.sql` next to `X.plan.jsonl`), inside one
+transaction that the client rolls back after reading the tables' digests; when the verified apply then
+commits with no conflict, the tables must hold exactly what the client's run held, and the client must
+have run every statement. Every script a test applies with the client (tests.support.restore
+.apply_with_client) is first dry-run through `execute_plan` from its plan: a script the client takes while
+its plan finds conflicts is a silent difference between the two.
+
+A script that cannot run inside one transaction (DDL, tables without transactions, sequences) or whose
+tables fire triggers (they may keep state of their own, and take AUTO_INCREMENT values a rolled-back run
+does not give back) is not applied twice; nor is a script whose test changed rows after the incident on
+purpose (marked `rows_changed_since`: its plan's conflicts are the point). The run's summary line counts
+those beside the checks made.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from tests.support.mariadb import ScratchServer
+
+SERVERS: dict[tuple[str, int], ScratchServer] = {}
+COUNTS: Counter[str] = Counter()
+CURRENT_TEST: list[Any] = [None]  # the running test's node (tests/conftest.py sets it)
+
+_PLAN_SUFFIXES = (".plan.jsonl", ".plan")
+# Statements that end a transaction by themselves, or that a rolled-back run cannot take back.
+_NOT_IN_ONE_TRANSACTION = re.compile(
+    r"(?i)^\s*(ALTER|CREATE|DROP|TRUNCATE|RENAME|XA|LOCK|UNLOCK|LOAD|SET\s+(SESSION\s+)?autocommit)\b"
+)
+_TABLE = re.compile(
+    r"^(?:INSERT(?: IGNORE)? INTO|REPLACE INTO|DELETE FROM|UPDATE) (`(?:[^`]|``)+`\.`(?:[^`]|``)+`)"
+)
+_TABLE_PARTS = re.compile(r"^`((?:[^`]|``)+)`\.`((?:[^`]|``)+)`$")
+_LOCK_ERRORS = ("ERROR 1205", "ERROR 1213")  # lock wait timeout, deadlock: a test holds the rows on purpose
+
+
+def register(server: ScratchServer) -> None:
+    SERVERS[(server.host, server.port)] = server
+
+
+def server_of(target: Any) -> ScratchServer | None:
+    """The scratch server a target (a DSN or `server.connect`) names, if the suite started it."""
+    if isinstance(target, str):
+        parts = urlsplit(target)
+        return SERVERS.get((parts.hostname or "", parts.port or 3306))
+    owner = getattr(target, "__self__", None)
+    return owner if isinstance(owner, ScratchServer) else None
+
+
+def script_beside(plan: str | Path) -> Path | None:
+    path = Path(plan)
+    for suffix in _PLAN_SUFFIXES:
+        if path.name.endswith(suffix):
+            script = path.with_name(path.name[: -len(suffix)] + ".sql")
+            return script if script.is_file() else None
+    return None
+
+
+def plan_beside(script: Path) -> Path | None:
+    for suffix in _PLAN_SUFFIXES:
+        plan = script.with_name(script.name[: -len(".sql")] + suffix)
+        if script.name.endswith(".sql") and plan.is_file():
+            return plan
+    return None
+
+
+@dataclass
+class ClientRun:
+    ok: bool
+    digests: list[str]
+    error: str = ""
+
+
+def _one_transaction(script: Path) -> tuple[str, list[str]] | None:
+    """The script's statements without its BEGIN/COMMIT, and the tables it writes; None when it cannot run
+    inside one transaction that is rolled back."""
+    body: list[str] = []
+    tables: dict[str, None] = {}
+    for line in script.read_text(encoding="utf-8").splitlines():
+        if line in ("BEGIN;", "COMMIT;"):
+            continue
+        if _NOT_IN_ONE_TRANSACTION.match(line):
+            return None
+        found = _TABLE.match(line)
+        if found:
+            tables[found.group(1)] = None
+        body.append(line)
+    return ("\n".join(body), list(tables)) if tables else None
+
+
+def _digest_queries(server: ScratchServer, tables: list[str]) -> list[str] | None:
+    """Per table, a SELECT of its row count and a sum of per-row MD5s over every column's QUOTE(); None when
+    a table has no transactions (a rolled-back run would leave its changes) or fires triggers."""
+    queries = []
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            for table in tables:
+                parts = _TABLE_PARTS.match(table)
+                assert parts is not None, table
+                schema, name = (part.replace("``", "`") for part in parts.groups())
+                cur.execute(
+                    "SELECT ENGINE, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND "
+                    "TABLE_NAME = %s",
+                    (schema, name),
+                )
+                found = cur.fetchone()
+                if not found or found[0] != "InnoDB" or found[1] != "BASE TABLE":
+                    return None
+                cur.execute(
+                    "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = %s AND "
+                    "EVENT_OBJECT_TABLE = %s",
+                    (schema, name),
+                )
+                if cur.fetchone()[0]:
+                    return None
+                cur.execute(
+                    "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
+                    "TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
+                    (schema, name),
+                )
+                columns = ", ".join(
+                    "MD5(QUOTE(`{}`))".format(c.replace("`", "``")) for (c,) in cur.fetchall()
+                )
+                row = f"CAST(CONV(LEFT(MD5(CONCAT_WS(',', {columns})), 15), 16, 10) AS UNSIGNED)"
+                queries.append(f"SELECT '{table}', COUNT(*), IFNULL(SUM({row}), 0) FROM {table};")
+    finally:
+        conn.close()
+    return queries
+
+
+def _read_digests(server: ScratchServer, queries: list[str]) -> list[str]:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            out = []
+            for query in queries:
+                cur.execute(query)
+                out.append("\t".join(str(v) for v in cur.fetchone()))
+            return out
+    finally:
+        conn.close()
+
+
+def client_run(server: ScratchServer, script: Path) -> tuple[ClientRun | None, list[str]]:
+    """The script through the `mariadb` client in one transaction, rolled back after the tables' digests are
+    read; (None, []) when the script cannot be applied that way."""
+    from tests.support.restore import client_command
+
+    shaped = _one_transaction(script)
+    if shaped is None:
+        COUNTS["not in one transaction (DDL or no row statement)"] += 1
+        return None, []
+    body, tables = shaped
+    queries = _digest_queries(server, tables)
+    if queries is None:
+        COUNTS["tables without transactions or with triggers"] += 1
+        return None, []
+    wrapped = "\n".join(
+        [
+            "SET SESSION autocommit = 0;",
+            "SET SESSION innodb_lock_wait_timeout = 3;",
+            body,
+            *queries,
+            "ROLLBACK;",
+            "",
+        ]
+    )
+    done = subprocess.run(
+        [*client_command(server), "-N", "-B"], input=wrapped.encode("utf-8"), capture_output=True, timeout=300
+    )
+    error = done.stderr.decode(errors="replace").strip()
+    if done.returncode != 0 and any(code in error for code in _LOCK_ERRORS):
+        COUNTS["rows locked by the test"] += 1
+        return None, []
+    digests = done.stdout.decode(errors="replace").splitlines()[-len(queries) :]
+    return ClientRun(done.returncode == 0, digests, error), queries
+
+
+def checked_execute_plan(original: Callable[..., Any]) -> Callable[..., Any]:
+    """execute_plan, with the script beside the plan applied by the client first (see the module's text)."""
+
+    def execute_plan(plan_path: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+        server = server_of(target)
+        script = script_beside(plan_path)
+        if server is None or script is None:
+            return original(plan_path, target, *args, **kwargs)
+        run, queries = client_run(server, script)
+        result = original(plan_path, target, *args, **kwargs)
+        if run is None or result.conflicts or result.skipped:
+            return result
+        assert run.ok, (
+            f"the verified apply took {plan_path} but the mariadb client rejected {script}: {run.error}"
+        )
+        COUNTS["plans also applied with the client"] += 1
+        if result.committed and not result.dry_run:
+            now = _read_digests(server, queries)
+            assert now == run.digests, (
+                f"{script} through the mariadb client and {plan_path} through execute_plan left different "
+                f"tables: {run.digests} != {now}"
+            )
+            COUNTS["restores compared table by table"] += 1
+        return result
+
+    execute_plan.__wrapped__ = original  # type: ignore[attr-defined]
+    return execute_plan
+
+
+def dry_run_beside(server: ScratchServer, script: Path) -> None:
+    """Before a script is applied with the client: its plan's dry run must find nothing in the way."""
+    import rollback.execute
+
+    plan = plan_beside(script)
+    if plan is None:
+        COUNTS["scripts without a plan beside them"] += 1
+        return
+    original = getattr(rollback.execute.execute_plan, "__wrapped__", rollback.execute.execute_plan)
+    fk_off = "SET SESSION foreign_key_checks = 0;" in script.read_text(encoding="utf-8")
+    try:
+        result = original(
+            plan,
+            server.dsn,
+            commit=False,
+            on_conflict="skip",
+            accept_triggers=True,
+            accept_cascades=True,
+            foreign_key_checks=not fk_off,
+        )
+    except rollback.execute.ExecutionRefused:
+        COUNTS["plans the verified apply refuses"] += 1
+        return
+    node = CURRENT_TEST[0]
+    if result.conflicts and node is not None and node.get_closest_marker("rows_changed_since"):
+        COUNTS["scripts whose plan sees the rows their test changed since"] += 1
+        return
+    assert not result.conflicts, (
+        f"{script} is about to be applied with the client, but its plan's dry run finds conflicts: "
+        f"{result.conflicts[:3]}"
+    )
+    COUNTS["scripts also dry-run through execute_plan"] += 1
+
+
+def summary() -> str:
+    made = ", ".join(f"{n} {what}" for what, n in sorted(COUNTS.items()))
+    return f"both ways: {made}" if made else ""
