@@ -147,7 +147,9 @@ def shape(step: dict[str, Any], keyed: set[str], separate: set[str]) -> tuple[st
     if sql.startswith(f"UPDATE {table} SET ") and sql.endswith(";"):
         one = str(step.get("table")).lower() not in separate
         sets = update_sets(sql, len(f"UPDATE {table} SET ")) if one else None
-        if sets is None:
+        # The server assigns a row's columns left to right, each CASE seeing the columns set before it:
+        # one that sets a column of the key its WHENs find rows by goes one statement a row.
+        if sets is None or any(f" {column}=" in sql[sets[1] :] for column, _ in sets[0]):
             return ("update", table, "")
         return ("update", table, ", ".join(column for column, _ in sets[0]))
     return None
