@@ -35,12 +35,14 @@ from app.services.change_pages import ChangeFilter
 from app.services.executions import ExecutionOptions
 from app.services.jobs import create_job
 from app.services.sources import asks_server_files, check_server_files, unlisted
+from app.web.conflict_words import conflict_words
 from app.web.visible import visible
 from rollback import RollbackError, SideEffects
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 templates.env.filters["side_effect_warnings"] = lambda found: SideEffects(**found).warnings()
+templates.env.filters["conflict_words"] = conflict_words
 templates.env.finalize = visible
 PREVIEW_LINES = 200
 LIST_FIELDS = ("types", "accept_non_transactional", "tx", "files")

@@ -151,6 +151,7 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server, t
 
     # 5. The commit needs the target's name typed; skip the conflicting row, restore the others.
     expect(page.locator("#confirm")).to_be_disabled()
+    _looks_disabled_and_cannot_be_pressed(page)
     page.fill("#confirm-target", "scratc")
     expect(page.locator("#confirm")).to_be_disabled()
     page.fill("#confirm-target", "scratch")
@@ -161,6 +162,9 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server, t
     commit = page.locator("tr.execution").last
     expect(commit).to_contain_text("commit")
     expect(commit.locator('[data-field="state"]')).to_have_text("succeeded", timeout=180_000)
+    expect(commit.locator('[data-field="conflicts"]')).to_have_text(
+        "1 conflict: row skipped, left as the target holds it (shop.orders id=4)"
+    )
     expect(page.locator("#job-applied")).to_contain_text("applied by ada", timeout=180_000)
     page.screenshot(path=str(images / "web-6-applied.png"), full_page=True)
     # everything in the range is undone: order 2 is back as it was before its two UPDATEs too
@@ -171,3 +175,14 @@ def test_undo_a_bad_delete_from_the_web_form(browser, service, scratch_server, t
     page.goto(service.url + "/jobs")
     expect(page.locator("#jobs .applied").first).to_have_text("applied")
     page.close()
+
+
+def _looks_disabled_and_cannot_be_pressed(page):
+    """The disabled commit button is drawn faded with a not-allowed cursor, and a click does nothing."""
+    confirm = page.locator("#confirm")
+    style = confirm.evaluate("b => { const s = getComputedStyle(b); return [s.opacity, s.cursor]; }")
+    assert float(style[0]) <= 0.5 and style[1] == "not-allowed", style
+    before = page.url
+    confirm.click(force=True)  # force: past Playwright's own wait for an enabled button
+    page.wait_for_timeout(500)
+    assert page.url == before
