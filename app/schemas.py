@@ -463,8 +463,9 @@ class SummaryOut(BaseModel):
     # Precise selection (filters' picks): see docs/safety.md.
     transactions_list: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="the script's transactions {gtid, file, pos, position, time} (the first 500): "
-        "position is what filters.picks.include_positions takes",
+        description="the script's transactions {gtid, file, pos, position, time, statements} (the first "
+        "500): position is what filters.picks.include_positions takes; statements, the original statements "
+        "(where the binlog has them)",
     )
     dependencies: list[dict[str, Any]] | None = Field(
         None,

@@ -2,7 +2,8 @@
 to the end of the log (every change after the incident is undone too), or transactions of several
 connections (thread ids). The safe habit is a bounded window and a look at its transactions first; these
 notes say what else is in the range and how to narrow it. They warn, they never refuse: a range that
-is already bounded to one connection gets none, and no exit code changes."""
+is already bounded to one connection gets none, nor does an open range whose transactions are
+picked by GTID or position, and no exit code changes."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ THREADS_NAMED = 5  # thread ids named in the note, the busiest first
 
 def range_notes(rng: RangeSpec, filters: Filters, summaries: Iterable[Summary]) -> list[str]:
     notes = []
-    if rng.open_ended:
+    named_transactions = bool(filters.include_gtid or filters.include_positions)  # nothing else is in
+    if rng.open_ended and not named_transactions:
         notes.append(
             "the range runs to the end of the log (no stop position, stop time or GTIDs): the changes "
             "made after the incident are in it and are undone too; bound it with a stop position, stop "

@@ -1,5 +1,6 @@
-"""POST /api/uploads: who sends it, how much it declares and how many the client has running are
-checked before a byte of its body is read, and its size is counted as the bytes arrive.
+"""POST /api/uploads, and the web form's new job (which may carry binlog files): who sends it, how
+much it declares and how many the client has running are checked before a byte of its body is read,
+and its size is counted as the bytes arrive.
 
 FastAPI reads (and spools to disk) a multipart body before it solves the route's dependencies,
 the token check included: without this gate anyone who reaches the port could fill the disk.
@@ -9,16 +10,19 @@ own answer is dropped and the route, which never ran, left nothing behind.
 
 from __future__ import annotations
 
+import html
 import json
 from collections import Counter
 from collections.abc import Mapping
 
 from fastapi import HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import Services, authenticate, client_address
 
 PATH = "/api/uploads"
+WEB_PATH = "/jobs/new"  # the form signs in by its session cookie; its anti-forgery value is in the body
 # The multipart framing around the files (boundaries, part headers) is allowed on top of the limit.
 FRAMING_BYTES = 1 << 20
 
@@ -27,9 +31,16 @@ class _TooLarge(Exception):
     pass
 
 
-async def _answer(send: Send, status: int, detail: str, headers: Mapping[str, str] | None = None) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+async def _answer(
+    send: Send, status: int, detail: str, headers: Mapping[str, str] | None = None, web: bool = False
+) -> None:
+    if web:
+        body = f"<p>{html.escape(detail)}</p>".encode()
+        kind = b"text/html; charset=utf-8"
+    else:
+        body = json.dumps({"detail": detail}).encode()
+        kind = b"application/json"
+    raw = [(b"content-type", kind), (b"content-length", str(len(body)).encode())]
     raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     # The rest of the body is not read: the connection closes after this answer.
     raw.append((b"connection", b"close"))
@@ -43,31 +54,38 @@ class UploadGate:
         self._running: Counter[str] = Counter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"].rstrip("/") != PATH:
+        path = scope["path"].rstrip("/") if scope["type"] == "http" else ""
+        if scope["type"] != "http" or scope["method"] != "POST" or path not in (PATH, WEB_PATH):
             await self.app(scope, receive, send)
             return
+        web = path == WEB_PATH
         services: Services | None = getattr(getattr(scope.get("app"), "state", None), "services", None)
         if services is None:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
         try:
-            self._admit(request, services)
+            if web:  # a session is looked up in the job database: not on the event loop
+                await run_in_threadpool(self._admit, request, services, True)
+            else:
+                self._admit(request, services, False)
         except HTTPException as exc:
-            await _answer(send, exc.status_code, str(exc.detail), exc.headers)
+            if web and exc.status_code == 401:
+                exc = HTTPException(303, "sign in first", headers={"Location": "/login?next=%2Fjobs%2Fnew"})
+            await _answer(send, exc.status_code, str(exc.detail), exc.headers, web)
             return
         client = client_address(request)
         self._running[client] += 1
         try:
-            await self._counted(scope, receive, send, services.settings.max_upload_bytes)
+            await self._counted(scope, receive, send, services.settings.max_upload_bytes, web)
         finally:
             self._running[client] -= 1
             if not self._running[client]:
                 del self._running[client]
 
-    def _admit(self, request: Request, services: Services) -> None:
+    def _admit(self, request: Request, services: Services, allow_session: bool) -> None:
         """401/403/429 for who sends it, 411/413 for what it declares: all before the body."""
-        found = authenticate(request, allow_session=False)
+        found = authenticate(request, allow_session=allow_session)
         if found is None:
             raise HTTPException(
                 401,
@@ -91,7 +109,7 @@ class UploadGate:
                 headers={"Retry-After": "5"},
             )
 
-    async def _counted(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+    async def _counted(self, scope: Scope, receive: Receive, send: Send, limit: int, web: bool) -> None:
         received = 0
         over = False
         started = False
@@ -117,4 +135,4 @@ class UploadGate:
         except _TooLarge:
             pass
         if over and not started:
-            await _answer(send, 413, f"the upload is larger than the limit of {limit} bytes")
+            await _answer(send, 413, f"the upload is larger than the limit of {limit} bytes", web=web)

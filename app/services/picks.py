@@ -15,6 +15,7 @@ from typing import Any
 TRANSACTIONS_LISTED = 500  # tick boxes on the job page; past that, picks go through the form or the API
 
 _MARK = b"\n-- transaction "  # a block comment's line start
+_ORIGINAL = "-- original: "
 _BLOCK = re.compile(
     r"^-- transaction gtid=(?P<gtid>\S+) file=(?P<file>\S+) pos=(?P<pos>\d+)-(?P<end>\d+) time=(?P<time>.+?) UTC"
 )
@@ -42,9 +43,22 @@ def script_transactions(script: Path, limit: int = TRANSACTIONS_LISTED) -> list[
                         "pos": int(m["pos"]),
                         "position": f"{m['file']}:{m['pos']}",
                         "time": m["time"],
+                        "statements": _originals(data, end),
                     }
                 )
             at = data.find(_MARK, start + 1)
+    return found
+
+
+def _originals(data: mmap.mmap, at: int) -> list[str]:
+    """The `-- original:` lines (the statements as the client sent them) after a block's first line."""
+    found: list[str] = []
+    while at >= 0 and data[at + 1 : at + 3] == b"--":
+        end = data.find(b"\n", at + 1)
+        line = data[at + 1 : end if end >= 0 else len(data)].decode("utf-8", "replace")
+        if line.startswith(_ORIGINAL):
+            found.append(line[len(_ORIGINAL) :])
+        at = end
     return found
 
 

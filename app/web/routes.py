@@ -21,10 +21,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 from sqlalchemy import select
+from starlette.datastructures import UploadFile
 
 from app.api.deps import SESSION_COOKIE, Services, authenticate, check_throttle, client_address
 from app.api.routes.executions import already_applied, execution_out, submit_execution
 from app.api.routes.jobs import job_out, submit_job
+from app.api.routes.uploads import store_upload
 from app.core.security import Principal, csrf_token
 from app.models import Execution, Job
 from app.schemas import JobCreate, check_job_request
@@ -33,15 +35,17 @@ from app.services.change_pages import ChangeFilter
 from app.services.executions import ExecutionOptions
 from app.services.jobs import create_job
 from app.services.sources import asks_server_files, check_server_files, unlisted
+from app.web.conflict_words import conflict_words
 from app.web.visible import visible
 from rollback import RollbackError, SideEffects
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 templates.env.filters["side_effect_warnings"] = lambda found: SideEffects(**found).warnings()
+templates.env.filters["conflict_words"] = conflict_words
 templates.env.finalize = visible
 PREVIEW_LINES = 200
-LIST_FIELDS = ("types", "accept_non_transactional", "tx")
+LIST_FIELDS = ("types", "accept_non_transactional", "tx", "files")
 
 
 class _Stop(Exception):
@@ -184,7 +188,7 @@ async def jobs_page(request: Request) -> Response:
 
 FIELD_NAMES = {
     ("server",): "server",
-    ("upload",): "server",
+    ("upload",): "files",
     ("range",): "range_kind",
     ("mode",): "mode",
 }
@@ -247,8 +251,11 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
         else:
             filters["thread_id"] = int(thread)
     _picks_from_form(data, filters, errors)
+    upload = str(data.get("upload") or "").strip() or None
     body = {
-        "server": data.get("server") or None,
+        # uploaded files are read instead of the server, which then gives the tables' schemas
+        "server": None if upload else data.get("server") or None,
+        "upload": upload,
         "range": rng,
         "filters": filters,
         "mode": data.get("mode") or "flashback",
@@ -260,6 +267,7 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             "accept_lost_rows": data.get("accept_lost_rows") == "on",
             "allow_partial_transactions": data.get("allow_partial_transactions") == "on",
             "ddl": data.get("ddl") or "refuse",
+            "schema_server": (data.get("server") or None) if upload else None,
         },
     }
     return body, errors
@@ -325,9 +333,41 @@ async def regenerate_with_picks(request: Request, job_id: str) -> Response:
 @_page
 async def new_job_form(request: Request) -> Response:
     principal, sid = _principal(request, "operator")
-    return _render(
-        request, "job_new.html", {"form": {"range_kind": "position"}, "errors": {}}, 200, principal, sid
-    )
+    context = {"form": {"range_kind": "position"}, "errors": {}, **_upload_limit(request)}
+    return _render(request, "job_new.html", context, 200, principal, sid)
+
+
+def _upload_limit(request: Request) -> dict[str, Any]:
+    return {"max_upload_mib": _services(request).settings.max_upload_bytes / (1 << 20)}
+
+
+async def _store_files(request: Request, data: dict[str, Any], who: str) -> str | None:
+    """The form's binlog files stored as an upload (its id goes into the form: a re-shown form keeps
+    it); the error to show at the files field if they are refused."""
+    files = [f for f in data.pop("files", []) if isinstance(f, UploadFile) and f.filename]
+    if not files:
+        return None
+    try:
+        upload = await store_upload(_services(request), files, who)
+    except HTTPException as exc:
+        return str(exc.detail)
+    except RequestValidationError as exc:
+        return str(exc.errors()[0]["msg"])
+    data["upload"] = upload.id
+    data["upload_files"] = [f["name"] for f in upload.files]
+    return None
+
+
+def _validated(body: dict[str, Any], errors: dict[str, str]) -> JobCreate | None:
+    """The form's request as the API's model, or None with the reasons added to `errors`."""
+    if errors:
+        return None
+    try:
+        return JobCreate.model_validate(body)
+    except ValidationError as exc:
+        for item in exc.errors():
+            errors.setdefault(_field_of(tuple(item["loc"])), item["msg"])
+        return None
 
 
 @router.post("/jobs/new")
@@ -336,31 +376,38 @@ async def new_job(request: Request) -> Response:
     principal, sid = _principal(request, "operator")
     services = _services(request)
     data = await _form(request, sid)
+    refused = await _store_files(request, data, principal.name)
     body, errors = job_request_from_form(data)
-    if not errors:
+    if refused:
+        errors = {"files": refused, **errors}
+    req = _validated(body, errors)
+    if req is not None and req.upload is not None:  # as POST /api/jobs: the range checked in the files
         try:
-            req = JobCreate.model_validate(body)
-        except ValidationError as exc:
+            job = await run_in_threadpool(submit_job, services, req, principal.name)
+        except RequestValidationError as exc:
             for item in exc.errors():
                 errors.setdefault(_field_of(tuple(item["loc"])), item["msg"])
         else:
-            problems = check_job_request(req, services.servers, None)
-            requested = req.range.model_dump(exclude_none=True)
-            server = services.servers.get(req.server) if req.server is not None else None
-            if not problems and server is not None and asks_server_files(server, requested):
-                try:
-                    problems = await services.server_calls.call(
-                        server.name, check_server_files, server, requested
-                    )
-                except RollbackError as exc:
-                    problems = unlisted(server.name, exc)
-            for problem in problems:
-                errors.setdefault(_field_of(tuple(problem["loc"])), services.scrub(problem["msg"]))
-            if not errors:
-                job = create_job(services.db, req, principal.name)
-                services.runner.submit(job.id)
-                return RedirectResponse(f"/jobs/{job.id}", status_code=303)
-    return _render(request, "job_new.html", {"form": data, "errors": errors}, 422, principal, sid)
+            return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+    elif req is not None:
+        problems = check_job_request(req, services.servers, None)
+        requested = req.range.model_dump(exclude_none=True)
+        server = services.servers.get(req.server) if req.server is not None else None
+        if not problems and server is not None and asks_server_files(server, requested):
+            try:
+                problems = await services.server_calls.call(
+                    server.name, check_server_files, server, requested
+                )
+            except RollbackError as exc:
+                problems = unlisted(server.name, exc)
+        for problem in problems:
+            errors.setdefault(_field_of(tuple(problem["loc"])), services.scrub(problem["msg"]))
+        if not errors:
+            job = create_job(services.db, req, principal.name)
+            services.runner.submit(job.id)
+            return RedirectResponse(f"/jobs/{job.id}", status_code=303)
+    context = {"form": data, "errors": errors, **_upload_limit(request)}
+    return _render(request, "job_new.html", context, 422, principal, sid)
 
 
 def _changes_context(services: Services, job: Job, flt: ChangeFilter, page: int) -> dict[str, Any]:

@@ -7,12 +7,18 @@ whose nodes keep it elsewhere names that interpreter with
 MYSQL_ROLLBACK_SPARK_CONF_spark__pyspark__python. MYSQL_ROLLBACK_SPARK_CORES_MAX caps the cores the
 session takes from a cluster (spark.cores.max): a long-running service then leaves cores for other
 applications.
+
+The JVM's standard error is a pipe that this process reads: of what it writes (log4j's lines, the
+JVM's own warnings, Spark's notes on the log level at start) only log4j's ERROR and FATAL lines and
+what follows them (their stack trace) reach this process's standard error, as it was when the JVM
+started. MYSQL_ROLLBACK_SPARK_LOG_LEVEL lets everything through, from that level on.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import socket
 import sys
@@ -25,6 +31,9 @@ _session: Any = None
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_SPARK_LOG_LEVEL = "ERROR"  # the JVM's own lines: MYSQL_ROLLBACK_SPARK_LOG_LEVEL
+# A line of log4j2.properties' pattern ("%d{HH:mm:ss} %p %c{1}: %m"), and the levels that are kept.
+_LOG_LINE = re.compile(rb"^\d\d:\d\d:\d\d ([A-Z]+) ")
+_KEPT_LEVELS = (b"ERROR", b"FATAL")
 # The driver JVM (in local mode the executors too) compiles with C1 only: its work per job is
 # scheduling, not hot loops, and C2's compiler threads cost about 3.5 s of CPU at start-up (a cold
 # session: 8.4 -> 4.8 s of JVM CPU) and go on compiling during the first warm jobs (bench/README.md,
@@ -64,6 +73,8 @@ def get_spark(master: str | None = None) -> Any:
     global _session
     with _lock:
         if _session is None:
+            from pyspark import SparkConf, SparkContext
+            from pyspark.java_gateway import launch_gateway
             from pyspark.sql import SparkSession
 
             master = master or spark_master()
@@ -72,14 +83,38 @@ def get_spark(master: str | None = None) -> Any:
             # read only by spark-submit): this one's, unless configured, not `python3` on their PATH.
             python = conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable
             os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"] = python
-            builder = SparkSession.builder.appName("mysql-rollback").master(master)
-            for key, value in conf.items():
-                builder = builder.config(key, value)
-            _session = builder.getOrCreate()
-            _session.sparkContext.setLogLevel(
-                os.environ.get("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", DEFAULT_SPARK_LOG_LEVEL)
-            )
+            spark_conf = SparkConf().setAppName("mysql-rollback").setMaster(master).setAll(list(conf.items()))
+            level = os.environ.get("MYSQL_ROLLBACK_SPARK_LOG_LEVEL")
+            writer = None if level else _filtered_stderr()
+            try:
+                gateway = launch_gateway(spark_conf, {} if writer is None else {"stderr": writer})
+            finally:
+                if writer is not None:
+                    os.close(writer)  # the JVM holds its own copy: the reader sees the end when it exits
+            SparkContext(conf=spark_conf, gateway=gateway)
+            _session = SparkSession.builder.getOrCreate()
+            _session.sparkContext.setLogLevel(level or DEFAULT_SPARK_LOG_LEVEL)
         return _session
+
+
+def _filtered_stderr() -> int:
+    """The write end of a pipe for the JVM's standard error; a thread passes its error lines on."""
+    read, write = os.pipe()
+    target = os.dup(2)  # standard error as it is now: the CLI points it at a log file while Spark starts
+    threading.Thread(target=_pass_errors, args=(read, target), name="spark-jvm-stderr", daemon=True).start()
+    return write
+
+
+def _pass_errors(read: int, target: int) -> None:
+    """Copy the ERROR and FATAL lines of log4j (and the lines after one, up to the next log line)."""
+    keeping = False
+    with os.fdopen(read, "rb") as lines, os.fdopen(target, "wb", buffering=0) as out:
+        for line in lines:
+            found = _LOG_LINE.match(line)
+            if found is not None:
+                keeping = found.group(1) in _KEPT_LEVELS
+            if keeping:
+                out.write(line)
 
 
 def spark_slots(master: str | None = None) -> int:
@@ -142,7 +177,10 @@ def _spark_conf_from_env(master: str) -> dict[str, str]:
     if cores and not is_local_master(master):
         conf["spark.cores.max"] = cores
     log4j = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
-    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log4j} {DRIVER_JIT}"
+    level = os.environ.get("MYSQL_ROLLBACK_SPARK_LOG_LEVEL", DEFAULT_SPARK_LOG_LEVEL)
+    conf["spark.driver.extraJavaOptions"] = (
+        f"-Dlog4j2.configurationFile=file:{log4j} -Dmysql_rollback.spark.level={level} {DRIVER_JIT}"
+    )
     prefix = "MYSQL_ROLLBACK_SPARK_CONF_"
     for name, value in os.environ.items():
         if name.startswith(prefix):

@@ -24,6 +24,10 @@ def test_an_open_range_is_said_and_a_bounded_one_is_not():
         assert range_notes(rng, Filters(), []) == []
     resolved = RangeSpec(["spool/b.000001"], 4, 900, to_log_end=True)  # a server range asked without a stop
     assert len(range_notes(resolved, Filters(), [])) == 1
+    open_range = RangeSpec(["b.000001"])  # the transactions picked inside it: nothing after them is undone
+    assert range_notes(open_range, Filters(include_positions=["b.000001:1157"]), []) == []
+    assert range_notes(open_range, Filters(include_gtid="0-1-13"), []) == []
+    assert len(range_notes(open_range, Filters(exclude_gtid="0-1-13"), [])) == 1
 
 
 def test_transactions_of_several_connections_are_named_busiest_first():

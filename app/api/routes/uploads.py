@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
@@ -11,8 +12,9 @@ from fastapi import APIRouter, File, HTTPException, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import SQLAlchemyError
+from starlette.datastructures import UploadFile as FormFile
 
-from app.api.deps import Operator, ServicesDep, Viewer
+from app.api.deps import Operator, Services, ServicesDep, Viewer
 from app.models import Upload, utcnow
 from app.schemas import ERRORS, FILE_NAME, UploadOut
 from app.services.jobs import new_id
@@ -57,28 +59,11 @@ def _field_error(msg: str) -> RequestValidationError:
     return RequestValidationError([{"loc": ("body", "files"), "msg": msg, "type": "value_error"}])
 
 
-@router.post(
-    "",
-    status_code=201,
-    response_model=UploadOut,
-    responses={
-        **ERRORS,
-        413: {"description": "the upload is larger than the limit"},
-        507: {"description": "the service cannot store the files (disk full, data dir not writable)"},
-        422: {"description": "not binlog files"},
-    },
-)
-async def create_upload(
-    request: Request,
-    services: ServicesDep,
-    who: Operator,
-    files: Annotated[list[UploadFile], File(description="binlog files (mysql-bin.000042, ...)")],
-) -> UploadOut:
-    """Store binlog files for a job (`"upload": id` in POST /api/jobs), in log order."""
+async def store_upload(services: Services, files: Sequence[FormFile], who: str) -> Upload:
+    """Check the files' names, store them (each must be a binlog, all within the limit) and record the
+    upload; HTTPException (413, 507) or RequestValidationError (names, not binlogs) say why not.
+    POST /api/uploads and the web form's upload both store through here, behind app/api/upload_gate.py."""
     limit = services.settings.max_upload_bytes
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit + (1 << 20):
-        raise HTTPException(413, f"the upload is larger than the limit of {limit} bytes")
     names = [f.filename or "" for f in files]
     for name in names:
         if not re.fullmatch(FILE_NAME, name):  # fullmatch: "$" alone lets a trailing newline through
@@ -110,7 +95,7 @@ async def create_upload(
         shutil.rmtree(directory, ignore_errors=True)
         raise
     stored.sort(key=lambda f: _log_order(f["name"]))
-    upload = Upload(id=upload_id, created_by=who.name, created_at=utcnow(), files=stored, total_bytes=total)
+    upload = Upload(id=upload_id, created_by=who, created_at=utcnow(), files=stored, total_bytes=total)
     try:
         with services.db.session() as session:
             session.add(upload)
@@ -118,7 +103,32 @@ async def create_upload(
     except SQLAlchemyError as exc:  # the files are removed: no upload without its record
         shutil.rmtree(directory, ignore_errors=True)
         raise HTTPException(507, database_problem(exc, "the upload") + "; nothing was stored") from None
-    return upload_out(upload)
+    return upload
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=UploadOut,
+    responses={
+        **ERRORS,
+        413: {"description": "the upload is larger than the limit"},
+        507: {"description": "the service cannot store the files (disk full, data dir not writable)"},
+        422: {"description": "not binlog files"},
+    },
+)
+async def create_upload(
+    request: Request,
+    services: ServicesDep,
+    who: Operator,
+    files: Annotated[list[UploadFile], File(description="binlog files (mysql-bin.000042, ...)")],
+) -> UploadOut:
+    """Store binlog files for a job (`"upload": id` in POST /api/jobs), in log order."""
+    limit = services.settings.max_upload_bytes
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit + (1 << 20):
+        raise HTTPException(413, f"the upload is larger than the limit of {limit} bytes")
+    return upload_out(await store_upload(services, files, who.name))
 
 
 @router.get(
