@@ -114,7 +114,10 @@ def _pass_errors(read: int, target: int) -> None:
             if found is not None:
                 keeping = found.group(1) in _KEPT_LEVELS
             if keeping:
-                out.write(line)
+                try:
+                    out.write(line)
+                except OSError:  # standard error gone: go on draining, or the JVM blocks on a full pipe
+                    keeping = False
 
 
 def spark_slots(master: str | None = None) -> int:
