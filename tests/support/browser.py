@@ -37,7 +37,10 @@ class WatchedBrowser:
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # Assertions wait for what a loaded 2-core machine takes (a job, a dry run), not Playwright's 5 s.
+    expect.set_options(timeout=60_000)
 
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: ./scripts/test installs Debian's chromium")
