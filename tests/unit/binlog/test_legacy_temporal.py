@@ -20,6 +20,9 @@ sec_part_shift(x, n) is x / 10**(6 - n).
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from rollback import hotpath
@@ -203,3 +206,33 @@ def test_temporal_precision_reads_the_type_text_of_either_source():
     # information_schema's COLUMN_TYPE with show_old_temporals=ON
     assert temporal_precision(Column("a", "datetime", column_type="datetime(6) /* mariadb-5.3 */")) == 6
     assert temporal_precision(Column("a", "time")) is None  # the source did not say its type
+
+
+def _flashback(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rollback.cli", "flashback", *args], capture_output=True, text=True
+    )
+
+
+def test_a_mariadb_10_0_binlogs_hires_timestamps_roll_back_with_a_schema_file(corpus_dir, tmp_path):
+    """pingcap/tiflow's MariaDB 10.0.17 file logs TIMESTAMP(3) and TIMESTAMP(4) under the old code
+    without metadata (test_corpus.py: test_mariadb_hires_timestamps_decode_with_the_schema holds its
+    values); a --schema-file gives the precision and the rollback compares the exact value."""
+    binlog = str(corpus_dir / "pingcap__tiflow/mysql-bin.000001")
+    ddl = tmp_path / "schema.sql"
+    ddl.write_text(
+        "CREATE TABLE steven.t (id int primary key, d timestamp(3));\n"
+        "CREATE TABLE steven.t6 (id int primary key, d timestamp(4));\n"
+    )
+    for (start, stop), table, value in (
+        ((1738, 1859), "t", "2022-05-16 14:53:10.000"),
+        ((3487, 3609), "t6", "2022-05-18 03:10:02.0000"),
+    ):
+        script = tmp_path / f"{table}.sql"
+        range_args = [binlog, "--start-position", str(start), "--stop-position", str(stop)]
+        done = _flashback(*range_args, "--schema-file", str(ddl), "--full-where", "-o", str(script))
+        assert done.returncode == 0, done.stderr
+        assert (
+            f"DELETE FROM `steven`.`{table}` WHERE `id`<=>1 AND `d`<=>'{value}' LIMIT 1;"
+            in script.read_text()
+        )
