@@ -32,6 +32,7 @@ from rollback.binlog.rowdecoder import get_row_decoder
 from rollback.binlog.table_map import TableMap
 from rollback.errors import SchemaMismatch
 from rollback.schema import Column, TableSchema, legacy_temporal_specs, parse_ddl, temporal_precision
+from tests.support.columns import encode_datetime2, encode_time2
 from tests.support.hotpath import compiled_core, hot_path
 
 TIME_HIRES_BYTES = (3, 4, 4, 5, 5, 5, 6)
@@ -236,3 +237,41 @@ def test_a_mariadb_10_0_binlogs_hires_timestamps_roll_back_with_a_schema_file(co
             f"DELETE FROM `steven`.`{table}` WHERE `id`<=>1 AND `d`<=>'{value}' LIMIT 1;"
             in script.read_text()
         )
+
+
+@pytest.mark.parametrize("core", ["python", "compiled"])
+def test_a_table_map_mixing_old_and_new_codes_decodes_each_column_in_its_own_layout(core):
+    """Stands in for a table mixing both formats, which the scratch MariaDB cannot make (an ALTER
+    rebuilds every temporal column in the format mysql56_temporal_format says, and ALGORITHM=INSTANT is
+    refused: tests/server/test_legacy_temporal.py); MySQL 5.6+ keeps old columns beside new ones under
+    avoid_temporal_upgrade. Each column decodes in the layout its own code and precision give."""
+    schema = parse_ddl(
+        "CREATE TABLE t (a TIME(3), b TIME(3), c DATETIME(6), d DATETIME(6), e TIMESTAMP(2), f TIMESTAMP(2))"
+    )[0]
+    tmap = TableMap(
+        7,
+        1,
+        "db",
+        "t",
+        bytes([T.TIME, T.TIME2, T.DATETIME, T.DATETIME2, T.TIMESTAMP, T.TIMESTAMP2]),
+        (0, 3, 0, 6, 0, 2),
+        None,
+    )
+    specs = legacy_temporal_specs(tmap, schema, None, mariadb=True)
+    assert specs is not None and [s.width for s in specs] == [5, 5, 8, 8, 5, 5]
+    row = bytes(1) + b"".join(
+        [
+            time_hires(3, -1, 1, 2, 3, 4_000),
+            encode_time2(True, 1, 2, 3, 4_000, 3),
+            datetime_hires(6, 2001, 2, 3, 4, 5, 6, 7),
+            encode_datetime2(2001, 2, 3, 4, 5, 6, 7, 6),
+            timestamp_hires(2, 1, 990_000),
+            (1).to_bytes(4, "big")
+            + bytes([99]),  # TIMESTAMP2(2): seconds, then hundredths (my_timestamp_to_binary)
+        ]
+    )
+    with hot_path(compiled_core() if core == "compiled" else None):
+        rows = get_row_decoder(specs, (1 << 6) - 1).decode_rows(row, 0, len(row))
+    assert rows == [
+        ("-01:02:03.004",) * 2 + ("2001-02-03 04:05:06.000007",) * 2 + ("1970-01-01 00:00:01.99",) * 2
+    ]
