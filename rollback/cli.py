@@ -147,6 +147,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     decode.add_argument("--stop-position", type=int, default=None, help="in the last file")
     decode.add_argument("--format", choices=("jsonl", "text"), default="jsonl")
     decode.add_argument("--no-verify", action="store_true", help="do not verify CRC32 checksums")
+    decode.add_argument(
+        "--schema-file",
+        help="CREATE TABLE statements giving the precision of MariaDB's old-format TIME/DATETIME/TIMESTAMP(n) "
+        "columns (mysql56_temporal_format=OFF), which the binlog does not record",
+    )
     add_report_options(decode)
     decode.set_defaults(func=_decode)
 
@@ -426,7 +431,6 @@ def _flashback(args: argparse.Namespace) -> int:
         generate,
         missing_local_files,
         parse_dsn,
-        schema_from_file,
     )
 
     for option, values in (
@@ -484,10 +488,7 @@ def _flashback(args: argparse.Namespace) -> int:
             lambda: connect(args.schema_dsn), f"{address.host or '127.0.0.1'}:{address.port}", args.schema_dsn
         )
     elif args.schema_file:
-        try:
-            schema = schema_from_file(args.schema_file)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RangeError(f"--schema-file {args.schema_file}: cannot read it ({exc})") from None
+        schema = _schema_file(args.schema_file)
     outcome = args.outcome
     outcome.range_asked = range_asked(args)
     binlog_server = None
@@ -692,6 +693,13 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _schema_file(path: str) -> rollback.SchemaSource:
+    try:
+        return rollback.schema_from_file(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RangeError(f"--schema-file {path}: cannot read it ({exc})") from None
+
+
 def _decode(args: argparse.Namespace) -> int:
     render = rollback.record_json if args.format == "jsonl" else rollback.record_text
     out = sys.stdout
@@ -701,8 +709,9 @@ def _decode(args: argparse.Namespace) -> int:
         "start_position": args.start_position,
         "stop_position": args.stop_position,
     }
+    schema = _schema_file(args.schema_file) if args.schema_file else None
     with rollback.file_records(
-        args.files, args.start_position, args.stop_position, not args.no_verify
+        args.files, args.start_position, args.stop_position, not args.no_verify, schema
     ) as records:
         try:
             for record in records:

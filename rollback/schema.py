@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from rollback.binlog.columns import ColumnSpec
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
 from rollback.charsets import charset_of_collation
@@ -202,6 +203,64 @@ def schema_from_table_map(tmap: TableMap) -> TableSchema | None:
     pk = tuple(i for i, _prefix in tmap.primary_key or ())
     # A key on a column prefix does not identify a row by the prefix alone; the full column is what we have.
     return TableSchema(tmap.database, tmap.table, columns, pk, source="binlog")
+
+
+# The old (pre-MySQL 5.6.4) temporal type codes. MariaDB logs its own fractional "hires"
+# TIME(n)/DATETIME(n)/TIMESTAMP(n) (tables made with mysql56_temporal_format=OFF) under these same codes
+# and, unlike TIME2/DATETIME2/TIMESTAMP2, without a metadata byte: Field_time_hires & co. keep
+# Field::do_save_field_metadata's "no metadata" (sql/field.h), so only the schema knows n.
+_LEGACY_TEMPORAL: dict[int, str] = {T.TIME: "TIME", T.DATETIME: "DATETIME", T.TIMESTAMP: "TIMESTAMP"}
+_PRECISION = re.compile(r"\((\d+)\)")
+
+
+def temporal_precision(column: Column) -> int | None:
+    """The fractional-second digits of a TIME/DATETIME/TIMESTAMP column as its type text gives them
+    (``datetime(6)`` -> 6, ``time`` -> 0); None when its source did not say its type."""
+    if column.data_type not in ("time", "datetime", "timestamp") or not column.column_type:
+        return None
+    found = _PRECISION.search(column.column_type)
+    return int(found.group(1)) if found else 0
+
+
+def legacy_temporal_specs(
+    tmap: TableMap, schema: TableSchema | None, unsigned: tuple[bool, ...] | None, mariadb: bool
+) -> tuple[ColumnSpec, ...] | None:
+    """The column specs of a table map whose old-code temporal columns are MariaDB "hires" ones, with
+    their precision from the schema; None when the table map's own specs decode its rows.
+
+    A MySQL binlog's old codes are always the fixed old layouts. A MariaDB binlog's may be either, so
+    a column whose precision the schema does not give is a SchemaMismatch naming it."""
+    specs: list[ColumnSpec] | None = None
+    for index, (code, meta) in enumerate(zip(tmap.column_types, tmap.column_meta, strict=True)):
+        if code not in _LEGACY_TEMPORAL or meta:
+            continue
+        column = schema.columns[index] if schema is not None and index < len(schema.columns) else None
+        fsp = temporal_precision(column) if column is not None else None
+        if fsp is None:
+            if mariadb:
+                raise SchemaMismatch(_unknown_precision(tmap, index, schema))
+            continue
+        if fsp:
+            specs = specs or list(tmap.specs(unsigned))
+            specs[index] = ColumnSpec(code, fsp, specs[index].unsigned)
+    return tuple(specs) if specs else None
+
+
+def _unknown_precision(tmap: TableMap, index: int, schema: TableSchema | None) -> str:
+    code = tmap.column_types[index]
+    name = schema.columns[index].name if schema is not None and index < len(schema.columns) else ""
+    column = f"column {index + 1}" + (f" `{name}`" if name else "")
+    if schema is None:
+        source = "no schema was given"
+    elif schema.source == "binlog":
+        source = "the binlog's column metadata names no types"
+    else:
+        source = f"the {schema.source or 'given'} schema does not give its type"
+    return (
+        f"table {tmap.qualified_name}: {column} has MariaDB's old {_LEGACY_TEMPORAL[code]} type code, which it "
+        f"also logs for {_LEGACY_TEMPORAL[code]}(1..6) without the precision, and {source}: give the schema "
+        "with --schema-dsn or --schema-file"
+    )
 
 
 # ---- information_schema ------------------------------------------------------------------------------
@@ -451,6 +510,7 @@ def _by_name(named: TableSchema, found: TableSchema, tmap: TableMap, where: str)
         mine.generated = theirs.generated
         mine.on_update = theirs.on_update
         mine.data_type = theirs.data_type
+        mine.column_type = theirs.column_type  # the precision of a MariaDB 'hires' temporal column
         mine_of[j] = i
 
     def in_binlog(key: tuple[int, ...]) -> tuple[int, ...] | None:

@@ -264,7 +264,7 @@ def _schema_hint(facts: FormatFacts, tmap: TableMap, specs: tuple[ColumnSpec, ..
     return (
         f"{', '.join(suspects)} uses MariaDB's old temporal type code, which is also written for the "
         "fractional 'hires' TIME(n)/DATETIME(n)/TIMESTAMP(n) without recording n: "
-        "the table schema is needed to decode these rows"
+        "the table schema is needed to decode these rows (--schema-file)"
     )
 
 

@@ -38,6 +38,7 @@ from rollback.binlog.constants import ColumnType
 from rollback.binlog.decode import (
     DecodedEvent,
     RowsBatch,
+    SpecsFor,
     StreamState,
     TxContext,
     decode_stream,
@@ -70,7 +71,7 @@ from rollback.pipeline.spill import SpillBuffer
 from rollback.pipeline.storage import ByteRange
 from rollback.render_text import comment_line
 from rollback.request import Filters, GtidFilter
-from rollback.schema import TableSchema
+from rollback.schema import TableSchema, legacy_temporal_specs
 from rollback.sql import TableRenderer, decimal_literal
 from rollback.statement_batches import join_statements, join_updates
 
@@ -177,6 +178,11 @@ def _without(batch: RowsBatch, columns: tuple[int, ...]) -> RowsBatch:
     return replace(batch, rows=rows)
 
 
+def _table_map_specs(_tmap: TableMap) -> None:
+    """The table map's own specs decode the rows, and the schema settled that (no "schema needed" hint)."""
+    return None
+
+
 def _fixed_unsigned(unsigned: tuple[bool, ...] | None) -> Callable[[TableMap], tuple[bool, ...] | None]:
     return lambda _tmap: unsigned
 
@@ -191,6 +197,7 @@ class _Run:
         self.changed_tables: set[str] = set()
         self.row_images: set[str] = set()
         self.renderers: dict[tuple[Any, ...], TableRenderer] = {}
+        self.legacy_specs: dict[tuple[Any, ...], SpecsFor] = {}  # see _specs_for
         self.dropped: dict[int, tuple[int, ...]] = {}  # renderer id -> columns dropped since (--ddl keep)
         self.next_block = part.next_block
         self.selection = Selection(job.filters, job.gtid, job.since, job.until)
@@ -228,13 +235,37 @@ class _Run:
         transaction is selected) and its keys noted for the dependency check."""
         if self.deps is None and not counted:
             return
-        schema = self._known_schema(state.table_maps[event.table_id])
+        tmap = state.table_maps[event.table_id]
+        schema = self._known_schema(tmap)
+        unsigned = _fixed_unsigned(schema.unsigned if schema else None)
         for batch in rows_batches(
-            decoded, event, state, _fixed_unsigned(schema.unsigned if schema else None)
+            decoded, event, state, unsigned, self._specs_for(tmap, schema, unsigned, state)
         ):
             if counted:
                 current.dropped += len(batch.rows)
             self._note_keys(False, current, batch, schema, decoded.raw.pos)
+
+    def _specs_for(
+        self,
+        tmap: TableMap,
+        schema: TableSchema | None,
+        unsigned_for: Callable[[TableMap], tuple[bool, ...] | None],
+        state: StreamState,
+    ) -> SpecsFor:
+        """The specs a table's rows decode with: with its MariaDB 'hires' columns' precision from the
+        schema (legacy_temporal_specs: refused when the schema does not say), else the table map's."""
+        key = (id(schema), tmap.column_types, tmap.column_meta)
+        if key not in self.legacy_specs:
+            unsigned = None if tmap.unsigned is not None else unsigned_for(tmap)
+            try:
+                specs = legacy_temporal_specs(tmap, schema, unsigned, state.facts.is_mariadb)
+            except SchemaMismatch:
+                known = self.job.schemas.get(schema_key(tmap))
+                if isinstance(known, str):  # no schema because it disagrees: that is the reason to give
+                    raise SchemaMismatch(known) from None
+                raise
+            self.legacy_specs[key] = _table_map_specs if specs is None else (lambda _tmap: specs)
+        return self.legacy_specs[key]
 
     def _note_keys(
         self,
@@ -486,11 +517,13 @@ class _Run:
                 self.event_picked = 0
                 if changes_only:
                     known = self._known_schema(tmap)
+                    unsigned = _fixed_unsigned(known.unsigned if known else None)
                     for part_batch in rows_batches(
                         decoded,
                         event,
                         state,
-                        _fixed_unsigned(known.unsigned if known else None),
+                        unsigned,
+                        self._specs_for(tmap, known, unsigned, state),
                         decimal_text=self._decimals_as_text(None),
                     ):
                         picked = self._pick_rows(current, part_batch, known, decoded.raw.pos)
@@ -508,6 +541,7 @@ class _Run:
                     event,
                     state,
                     renderer.unsigned_of,
+                    self._specs_for(tmap, renderer.schema, renderer.unsigned_of, state),
                     decimal_text=complete and self._decimals_as_text(renderer),
                 ):
                     picked = self._pick_rows(current, part_batch, renderer.schema, decoded.raw.pos)

@@ -222,3 +222,29 @@ def test_decode_report_counts_rows_per_table_and_type_and_a_failure(corpus_file,
     one_line_error(run(corpus_file(MINIMAL), "--start-position", "5", "--report", report))
     facts = json.loads(report.read_text())
     assert facts["result"] == "refused" and facts["exit_code"] == 2 and facts["error"]
+
+
+def test_a_schema_file_gives_the_precision_of_mariadb_hires_temporals(corpus_dir, tmp_path):
+    # MariaDB 10.0.17 logs TIMESTAMP(3) and TIMESTAMP(4) under the old TIMESTAMP code without metadata
+    schema = tmp_path / "schema.sql"
+    schema.write_text(
+        "".join(
+            f"CREATE TABLE steven.{table} (id int primary key, d timestamp{f'({fsp})' if fsp else ''});\n"
+            for table, fsp in (("t", 3), ("t1", 0), ("t2", 4), ("t3", 0), ("t5", 1), ("t6", 4))
+        )
+    )
+    result = run(corpus_dir / "pingcap__tiflow/mysql-bin.000001", "--schema-file", schema)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["table"], r["after"]["@2"]) for r in records if r["database"] == "steven"] == [
+        ("t", "2022-05-16 14:53:10.000"),
+        ("t1", "2022-05-16 14:55:47"),
+        ("t2", "2022-05-16 14:56:37.0000"),
+        ("t3", "2022-05-18 03:04:55"),
+        ("t3", "2022-05-18 03:05:05"),
+        ("t5", "2022-05-18 03:07:06.0"),
+        ("t6", "2022-05-18 03:10:02.0000"),
+    ]
+    unreadable = run(corpus_dir / "pingcap__tiflow/mysql-bin.000001", "--schema-file", tmp_path / "none.sql")
+    assert unreadable.returncode == 2 and unreadable.stderr.count("\n") == 1
+    assert f"--schema-file {tmp_path / 'none.sql'}: cannot read it" in unreadable.stderr
