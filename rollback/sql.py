@@ -492,10 +492,12 @@ class TableRenderer:
         """UPDATE setting the columns of set_image that differ from where_image; None when nothing differs.
         A column the server stamps on update (ON UPDATE CURRENT_TIMESTAMP) is set even when unchanged."""
         sets = self.update_sets(set_image, where_image)
-        if not sets:
-            return None
+        return self.update_text(sets, self.where(where_image)) if sets else None
+
+    def update_text(self, sets: Sequence[tuple[int, str]], where: str) -> str:
+        """The UPDATE of `sets` ((column index, literal), update_sets) on the row `where` names."""
         assignments = ", ".join(f"{self._names[i]}={text}" for i, text in sets)
-        return f"UPDATE {self.table} SET {assignments} WHERE {self.where(where_image)}{self._limit()};"
+        return f"UPDATE {self.table} SET {assignments} WHERE {where}{self._limit()};"
 
     def update_sets(self, set_image: Sequence[Any], where_image: Sequence[Any]) -> list[tuple[int, str]]:
         """(column index, literal) of every column an UPDATE from where_image to set_image sets: those

@@ -105,7 +105,7 @@ def join_updates(
 
     def flush() -> None:
         if len(run) == 1:
-            out.append(_one_update(renderer, *run[0]))
+            out.append(renderer.update_text(*run[0]))
         elif run:
             out.append(_joined_update(renderer, run))
         run.clear()
@@ -121,7 +121,7 @@ def join_updates(
         where = renderer.where(where_image)
         if not joinable or any(i not in joinable or not _plain(text) for i, text in sets):
             flush()
-            out.append(_one_update(renderer, sets, where))
+            out.append(renderer.update_text(sets, where))
             continue
         unique = renderer.unique_columns
         watched = [i for i, _ in sets if unique is None or i in unique]
@@ -143,12 +143,6 @@ def join_updates(
     data = "".join(sql + "\n" for sql in out).encode("utf-8")
     longest = max((len(sql.encode("utf-8")) for sql in out), default=0)
     return data, longest, rows
-
-
-def _one_update(renderer: TableRenderer, sets: list[tuple[int, str]], where: str) -> str:
-    names = renderer._names  # noqa: SLF001 - the renderer's quoted names
-    assignments = ", ".join(f"{names[i]}={text}" for i, text in sets)
-    return f"UPDATE {renderer.table} SET {assignments} WHERE {where}{renderer._limit()};"  # noqa: SLF001
 
 
 def _joined_update(renderer: TableRenderer, run: list[tuple[list[tuple[int, str]], str]]) -> str:
