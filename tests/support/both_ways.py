@@ -139,8 +139,9 @@ def _digest_queries(server: ScratchServer, tables: list[str]) -> list[str] | Non
     return queries
 
 
-def _read_digests(server: ScratchServer, queries: list[str]) -> list[str]:
-    conn = server.connect()
+def _read_digests(server: ScratchServer, queries: list[str], conn: Any = None) -> list[str]:
+    own = conn is None
+    conn = server.connect() if own else conn
     try:
         with conn.cursor() as cur:
             out = []
@@ -149,7 +150,8 @@ def _read_digests(server: ScratchServer, queries: list[str]) -> list[str]:
                 out.append("\t".join(str(v) for v in cur.fetchone()))
             return out
     finally:
-        conn.close()
+        if own:
+            conn.close()
 
 
 def client_run(server: ScratchServer, script: Path) -> tuple[ClientRun | None, list[str]]:
@@ -214,6 +216,47 @@ def checked_execute_plan(original: Callable[..., Any]) -> Callable[..., Any]:
 
     execute_plan.__wrapped__ = original  # type: ignore[attr-defined]
     return execute_plan
+
+
+def check_generated(server: ScratchServer, script: Path, plan: Path) -> None:
+    """Right after a test generates a rollback (tests.support.restore.flashback), while the tables are as
+    the range left them: the script through the client and the plan through a dry run, both rolled back,
+    must leave the same tables, and the client must take every statement the dry run takes."""
+    import rollback.execute
+
+    node = CURRENT_TEST[0]
+    if node is not None and node.get_closest_marker("rows_changed_since"):
+        COUNTS["generated while rows changed since (marked)"] += 1
+        return
+    run, queries = client_run(server, script)
+    if run is None:
+        return
+    original = getattr(rollback.execute.execute_plan, "__wrapped__", rollback.execute.execute_plan)
+    seen: list[str] = []
+    try:
+        result = original(
+            plan,
+            server.dsn,
+            commit=False,
+            on_conflict="skip",
+            accept_triggers=True,
+            accept_cascades=True,
+            foreign_key_checks="SET SESSION foreign_key_checks = 0;"
+            not in script.read_text(encoding="utf-8"),
+            inspect=lambda conn: seen.extend(_read_digests(server, queries, conn)),
+        )
+    except rollback.execute.ExecutionRefused:
+        COUNTS["plans the verified apply refuses"] += 1
+        return
+    assert not result.conflicts, (
+        f"{plan} as generated, on the tables as the range left them: {result.conflicts[:3]}"
+    )
+    assert run.ok, f"the dry run took {plan} but the mariadb client rejected {script}: {run.error}"
+    assert seen == run.digests, (
+        f"{script} through the mariadb client and {plan} through a dry run leave different tables: "
+        f"{run.digests} != {seen}"
+    )
+    COUNTS["generated rollbacks applied both ways at once"] += 1
 
 
 def dry_run_beside(server: ScratchServer, script: Path) -> None:

@@ -102,6 +102,9 @@ def flashback(
         script,
         plan,
     )
+    from tests.support.both_ways import check_generated
+
+    check_generated(server, script, plan)
     return script, plan, report
 
 
