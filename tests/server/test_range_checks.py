@@ -157,6 +157,7 @@ def test_a_table_filter_without_its_database_exits_4_with_a_hint(scratch_server,
 # ---- checksums -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.both_ways_off("the module's ranges are rolled back by other tests: only the header is read")
 def test_binlogs_without_checksums_are_noted_in_the_header(
     scratch_server_factory, scratch_server, three_files, tmp_path
 ):

@@ -264,6 +264,7 @@ def test_a_unique_key_over_nullable_columns_does_not_identify_rows(scratch_serve
     restore_both_ways(scratch_server, [f"{db}.t"], incident, tmp_path, **options)
 
 
+@pytest.mark.both_ways_off("a schema file that lies about the key: the refusal is the point")
 def test_execute_refuses_a_statement_that_touched_more_than_one_row(scratch_server, tmp_path):
     """A schema file that claims a key the table does not have: the reverse UPDATE by that key meets two
     rows while its check (every column) finds the one row. The execution stops on the row count, and

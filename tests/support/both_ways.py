@@ -10,9 +10,9 @@ its plan finds conflicts is a silent difference between the two.
 
 A script that cannot run inside one transaction (DDL, tables without transactions, sequences) or whose
 tables fire triggers (they may keep state of their own, and take AUTO_INCREMENT values a rolled-back run
-does not give back) is not applied twice; nor is a script whose test changed rows after the incident on
-purpose (marked `rows_changed_since`: its plan's conflicts are the point). The run's summary line counts
-those beside the checks made.
+does not give back) is not applied twice; nor is the rollback of a test that makes it stale or wrong on
+purpose (marked `both_ways_off("why")`: rows changed since the incident, a schema file that lies). The
+run's summary line counts those beside the checks made.
 """
 
 from __future__ import annotations
@@ -189,13 +189,22 @@ def client_run(server: ScratchServer, script: Path) -> tuple[ClientRun | None, l
     return ClientRun(done.returncode == 0, digests, error), queries
 
 
+def _off() -> bool:
+    """Whether the running test makes its rollback stale or wrong on purpose (marked both_ways_off)."""
+    node = CURRENT_TEST[0]
+    if node is None or node.get_closest_marker("both_ways_off") is None:
+        return False
+    COUNTS["checks left out where the test says why (both_ways_off)"] += 1
+    return True
+
+
 def checked_execute_plan(original: Callable[..., Any]) -> Callable[..., Any]:
     """execute_plan, with the script beside the plan applied by the client first (see the module's text)."""
 
     def execute_plan(plan_path: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
         server = server_of(target)
         script = script_beside(plan_path)
-        if server is None or script is None:
+        if server is None or script is None or _off():
             return original(plan_path, target, *args, **kwargs)
         run, queries = client_run(server, script)
         result = original(plan_path, target, *args, **kwargs)
@@ -224,9 +233,7 @@ def check_generated(server: ScratchServer, script: Path, plan: Path) -> None:
     must leave the same tables, and the client must take every statement the dry run takes."""
     import rollback.execute
 
-    node = CURRENT_TEST[0]
-    if node is not None and node.get_closest_marker("rows_changed_since"):
-        COUNTS["generated while rows changed since (marked)"] += 1
+    if _off():
         return
     run, queries = client_run(server, script)
     if run is None:
@@ -263,6 +270,8 @@ def dry_run_beside(server: ScratchServer, script: Path) -> None:
     """Before a script is applied with the client: its plan's dry run must find nothing in the way."""
     import rollback.execute
 
+    if _off():
+        return
     plan = plan_beside(script)
     if plan is None:
         COUNTS["scripts without a plan beside them"] += 1
@@ -281,10 +290,6 @@ def dry_run_beside(server: ScratchServer, script: Path) -> None:
         )
     except rollback.execute.ExecutionRefused:
         COUNTS["plans the verified apply refuses"] += 1
-        return
-    node = CURRENT_TEST[0]
-    if result.conflicts and node is not None and node.get_closest_marker("rows_changed_since"):
-        COUNTS["scripts whose plan sees the rows their test changed since"] += 1
         return
     assert not result.conflicts, (
         f"{script} is about to be applied with the client, but its plan's dry run finds conflicts: "
