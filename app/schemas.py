@@ -521,6 +521,13 @@ class ExecutionCreate(BaseModel):
         le=3600,
         description="seconds a check waits for a row another session holds",
     )
+    parallel: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="apply over this many connections whose rows are independent, all or nothing through XA "
+        "(not with per_transaction, triggers or non-transactional tables)",
+    )
     reapply: bool = Field(
         False,
         description="commit a job whose reversal was already committed (applied) once more; the conflict "
