@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import secrets
 import threading
@@ -38,6 +39,8 @@ from rollback.dsn import redact
 from rollback.errors import RollbackError
 from rollback.execute import (
     BATCH_BYTES,
+    LOCK_ERRORS,
+    ExecutionCancelled,
     ExecutionFailed,
     ExecutionObserver,
     ExecutionProgress,
@@ -49,6 +52,7 @@ from rollback.execute import (
     _refusals,
     _refuse_ddl,
     connect,
+    execute_plan,
     read_plan,
 )
 from rollback.sources.resolve import DATA_DIR_ENV
@@ -58,6 +62,7 @@ XID_PREFIX = "mysql-rollback-"  # every global transaction id this apply opens s
 # no decision recorded) or "prepared" (the decision to commit recorded, nothing committed yet).
 PAUSE_AT = "MYSQL_ROLLBACK_XA_PAUSE_AT"
 MAX_PARALLEL = 16
+log = logging.getLogger("mysql_rollback.execute")
 
 
 def plan_digest(path: str | Path) -> str:
@@ -186,14 +191,15 @@ def partition(plan: list[dict[str, Any]], parts: int, facts: TableFacts) -> list
     # consecutive runs of the plan, not every n-th row: a run's keys are mostly near one another, so two
     # partitions' locks meet only where their runs do (an insert next to a key another partition locked
     # waits for it, and a prepared branch keeps its locks until the commit)
-    target = len(plan) / parts
     home: dict[Any, int] = {}
-    n = load = 0
+    n = load = placed = 0
     for root, size in sizes.items():
-        if load >= target and n < parts - 1:
+        # a fair share of what is left: a whole table bigger than its share leaves less to the others
+        if n < parts - 1 and load >= (len(plan) - placed + load) / (parts - n):
             n, load = n + 1, 0
         home[root] = n
         load += size
+        placed += size
     out: list[list[dict[str, Any]]] = [[] for _ in range(parts)]
     for step, root in zip(plan, roots, strict=True):
         out[home[root]].append(step)
@@ -344,8 +350,11 @@ def recover(
 class _Branch:
     """One partition on its own connection, in its XA transaction."""
 
-    def __init__(self, factory: Callable[[], Any], gtrid: str, bqual: str, one: _Pass):
+    def __init__(
+        self, factory: Callable[[], Any], gtrid: str, bqual: str, one: _Pass, stopped: threading.Event
+    ):
         self.factory = factory
+        self.stopped = stopped
         self.xid = _xid(gtrid, bqual)
         self.bqual = bqual
         self.one = one
@@ -372,6 +381,8 @@ class _Branch:
                     self.state = "prepared"
         except BaseException as exc:  # noqa: BLE001 - handed to the coordinator, which raises it
             self.error = exc
+            if not isinstance(exc, ExecutionCancelled):
+                self.stopped.set()
 
     def finish(self, commit: bool) -> None:
         import pymysql
@@ -392,10 +403,17 @@ class _Branch:
         except pymysql.err.MySQLError:
             if commit:
                 raise
-            # not prepared: closing the session rolls it back; prepared: recover() finds it
+            # not prepared: closing the session rolls it back; prepared: it stays so, and its record too
         finally:
-            if self.state != "prepared":
-                _close_quietly(self.conn)
+            _close_quietly(self.conn)
+
+
+def _deadlocked(error: BaseException) -> bool:
+    import pymysql
+
+    if isinstance(error, pymysql.err.MySQLError):
+        return bool(error.args) and error.args[0] in (1213, 1614)  # a deadlock; XA_RBDEADLOCK
+    return isinstance(error, ExecutionFailed) and str(error).startswith(LOCK_ERRORS[1213])
 
 
 def _pause_here(point: str) -> None:
@@ -429,9 +447,13 @@ def _observed(observer: ExecutionObserver, total: int, phase: str) -> tuple[list
 
 
 class _PartObserver(ExecutionObserver):
-    def __init__(self, parent: ExecutionObserver, told: Callable[..., None]):
+    """One partition's observer: its progress added to the others', and a stop when the caller cancels
+    or another partition failed (nothing of this one could be committed then)."""
+
+    def __init__(self, parent: ExecutionObserver, told: Callable[..., None], failed: threading.Event):
         self.parent = parent
         self.told = told
+        self.failed = failed
         self.mine = [0]
 
     def progress(self, state: ExecutionProgress) -> None:
@@ -439,7 +461,7 @@ class _PartObserver(ExecutionObserver):
             self.told(self.mine, state)
 
     def cancelled(self) -> bool:
-        return self.parent.cancelled()
+        return self.failed.is_set() or self.parent.cancelled()
 
 
 def execute_parallel(
@@ -495,6 +517,7 @@ def execute_parallel(
     phase = "apply" if commit else "check"
     _, told = _observed(observer, len(plan), phase)
     branches = []
+    stopped = threading.Event()  # a partition failed: the others stop at their next batch
     for n, steps in enumerate(parts):
         part_result = ExecutionResult(dry_run=not commit)
         one = _Pass(
@@ -505,13 +528,13 @@ def execute_parallel(
             lock_wait_timeout,
             set(),
             set(),
-            observer=_PartObserver(observer, told),
+            observer=_PartObserver(observer, told, stopped),
             phase=phase,
             batch_bytes=batch_bytes,
             keyed=keyed,
             foreign_key_checks=foreign_key_checks,
         )
-        branches.append(_Branch(factory, gtrid, f"p{n}", one))
+        branches.append(_Branch(factory, gtrid, f"p{n}", one, stopped))
     record: dict[str, Any] = {
         "gtrid": gtrid,
         "target": where,
@@ -550,23 +573,38 @@ def execute_parallel(
         thread.start()
     for thread in threads:
         thread.join()
-    failed = next((b.error for b in branches if b.error is not None), None)
+    errors = [b.error for b in branches if b.error is not None]
+    # the partition that failed, not those it stopped (unless the caller cancelled)
+    failed = next((e for e in errors if not isinstance(e, ExecutionCancelled)), errors[0] if errors else None)
     if failed is not None or not commit:
         for b in branches:
             b.finish(commit=False)
-        if written[0]:
+        if written[0] and not any(b.state == "prepared" for b in branches):
             _forget(record_dir, gtrid)
         _merged([b.one.result for b in branches], result)
-        if failed is not None:
-            if isinstance(failed, RollbackError):
-                holder = getattr(failed, "result", None)
-                if holder is not None:
-                    _merged([], holder)
-                    holder.statements, holder.rows_affected = result.statements, result.rows_affected
-                    holder.conflicts = result.conflicts
-                raise failed
+        if failed is None:
+            return result
+        if _deadlocked(failed):
+            # two partitions' locks met (gap locks InnoDB takes even in READ COMMITTED, where a key's
+            # old row is still there, delete-marked): nothing was applied, so one connection does it all
+            log.warning("the parallel apply's connections deadlocked (nothing applied): applying on one")
+            return execute_plan(
+                plan_path,
+                target,
+                commit=commit,
+                on_conflict=on_conflict,
+                accept_cascades=accept_cascades,
+                lock_wait_timeout=lock_wait_timeout,
+                observer=observer,
+                check_first=False,
+                foreign_key_checks=foreign_key_checks,
+            )
+        if isinstance(failed, RollbackError):
             raise failed
-        return result
+        reason = failed.args[-1] if failed.args else failed
+        raise ExecutionFailed(
+            f"the target failed during the parallel apply: {reason}; nothing was applied"
+        ) from None
     _pause_here("preparing")
     record["decision"] = "commit"
     _record(observer, record_dir, record, phase, len(plan))
