@@ -586,6 +586,12 @@ class ExecutionOut(BaseModel):
     check: bool = Field(
         False, description="the web form's conflict check before a commit (a dry run that skips conflicts)"
     )
+    parallel: int = Field(1, description="connections the execution applies over (XA when more than one)")
+    xa: dict[str, Any] | None = Field(
+        None,
+        description="a parallel commit's XA record (gtrid, plan digest, decision, partitions), written before "
+        "its first XA PREPARE: what a stop between prepare and commit leaves prepared on the target",
+    )
     conflict_view: list[dict[str, Any]] | dict[str, Any] = Field(
         default_factory=list,
         description="a check's conflicting rows three ways: `before` and `after` the incident (the change "

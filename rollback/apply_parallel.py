@@ -539,7 +539,6 @@ def execute_parallel(
         "gtrid": gtrid,
         "target": where,
         "plan": digest,
-        "plan_path": str(plan_path),
         "decision": "none",
         "partitions": [
             {

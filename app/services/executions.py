@@ -270,17 +270,19 @@ class ExecutionRunner(WorkerPool[int]):
         target, committed or rolled back as its record says (apply_parallel.recover); the record's
         error line and whether it is now committed."""
         stopped = "the service stopped during this parallel execution"
+        by_hand = (
+            f"XA transaction {xa.get('gtrid')} may still be prepared there: save this execution's `xa` as "
+            f"DIR/{xa.get('gtrid')}.json and run `mysql-rollback xa-recover --target DSN --records DIR`"
+        )
         target = self.servers.get(target_name)
         if target is None:
-            return (
-                f"{stopped}; server {target_name!r} is no longer configured, so what XA transaction "
-                f"{xa.get('gtrid')} left prepared on it was not finished: `mysql-rollback xa-recover` does that",
-                False,
-            )
+            return f"{stopped}; server {target_name!r} is no longer configured: {by_hand}", False
         try:
             outcomes = recover_xa(lambda: connect(target.dsn), [xa], target.name)
         except RollbackError as exc:
-            return self.scrub(f"{stopped}; finishing its XA transaction failed: {exc.one_line()}"), False
+            return self.scrub(
+                f"{stopped}; finishing its XA transaction failed: {exc.one_line()}; {by_hand}"
+            ), False
         mine = [o for o in outcomes if o.gtrid == xa.get("gtrid")]
         line = mine[0].line if mine else f"XA transaction {xa.get('gtrid')}: nothing prepared"
         committed = bool(mine) and mine[0].action == "committed"

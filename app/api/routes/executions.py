@@ -64,6 +64,8 @@ def execution_out(record: Execution) -> ExecutionOut:
         cancel_requested=bool(record.cancel_requested),
         reapply=bool(details.get("reapply")),
         check=bool(details.get("check")),
+        parallel=int(details.get("parallel", 1)),
+        xa={k: v for k, v in details["xa"].items() if k != "target"} if details.get("xa") else None,
         conflict_view=details.get("conflict_view") or [],
         links={"self": base, "cancel": f"{base}/cancel", "job": f"/api/jobs/{record.job_id}"},
     )

@@ -114,6 +114,11 @@ def test_serve_finishes_a_parallel_execution_killed_between_prepare_and_commit(
     final = service.request("GET", f"/api/jobs/{job['id']}/executions/{execution_id}").json()
     assert final["state"] == "interrupted", final
     assert record["gtrid"] in final["error"], final["error"]
+    assert final["parallel"] == 2 and final["xa"]["gtrid"] == record["gtrid"] and "target" not in final["xa"]
+    assert final["xa"]["decision"] == wanted and [p["bqual"] for p in final["xa"]["partitions"]] == [
+        "p0",
+        "p1",
+    ]
     assert _prepared(scratch_server) == {}
     (count,) = scratch_server.query(f"SELECT COUNT(*) FROM {DB}.t")[0]
     if point == "prepared":
