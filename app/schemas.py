@@ -522,6 +522,13 @@ class ExecutionCreate(BaseModel):
         le=3600,
         description="seconds a check waits for a row another session holds",
     )
+    parallel: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="apply over this many connections whose rows are independent, all or nothing through XA "
+        "(not with per_transaction, triggers or non-transactional tables)",
+    )
     reapply: bool = Field(
         False,
         description="commit a job whose reversal was already committed (applied) once more; the conflict "
@@ -579,6 +586,12 @@ class ExecutionOut(BaseModel):
     reapply: bool = False
     check: bool = Field(
         False, description="the web form's conflict check before a commit (a dry run that skips conflicts)"
+    )
+    parallel: int = Field(1, description="connections the execution applies over (XA when more than one)")
+    xa: dict[str, Any] | None = Field(
+        None,
+        description="a parallel commit's XA record (gtrid, plan digest, decision, partitions), written before "
+        "its first XA PREPARE: what a stop between prepare and commit leaves prepared on the target",
     )
     conflict_view: list[dict[str, Any]] | dict[str, Any] = Field(
         default_factory=list,

@@ -12,7 +12,8 @@ writes each database's script and plan (not timed). Then, back to back, it times
 statement, and with `--rows-per-statement 1000`), as many statements that do nothing (the server's
 and the client's own floor for the one-row script), and the
 verified apply (`execute_plan` in a process of its own, as the CLI runs it): the dry run, the
-commit in one transaction and the commit per original transaction. Each restore is checked
+commit in one transaction, the commit per original transaction, and the commit over two connections
+(`--parallel 2`, all or nothing through XA: `execute_parallel`). Each restore is checked
 against the table's checksum from before the incident. Peak RSS is that of the timed process tree.
 """
 
@@ -30,18 +31,23 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.bench_pipeline import CHILD_ENV, REPO, Timing, timed_process  # noqa: E402
 
 # the databases: one for each path that changes the table
-PATHS = ("reference", "script", "joined", "one", "per")
+PATHS = ("reference", "script", "joined", "one", "per", "par2")
 JOINED = "1000"  # --rows-per-statement of the `joined` script
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
 
 
 def apply_main(plan: str, dsn: str, mode: str) -> None:
-    """The timed child: one execute_plan, as the CLI calls it."""
-    from rollback import execute_plan
+    """The timed child: one execute_plan (or, for "par2", execute_parallel over 2 connections), as the
+    CLI calls it."""
+    from rollback import execute_parallel, execute_plan
 
-    result = execute_plan(
-        plan, dsn, commit=mode != "dry", single_transaction=mode != "per", check_first=False
-    )
+    if mode == "par2":
+        with tempfile.TemporaryDirectory() as records:
+            result = execute_parallel(plan, dsn, 2, commit=True, record_dir=records)
+    else:
+        result = execute_plan(
+            plan, dsn, commit=mode != "dry", single_transaction=mode != "per", check_first=False
+        )
     print(f"{result.statements} statements, {result.rows_affected} rows", file=sys.stderr)
 
 
@@ -149,6 +155,7 @@ def main() -> None:
             ("verified apply, dry run", None, apply("one", "dry")),
             ("verified apply, commit one transaction", "one", apply("one", "one")),
             ("verified apply, commit per transaction", "per", apply("per", "per")),
+            ("verified apply, commit --parallel 2 (XA)", "par2", apply("par2", "par2")),
         ]
         reference = runs[0][2].seconds
         print(f"\n{changes:,} row changes ({args.rows:,}-row table), load {os.getloadavg()[0]:.1f}\n")

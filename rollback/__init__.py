@@ -18,6 +18,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rollback.apply_parallel import default_record_dir as default_xa_record_dir
+    from rollback.apply_parallel import execute_parallel
+    from rollback.apply_parallel import read_records as read_xa_records
+    from rollback.apply_parallel import recover as recover_xa
     from rollback.binlog.events import gtid_of
     from rollback.binlog.reader import BinlogFile
     from rollback.decode_files import file_records
@@ -114,6 +118,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     "ExecutionRefused": ("rollback.execute", "ExecutionRefused"),
     "connect": ("rollback.execute", "connect"),
     "execute_plan": ("rollback.execute", "execute_plan"),
+    "execute_parallel": ("rollback.apply_parallel", "execute_parallel"),
+    "recover_xa": ("rollback.apply_parallel", "recover"),
+    "read_xa_records": ("rollback.apply_parallel", "read_records"),
+    "default_xa_record_dir": ("rollback.apply_parallel", "default_record_dir"),
     "hot_path": ("rollback.hotpath", "describe"),
     "Job": ("rollback.job", "Job"),
     "generate": ("rollback.job", "generate"),
@@ -201,6 +209,10 @@ __all__ = [
     "interrupt_thread",
     "connect",
     "execute_plan",
+    "execute_parallel",
+    "recover_xa",
+    "read_xa_records",
+    "default_xa_record_dir",
     "DEFAULT_LOCK_WAIT_TIMEOUT",
     "ExecutionConflict",
     "ExecutionFailed",

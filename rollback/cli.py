@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -178,6 +179,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         cmd.set_defaults(func=_flashback, mode="flashback" if name == "flashback" else "forward")
 
     add_fetch_command(sub)
+    recover = sub.add_parser(
+        "xa-recover",
+        help="commit or roll back what a parallel apply (--parallel) that died between prepare and commit "
+        "left prepared on a server, as its record says",
+        description="Read XA RECOVER on --target, match each prepared transaction of a parallel apply with "
+        "its record, and commit it (the record says every partition was prepared) or roll it back (it does "
+        "not); one line each. A prepared transaction without a record is left as it is.",
+    )
+    recover.add_argument("--target", required=True, metavar="DSN", help="the server the apply ran on")
+    recover.add_argument(
+        "--records",
+        metavar="DIR",
+        help="where the records are ($MYSQL_ROLLBACK_DATA_DIR/xa, else ~/.local/state/mysql-rollback/xa)",
+    )
+    recover.set_defaults(func=_xa_recover)
     from rollback.cli_verify import add_verify_commands
 
     add_verify_commands(sub)
@@ -414,6 +430,14 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
         help=f"with --execute: how long a check waits for a row another session holds "
         f"(default {DEFAULT_LOCK_WAIT_TIMEOUT})",
     )
+    cmd.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --execute: apply over N connections whose rows are independent, all or nothing through "
+        "XA (default 1); a death between prepare and commit is finished by `mysql-rollback xa-recover`",
+    )
 
 
 def _flashback(args: argparse.Namespace) -> int:
@@ -427,7 +451,6 @@ def _flashback(args: argparse.Namespace) -> int:
         ServerSchema,
         check_plain,
         connect,
-        execute_plan,
         generate,
         missing_local_files,
         parse_dsn,
@@ -567,9 +590,9 @@ def _flashback(args: argparse.Namespace) -> int:
             sys.stdout.flush()
         if args.execute:
             assert plan is not None
-            result = execute_plan(
+            result = _execute(
+                args,
                 plan,
-                args.target,
                 commit=args.commit and not args.dry_run,
                 single_transaction=not args.per_transaction,
                 on_conflict=args.on_conflict,
@@ -607,6 +630,53 @@ def _flashback(args: argparse.Namespace) -> int:
         )
         return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+def _execute(args: argparse.Namespace, plan: str, **arguments: Any) -> Any:
+    """The verified apply: on one connection, or with --parallel N over N, all or nothing through XA."""
+    from rollback import RollbackError, default_xa_record_dir, execute_parallel, execute_plan
+
+    if args.parallel == 1:
+        return execute_plan(plan, args.target, **arguments)
+    if args.per_transaction:
+        raise RollbackError("--parallel commits everything at once (XA): it cannot be --per-transaction")
+    if arguments["accept_triggers"] or arguments["accept_non_transactional"]:
+        raise RollbackError(
+            "--parallel cannot apply statements that fire triggers or write non-transactional tables: "
+            "run without it"
+        )
+    return execute_parallel(
+        plan,
+        args.target,
+        args.parallel,
+        commit=arguments["commit"],
+        on_conflict=arguments["on_conflict"],
+        accept_cascades=arguments["accept_cascades"],
+        lock_wait_timeout=arguments["lock_wait_timeout"],
+        observer=arguments["observer"],
+        foreign_key_checks=arguments["foreign_key_checks"],
+        record_dir=default_xa_record_dir(),
+    )
+
+
+def _xa_recover(args: argparse.Namespace) -> int:
+    """Finish the prepared XA transactions a parallel apply left on the target, as its records say."""
+    from rollback import connect, default_xa_record_dir, read_xa_records, recover_xa, redact
+
+    directory = args.records or default_xa_record_dir()
+    records = read_xa_records(directory)
+    outcomes = recover_xa(lambda: connect(args.target), records, redact(args.target))
+    for outcome in outcomes:
+        print(f"mysql-rollback: {outcome.line}", file=sys.stderr)
+        if outcome.action != "left prepared":
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(directory, f"{outcome.gtrid}.json"))
+    if not outcomes:
+        print(
+            f"mysql-rollback: {redact(args.target)} holds no prepared transaction of a parallel apply",
+            file=sys.stderr,
+        )
+    return EXIT_INCOMPLETE if any(o.action == "left prepared" for o in outcomes) else EXIT_OK
 
 
 def _record_generation(outcome: CommandReport, report: Any) -> None:

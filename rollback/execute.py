@@ -140,6 +140,9 @@ class ExecutionProgress:
     # written then names the one transaction whose outcome a crash leaves unknown); one-transaction
     # mode, the last one (the COMMIT of the whole execution)
     committing: dict[str, Any] | None = None
+    # a parallel apply (apply_parallel.py): its XA record, set before the first XA PREPARE and again
+    # when the commit is decided (a crash then leaves prepared transactions the record names)
+    xa: dict[str, Any] | None = None
 
 
 class ExecutionObserver:

@@ -45,7 +45,10 @@ from rollback import (
     ExecutionProgress,
     ExecutionRefused,
     RollbackError,
+    connect,
+    execute_parallel,
     execute_plan,
+    recover_xa,
 )
 
 log = logging.getLogger("mysql_rollback.executions")
@@ -65,6 +68,7 @@ class ExecutionOptions:
     lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT
     # the job's incident ran with foreign_key_checks=0 (its summary's no_fk_checks): so does its reverse
     foreign_key_checks: bool = True
+    parallel: int = 1  # connections of a parallel apply (XA); 1: the one-connection apply
 
     def accepted(self) -> dict[str, Any]:
         return {
@@ -94,6 +98,7 @@ class ExecutionOptions:
             per_transaction=bool(details.get("per_transaction")),
             lock_wait_timeout=int(details.get("lock_wait_timeout", DEFAULT_LOCK_WAIT_TIMEOUT)),
             foreign_key_checks=details.get("foreign_key_checks", True) is not False,
+            parallel=int(details.get("parallel", 1)),
         )
 
 
@@ -153,6 +158,7 @@ def new_execution(
             "per_transaction": options.per_transaction,
             "lock_wait_timeout": options.lock_wait_timeout,
             "foreign_key_checks": options.foreign_key_checks,
+            "parallel": options.parallel,
             "reapply": reapply,
             "check": check,
         },
@@ -185,7 +191,12 @@ class Recorder(ExecutionObserver):
             "progress_total": state.statements_total,
             "current_transaction": state.transaction,
         }
-        if state.committing is not None:
+        if state.xa is not None:
+            # a parallel apply's XA record, written before its first XA PREPARE and when it decides to
+            # commit: a crash between prepare and commit leaves prepared transactions it names (recover())
+            self.details = self.details | {"xa": state.xa}
+            values["details"] = self.details | {"transactions_applied": list(self.applied)}
+        elif state.committing is not None:
             # written before the COMMIT is sent: a crash from here until the next write leaves this one
             # transaction's outcome unknown, and the record says which it is
             self.details = self.details | {"committing": state.committing}
@@ -244,11 +255,40 @@ class ExecutionRunner(WorkerPool[int]):
                 record.exit_code = EXIT_INTERRUPTED
                 record.finished_at = utcnow()
                 record.error = interrupted_reason(record)
+                xa = (record.details or {}).get("xa")
+                if xa and not record.dry_run:
+                    record.error, record.committed = self._finish_xa(record.target, xa)
+                    log.warning("execution %s: %s", record.id, record.error)
             session.commit()
         if stale:
             log.warning(
                 "marked %d execution(s) a previous process left unfinished as interrupted", len(stale)
             )
+
+    def _finish_xa(self, target_name: str, xa: dict[str, Any]) -> tuple[str, bool]:
+        """What a parallel execution that died between XA prepare and commit left prepared on its
+        target, committed or rolled back as its record says (apply_parallel.recover); the record's
+        error line and whether it is now committed."""
+        stopped = "the service stopped during this parallel execution"
+        by_hand = (
+            f"XA transaction {xa.get('gtrid')} may still be prepared there: save this execution's `xa` as "
+            f"DIR/{xa.get('gtrid')}.json and run `mysql-rollback xa-recover --target DSN --records DIR`"
+        )
+        target = self.servers.get(target_name)
+        if target is None:
+            return f"{stopped}; server {target_name!r} is no longer configured: {by_hand}", False
+        try:
+            outcomes = recover_xa(lambda: connect(target.dsn), [xa], target.name)
+        except RollbackError as exc:
+            return self.scrub(
+                f"{stopped}; finishing its XA transaction failed: {exc.one_line()}; {by_hand}"
+            ), False
+        mine = [o for o in outcomes if o.gtrid == xa.get("gtrid")]
+        line = mine[0].line if mine else f"XA transaction {xa.get('gtrid')}: nothing prepared"
+        committed = bool(mine) and mine[0].action == "committed"
+        if mine and mine[0].action == "nothing prepared":
+            committed = xa.get("decision") == "commit"
+        return self.scrub(f"{stopped}; {line}"), committed
 
     def stop(self, timeout: float = 10.0) -> None:
         self.stop_children.set()  # running executions stop before their next statement (rolled back)
@@ -400,14 +440,17 @@ def run_plan(
     details = run.details
     options = run.options
     try:
-        result = execute_plan(
-            str(plan),
-            target.dsn,
-            commit=not run.dry_run,
-            on_conflict=run.on_conflict,
-            observer=recorder,
-            **options.engine_arguments(),
-        )
+        if options.parallel > 1:
+            result = _execute_parallel(plan, target, run, recorder)
+        else:
+            result = execute_plan(
+                str(plan),
+                target.dsn,
+                commit=not run.dry_run,
+                on_conflict=run.on_conflict,
+                observer=recorder,
+                **options.engine_arguments(),
+            )
         outcome = result.to_dict()
         return {
             "state": "succeeded",
@@ -477,6 +520,26 @@ def run_plan(
             "exit_code": EXIT_INTERNAL,
             "error": scrub(f"internal error ({type(exc).__name__}): {exc}"),
         }
+
+
+def _execute_parallel(plan: Path, target: ServerConfig, run: RunRequest, recorder: Recorder) -> Any:
+    options = run.options
+    if options.per_transaction or options.accept_triggers or options.accept_non_transactional:
+        raise ExecutionRefused(
+            "refused, nothing was run: a parallel apply commits everything at once through XA: it cannot "
+            "run per transaction, fire triggers or write non-transactional tables"
+        )
+    return execute_parallel(
+        str(plan),
+        target.dsn,
+        options.parallel,
+        commit=not run.dry_run,
+        on_conflict=run.on_conflict,
+        accept_cascades=options.accept_cascades,
+        lock_wait_timeout=options.lock_wait_timeout,
+        observer=recorder,
+        foreign_key_checks=options.foreign_key_checks,
+    )
 
 
 def interrupted_reason(record: Execution) -> str:

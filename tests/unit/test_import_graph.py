@@ -65,6 +65,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "rollback.execute",
             "rollback.apply_batches",
+            "rollback.apply_parallel",
             "rollback.checksum",
             "rollback.verify",
             "rollback.target_rows",

@@ -64,6 +64,8 @@ def execution_out(record: Execution) -> ExecutionOut:
         cancel_requested=bool(record.cancel_requested),
         reapply=bool(details.get("reapply")),
         check=bool(details.get("check")),
+        parallel=int(details.get("parallel", 1)),
+        xa={k: v for k, v in details["xa"].items() if k != "target"} if details.get("xa") else None,
         conflict_view=details.get("conflict_view") or [],
         links={"self": base, "cancel": f"{base}/cancel", "job": f"/api/jobs/{record.job_id}"},
     )
@@ -174,7 +176,8 @@ def create_execution(
     `accept_non_transactional` (a dry run never writes to them: it only runs their checks). A refusal
     ends the execution in state `refused` with the reason in `error`. `per_transaction` commits per
     original transaction instead of all or nothing, recording each as it commits; `lock_wait_timeout`
-    bounds how long a check waits for a row another session holds. Progress (statements passed of
+    bounds how long a check waits for a row another session holds; `parallel` applies over that many
+    connections, all or nothing through XA (docs/execution.md). Progress (statements passed of
     the plan, the transaction being reversed) is in `progress` while it runs.
     """
     if not req.dry_run and not who.has("admin"):
@@ -193,6 +196,7 @@ def create_execution(
         accept_non_transactional=list(req.accept_non_transactional),
         per_transaction=req.per_transaction,
         lock_wait_timeout=req.lock_wait_timeout,
+        parallel=req.parallel,
     )
     record = submit_execution(
         services,

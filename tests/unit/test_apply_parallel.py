@@ -1,0 +1,86 @@
+"""How a parallel apply splits a plan (rollback/apply_parallel.py's partition): the steps of one row
+stay together and in order, a key an UPDATE moves joins its two rows, and tables a split could break
+(another unique key, foreign keys, no primary key) stay whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rollback.apply_parallel import TableFacts, partition
+
+
+def insert(table: str, key: int) -> dict[str, Any]:
+    return {
+        "table": table,
+        "check": f"SELECT COUNT(*) FROM `{table.replace('.', '`.`')}` WHERE `id`={key}",
+        "expect": 0,
+        "sql": f"INSERT INTO `{table.replace('.', '`.`')}` (`id`, `v`) VALUES ({key}, 1);",
+    }
+
+
+def update(table: str, key: int, new_key: int | None = None) -> dict[str, Any]:
+    name = f"`{table.replace('.', '`.`')}`"
+    sets = f"`id`={new_key}, `v`=2" if new_key is not None else "`v`=2"
+    return {
+        "table": table,
+        "check": f"SELECT COUNT(*) FROM {name} WHERE `id`<=>{key} AND `v`<=>1",
+        "expect": 1,
+        "sql": f"UPDATE {name} SET {sets} WHERE `id`={key};",
+    }
+
+
+def delete(table: str, key: int) -> dict[str, Any]:
+    name = f"`{table.replace('.', '`.`')}`"
+    return {
+        "table": table,
+        "check": f"SELECT COUNT(*) FROM {name} WHERE `id`<=>{key} AND `v`<=>2",
+        "expect": 1,
+        "sql": f"DELETE FROM {name} WHERE `id`={key};",
+    }
+
+
+def facts(**extra: Any) -> TableFacts:
+    return TableFacts(primary={t: ["`id`"] for t in ("d.t", "d.u", "d.p", "d.c")}, **extra)
+
+
+def where(parts: list[list[dict[str, Any]]], step: dict[str, Any]) -> int:
+    return next(n for n, part in enumerate(parts) if any(s is step for s in part))
+
+
+def test_a_row_changed_twice_stays_on_one_partition_in_plan_order():
+    plan = [update("d.t", k) for k in range(100)] + [delete("d.t", k) for k in range(0, 100, 7)]
+    parts = partition(plan, 3, facts())
+    assert sorted(len(p) for p in parts)[0] > 0  # every partition has work
+    for step in plan[100:]:
+        key = plan[100:].index(step) * 7
+        assert where(parts, step) == where(parts, plan[key])
+    for part in parts:  # each partition keeps the plan's order
+        assert [plan.index(s) for s in part] == sorted(plan.index(s) for s in part)
+    assert sum(len(p) for p in parts) == len(plan)
+
+
+def test_a_key_an_update_moves_joins_both_rows():
+    moved = update("d.t", 5, new_key=90)
+    plan = [insert("d.t", 90), *[update("d.t", k) for k in range(10, 80)], moved, delete("d.t", 5)]
+    parts = partition(plan, 4, facts())
+    assert where(parts, plan[0]) == where(parts, moved) == where(parts, plan[-1])
+
+
+def test_tables_a_split_could_break_stay_whole():
+    plan = (
+        [update("d.u", k) for k in range(50)]
+        + [update("d.p", k) for k in range(50)]
+        + [update("d.c", k) for k in range(50)]
+        + [update("d.t", k) for k in range(200)]
+        + [
+            {**update("d.n", k), "sql": f"UPDATE `d`.`n` SET `v`=2 WHERE `id`={k} LIMIT 1;"}
+            for k in range(50)
+        ]
+    )
+    parts = partition(plan, 4, facts(other_unique={"d.u"}, related=[("d.c", "d.p")]))
+    for table in ("d.u", "d.p", "d.n"):
+        assert len({where(parts, s) for s in plan if s["table"] == table}) == 1, table
+    assert {where(parts, s) for s in plan if s["table"] == "d.c"} == {
+        where(parts, s) for s in plan if s["table"] == "d.p"
+    }
+    assert len({where(parts, s) for s in plan if s["table"] == "d.t"}) > 1  # the plain keyed table splits
