@@ -39,12 +39,16 @@ _context: Any = None
 _lock = threading.Lock()
 
 
-def _ctx() -> Any:
+def context() -> Any:
+    """The fork server's context: executions and the outputs produced on first need
+    (output_process.py) start from it, with the service's code already loaded."""
     global _context
     with _lock:
         if _context is None:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["app.services.execution_process", "app.services.executions"])
+            context.set_forkserver_preload(
+                ["app.services.execution_process", "app.services.executions", "app.services.output_process"]
+            )
             _context = context
         return _context
 
@@ -115,7 +119,7 @@ def run(
     stop: Any,
 ) -> dict[str, Any]:
     """Run the execution in its process and wait for it; the values of its record's outcome."""
-    ctx = _ctx()
+    ctx = context()
     receive, send = ctx.Pipe(duplex=False)
     alive, held = ctx.Pipe(duplex=False)  # `held` stays here until the process has ended
     process = ctx.Process(
