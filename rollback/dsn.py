@@ -116,12 +116,40 @@ def server_timeouts() -> dict[str, float]:
     }
 
 
+_connection_class: Any = None
+_preferred_tls: Any = None
+
+
+def _connection() -> Any:
+    """PyMySQL's connection class, with one TLS context for every session that names no TLS option.
+
+    Such a session asks for TLS when the server offers it (PyMySQL's "preferred" mode, no
+    certificate check), and PyMySQL builds a new context for each: loading the system's CA bundle,
+    tens of milliseconds holding the GIL, five or more times per job (schemas, proof, packet
+    limit, side effects), in the service's threads beside its event loop. The context is the same
+    each time, so it is built once."""
+    global _connection_class
+    if _connection_class is None:
+        import pymysql.connections
+
+        class Connection(pymysql.connections.Connection):
+            def _create_ssl_ctx(self, sslp: Any) -> Any:
+                if sslp:  # the caller's own TLS options: a context of their own
+                    return super()._create_ssl_ctx(sslp)
+                global _preferred_tls
+                with _open_lock:
+                    if _preferred_tls is None:
+                        _preferred_tls = super()._create_ssl_ctx(sslp)
+                    return _preferred_tls
+
+        _connection_class = Connection
+    return _connection_class
+
+
 def open_connection(**args: Any) -> Any:
     """pymysql.connect with the configured timeouts (the caller's win), remembered for the
     calling thread so that interrupt_thread can cut it while it waits on a silent server."""
-    import pymysql
-
-    conn = pymysql.connect(**{**server_timeouts(), **args})
+    conn = _connection()(**{**server_timeouts(), **args})
     with _open_lock:
         _open.setdefault(threading.get_ident(), weakref.WeakSet()).add(conn)
     return conn
