@@ -90,7 +90,8 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 300.0
 DEFAULT_WRITE_TIMEOUT = 60.0
 
-_open: dict[int, weakref.WeakSet[Any]] = {}
+# thread -> its open sessions, each with the arguments it was opened with (for kill_queries)
+_open: dict[int, weakref.WeakKeyDictionary[Any, dict[str, Any]]] = {}
 _open_lock = threading.Lock()
 
 
@@ -149,17 +150,47 @@ def _connection() -> Any:
 def open_connection(**args: Any) -> Any:
     """pymysql.connect with the configured timeouts (the caller's win), remembered for the
     calling thread so that interrupt_thread can cut it while it waits on a silent server."""
-    conn = _connection()(**{**server_timeouts(), **args})
+    settings = {**server_timeouts(), **args}
+    conn = _connection()(**settings)
     with _open_lock:
-        _open.setdefault(threading.get_ident(), weakref.WeakSet()).add(conn)
+        _open.setdefault(threading.get_ident(), weakref.WeakKeyDictionary())[conn] = settings
     return conn
+
+
+def kill_queries(thread_id: int, timeout: float = 2.0) -> int:
+    """Stop the statements the sessions that thread opened are running: `KILL QUERY <id>` sent for
+    each from a second session (timeouts of `timeout` seconds), as a DBA would. The session stays
+    open and its caller sees the statement fail; a server that does not answer the second session
+    either is left to interrupt_thread. The number of sessions the kill was sent for."""
+    import pymysql
+
+    with _open_lock:
+        sessions = list(_open.get(thread_id, {}).items())
+    sent = 0
+    for conn, settings in sessions:
+        server_id = conn.server_thread_id[0] if getattr(conn, "server_thread_id", None) else None
+        if not conn.open or server_id is None:
+            continue
+        second = {k: v for k, v in settings.items() if k not in ("client_flag", "autocommit", "database")}
+        second.update(connect_timeout=timeout, read_timeout=timeout, write_timeout=timeout)
+        try:
+            killer = _connection()(**second)
+            try:
+                with killer.cursor() as cur:
+                    cur.execute(f"KILL QUERY {int(server_id)}")
+                sent += 1
+            finally:
+                killer.close()
+        except (pymysql.MySQLError, OSError):
+            pass  # the server does not answer: interrupt_thread, or the process's end, cuts the session
+    return sent
 
 
 def interrupt_thread(thread_id: int) -> int:
     """Shut down the sockets of the sessions that thread opened: a read it is blocked in ends at
     once (PyMySQL raises "lost connection"). The number of sessions cut."""
     with _open_lock:
-        conns = list(_open.pop(thread_id, ()))
+        conns = list(_open.pop(thread_id, {}))
     cut = 0
     for conn in conns:
         sock = getattr(conn, "_sock", None)
