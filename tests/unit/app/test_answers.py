@@ -1,10 +1,12 @@
 """GET /api/jobs and /api/jobs/{id} answer from serialised copies that any change of the job
-database replaces: a commit of this process, or of another connection (another process)."""
+database replaces: a commit of this process at once, one of another connection (another process)
+within OTHERS_AGE."""
 
 from __future__ import annotations
 
 import sqlite3
 
+from app.services import answers
 from tests.support.app import VIEWER, auth, job_row
 
 JOB_ID = "a" * 32
@@ -14,7 +16,7 @@ def _job():
     return job_row(id=JOB_ID, progress_total=100)
 
 
-def test_answers_follow_every_change_of_the_job_database(make_client, tmp_path):
+def test_answers_follow_every_change_of_the_job_database(make_client, tmp_path, monkeypatch):
     client = make_client(data_dir=tmp_path / "data", workers=1)
     services = client.app.state.services
     services.runner.stop()  # nothing takes the queued job: the test changes it itself
@@ -38,10 +40,18 @@ def test_answers_follow_every_change_of_the_job_database(make_client, tmp_path):
     job, listed = read()
     assert job["progress"]["bytes"] == 40 and listed["items"][0]["progress"]["bytes"] == 40
 
+    cached = services.answers._cache[("job", JOB_ID)][2]
     with sqlite3.connect(tmp_path / "data" / "jobs.sqlite3") as other:  # another process's connection
         other.execute("UPDATE jobs SET progress_bytes = 70 WHERE id = ?", (JOB_ID,))
+    # another process's commits are taken at most every OTHERS_AGE seconds (an execution's progress)
+    monkeypatch.setattr(answers, "OTHERS_AGE", 60.0)
+    assert read()[0]["progress"]["bytes"] == 40 and services.answers._cache[("job", JOB_ID)][2] is cached
+    monkeypatch.setattr(answers, "OTHERS_AGE", 0.0)
     job, listed = read()
     assert job["progress"]["bytes"] == 70 and listed["items"][0]["progress"]["bytes"] == 70
+    # this process's commits at once, however recent the answer
+    services.runner.record(JOB_ID, progress_bytes=80)
+    assert read()[0]["progress"]["bytes"] == 80
 
     assert client.get(f"/api/jobs/{'b' * 32}", headers=auth(VIEWER)).status_code == 404
     assert client.get("/api/jobs?state=failed", headers=auth(VIEWER)).json()["items"] == []
