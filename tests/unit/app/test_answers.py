@@ -57,6 +57,29 @@ def test_answers_follow_every_change_of_the_job_database(make_client, tmp_path, 
     assert client.get("/api/jobs?state=failed", headers=auth(VIEWER)).json()["items"] == []
 
 
+def test_a_running_jobs_progress_replaces_its_answer_and_the_list_not_the_other_jobs(
+    make_client, tmp_path, monkeypatch
+):
+    # the commit also moves data_version, as another connection's would: taken within OTHERS_AGE
+    monkeypatch.setattr(answers, "OTHERS_AGE", 60.0)
+    client = make_client(data_dir=tmp_path / "data", workers=1)
+    services = client.app.state.services
+    services.runner.stop()
+    other = "b" * 32
+    with services.db.session() as session:
+        session.add_all([_job(), job_row(id=other, progress_total=100)])
+        session.commit()
+    for path in (f"/api/jobs/{JOB_ID}", f"/api/jobs/{other}", "/api/jobs"):
+        assert client.get(path, headers=auth(VIEWER)).status_code == 200
+    cached = services.answers._cache[("job", other)][2]
+    services.runner.record(JOB_ID, progress_bytes=40)  # one job's row: its answer and the lists
+    assert client.get(f"/api/jobs/{JOB_ID}", headers=auth(VIEWER)).json()["progress"]["bytes"] == 40
+    listed = client.get("/api/jobs", headers=auth(VIEWER)).json()["items"]
+    assert {j["id"]: j["progress"]["bytes"] for j in listed} == {JOB_ID: 40, other: 0}
+    assert client.get(f"/api/jobs/{other}", headers=auth(VIEWER)).status_code == 200
+    assert services.answers._cache[("job", other)][2] is cached  # not rebuilt
+
+
 def test_the_fast_path_answers_what_the_routes_answer_and_passes_the_rest_on(make_client, tmp_path):
     client = make_client(data_dir=tmp_path / "data", workers=1)
     services = client.app.state.services
