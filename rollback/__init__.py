@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         Dsn,
         DsnError,
         interrupt_thread,
+        kill_queries,
         parse_dsn,
         redact,
     )
@@ -100,6 +101,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "DEFAULT_READ_TIMEOUT": ("rollback.dsn", "DEFAULT_READ_TIMEOUT"),
     "DEFAULT_WRITE_TIMEOUT": ("rollback.dsn", "DEFAULT_WRITE_TIMEOUT"),
     "interrupt_thread": ("rollback.dsn", "interrupt_thread"),
+    "kill_queries": ("rollback.dsn", "kill_queries"),
     "EXIT_INCOMPLETE": ("rollback.errors", "EXIT_INCOMPLETE"),
     "EXIT_INTERNAL": ("rollback.errors", "EXIT_INTERNAL"),
     "EXIT_INTERRUPTED": ("rollback.errors", "EXIT_INTERRUPTED"),
@@ -207,6 +209,7 @@ __all__ = [
     "DEFAULT_READ_TIMEOUT",
     "DEFAULT_WRITE_TIMEOUT",
     "interrupt_thread",
+    "kill_queries",
     "connect",
     "execute_plan",
     "execute_parallel",

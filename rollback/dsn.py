@@ -90,7 +90,8 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 300.0
 DEFAULT_WRITE_TIMEOUT = 60.0
 
-_open: dict[int, weakref.WeakSet[Any]] = {}
+# thread -> its open sessions, each with the arguments it was opened with (for kill_queries)
+_open: dict[int, weakref.WeakKeyDictionary[Any, dict[str, Any]]] = {}
 _open_lock = threading.Lock()
 
 
@@ -116,22 +117,80 @@ def server_timeouts() -> dict[str, float]:
     }
 
 
+_connection_class: Any = None
+_preferred_tls: Any = None
+
+
+def _connection() -> Any:
+    """PyMySQL's connection class, with one TLS context for every session that names no TLS option.
+
+    Such a session asks for TLS when the server offers it (PyMySQL's "preferred" mode, no
+    certificate check), and PyMySQL builds a new context for each: loading the system's CA bundle,
+    tens of milliseconds holding the GIL, five or more times per job (schemas, proof, packet
+    limit, side effects), in the service's threads beside its event loop. The context is the same
+    each time, so it is built once."""
+    global _connection_class
+    if _connection_class is None:
+        import pymysql.connections
+
+        class Connection(pymysql.connections.Connection):
+            def _create_ssl_ctx(self, sslp: Any) -> Any:
+                if sslp:  # the caller's own TLS options: a context of their own
+                    return super()._create_ssl_ctx(sslp)
+                global _preferred_tls
+                with _open_lock:
+                    if _preferred_tls is None:
+                        _preferred_tls = super()._create_ssl_ctx(sslp)
+                    return _preferred_tls
+
+        _connection_class = Connection
+    return _connection_class
+
+
 def open_connection(**args: Any) -> Any:
     """pymysql.connect with the configured timeouts (the caller's win), remembered for the
     calling thread so that interrupt_thread can cut it while it waits on a silent server."""
+    settings = {**server_timeouts(), **args}
+    conn = _connection()(**settings)
+    with _open_lock:
+        _open.setdefault(threading.get_ident(), weakref.WeakKeyDictionary())[conn] = settings
+    return conn
+
+
+def kill_queries(thread_id: int, timeout: float = 2.0) -> int:
+    """Stop the statements the sessions that thread opened are running: `KILL QUERY <id>` sent for
+    each from a second session (timeouts of `timeout` seconds), as a DBA would. The session stays
+    open and its caller sees the statement fail; a server that does not answer the second session
+    either is left to interrupt_thread. The number of sessions the kill was sent for."""
     import pymysql
 
-    conn = pymysql.connect(**{**server_timeouts(), **args})
     with _open_lock:
-        _open.setdefault(threading.get_ident(), weakref.WeakSet()).add(conn)
-    return conn
+        sessions = list(_open.get(thread_id, {}).items())
+    sent = 0
+    for conn, settings in sessions:
+        server_id = conn.server_thread_id[0] if getattr(conn, "server_thread_id", None) else None
+        if not conn.open or server_id is None:
+            continue
+        second = {k: v for k, v in settings.items() if k not in ("client_flag", "autocommit", "database")}
+        second.update(connect_timeout=timeout, read_timeout=timeout, write_timeout=timeout)
+        try:
+            killer = _connection()(**second)
+            try:
+                with killer.cursor() as cur:
+                    cur.execute(f"KILL QUERY {int(server_id)}")
+                sent += 1
+            finally:
+                killer.close()
+        except (pymysql.MySQLError, OSError):
+            pass  # the server does not answer: interrupt_thread, or the process's end, cuts the session
+    return sent
 
 
 def interrupt_thread(thread_id: int) -> int:
     """Shut down the sockets of the sessions that thread opened: a read it is blocked in ends at
     once (PyMySQL raises "lost connection"). The number of sessions cut."""
     with _open_lock:
-        conns = list(_open.pop(thread_id, ()))
+        conns = list(_open.pop(thread_id, {}))
     cut = 0
     for conn in conns:
         sock = getattr(conn, "_sock", None)

@@ -246,6 +246,8 @@ class _Pass:
     non_transactional: set[str]  # lower-cased tables whose changes no rollback undoes
     last: dict[str, Any] | None = None  # per-transaction mode: the transaction open at the end
     observer: ExecutionObserver = field(default_factory=ExecutionObserver)
+    # a COMMIT is on its way: an error now leaves its outcome unknown, never "cancelled, rolled back"
+    committing: bool = False
     phase: str = "check"
     done: int = 0  # steps passed (run, skipped, or checked only)
     batch_bytes: int = 0  # the largest query of several steps (0: one step at a time)
@@ -337,7 +339,9 @@ class _Pass:
                         self._flush(cur, batch, current)
                         self._stop_if_asked()
                         self._tell(current, committing=current)
+                        self.committing = True
                         conn.commit()
+                        self.committing = False
                         self.result.transactions_applied.append(current)
                         self._tell(current, committed=current)
                     current = {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
@@ -422,6 +426,12 @@ class _Pass:
                     break
         except pymysql.err.MySQLError as exc:
             code = exc.args[0] if exc.args else None
+            if self.observer.cancelled():  # the cancel stopped it (KILL QUERY): no step-by-step retry
+                raise ExecutionCancelled(
+                    f"cancelled while a statement ran ({exc.args[-1] if exc.args else exc}); "
+                    f"{_applied(self.result)}",
+                    self.result,
+                ) from None
             if piece.kind == "savepoint":
                 # an engine in the transaction without savepoints (Aria, which a trigger may write to):
                 # nothing of this group ran; it and the rest of the pass go one step at a time
@@ -606,13 +616,23 @@ def _attempt(
             inspect(conn)
         if commit:
             one._tell(one.last, committing=one.last or {})  # one transaction: the whole execution
+            one.committing = True
             conn.commit()
             result.committed = True
             if one.last is not None:
                 result.transactions_applied.append(one.last)
                 one._tell(one.last, committed=one.last)
+    except ExecutionFailed as exc:
+        if one.observer.cancelled() and not one.committing:
+            # the cancel stopped the running statement (KILL QUERY) or cut the session: rolled back
+            raise ExecutionCancelled(f"cancelled while a statement ran: {exc.one_line()}", result) from None
+        raise
     except pymysql.err.MySQLError as exc:
         reason = exc.args[-1] if exc.args else exc
+        if one.observer.cancelled() and not one.committing:
+            raise ExecutionCancelled(
+                f"cancelled while a statement ran ({reason}); {_applied(result)}", result
+            ) from None
         raise ExecutionFailed(
             f"the target failed during execution: {reason}; {_applied(result)}", result
         ) from None
@@ -781,7 +801,14 @@ def execute_plan(
     plan = list(read_plan(plan_path))
     _refuse_ddl(plan)
     factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
-    found, max_packet, keyed = _preflight(factory, plan)
+    try:
+        found, max_packet, keyed = _preflight(factory, plan)
+    except ExecutionFailed as exc:
+        if observer.cancelled():  # the cancel stopped the preflight's query (KILL QUERY) or cut its session
+            raise ExecutionCancelled(
+                f"cancelled: {exc.one_line()}", ExecutionResult(dry_run=not commit)
+            ) from None
+        raise
     accepted = {t.strip().lower() for t in accept_non_transactional if t.strip()}
     reasons = _refusals(found, plan, commit, accept_triggers, accept_cascades, accepted)
     if reasons:

@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rollback import EXIT_INTERNAL, EXIT_INTERRUPTED
+from rollback import EXIT_INTERNAL, EXIT_INTERRUPTED, interrupt_thread, kill_queries
 
 if TYPE_CHECKING:
     from app.core.config import ServerConfig
@@ -31,6 +31,10 @@ WAIT_SECONDS = 0.2
 # A cancelled execution answers at its next statement; one that has not after this long is stuck
 # on a silent target, and its process is ended.
 CANCEL_GRACE_SECONDS = 3.0
+# Before that, in the process: a statement still running this long after the cancel is stopped with
+# KILL QUERY from a second session (a lock wait, a long scan), then its session's socket is shut.
+KILL_AFTER_SECONDS = 0.5
+KILL_TIMEOUT_SECONDS = 1.0
 # Below the service: the statements wait on the target mostly, and what they compute must not take
 # the cores from the requests the service answers.
 NICENESS = 10
@@ -39,12 +43,16 @@ _context: Any = None
 _lock = threading.Lock()
 
 
-def _ctx() -> Any:
+def context() -> Any:
+    """The fork server's context: executions and the outputs produced on first need
+    (output_process.py) start from it, with the service's code already loaded."""
     global _context
     with _lock:
         if _context is None:
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["app.services.execution_process", "app.services.executions"])
+            context.set_forkserver_preload(
+                ["app.services.execution_process", "app.services.executions", "app.services.output_process"]
+            )
             _context = context
         return _context
 
@@ -59,10 +67,23 @@ def _watch_the_service(alive: Connection, cancel: threading.Event, stop: threadi
     ends: only the service holds the other end of `alive`, so reading it ends (EOF) when the
     service closes it or dies. (The fork server, this process's parent, outlives the service.)"""
 
+    runs = threading.main_thread().ident or 0  # the thread that runs the plan and opens its sessions
+
+    def stop_the_statement() -> None:
+        time.sleep(KILL_AFTER_SECONDS)
+        kill_queries(runs, KILL_TIMEOUT_SECONDS)
+        time.sleep(KILL_AFTER_SECONDS)
+        interrupt_thread(runs)  # a target that answered neither
+
     def watch() -> None:
         try:
             while True:
-                (cancel if alive.recv() == "cancel" else stop).set()
+                word = alive.recv()
+                if word == "cancel" and not cancel.is_set():
+                    threading.Thread(
+                        target=stop_the_statement, name="mysql-rollback-kill", daemon=True
+                    ).start()
+                (cancel if word == "cancel" else stop).set()
         except (EOFError, OSError):
             pass
         os.kill(os.getpid(), signal.SIGKILL)
@@ -115,7 +136,7 @@ def run(
     stop: Any,
 ) -> dict[str, Any]:
     """Run the execution in its process and wait for it; the values of its record's outcome."""
-    ctx = _ctx()
+    ctx = context()
     receive, send = ctx.Pipe(duplex=False)
     alive, held = ctx.Pipe(duplex=False)  # `held` stays here until the process has ended
     process = ctx.Process(

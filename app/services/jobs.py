@@ -24,7 +24,7 @@ from app.db import Database
 from app.metrics import Metrics
 from app.models import FINAL_STATES, Job, Upload, utcnow
 from app.schemas import JobCreate, filters_from
-from app.services import engine, picks, retention, sources
+from app.services import answers, engine, picks, retention, sources
 from app.services.pool import WorkerPool
 from app.services.storage import storage_problem
 from rollback import (
@@ -188,6 +188,7 @@ class JobRunner(WorkerPool[str]):
 
     def _set(self, job_id: str, **values: Any) -> None:
         with self.db.session() as session:
+            answers.only_job(session, job_id)  # the other jobs' cached answers stay (app/services/answers.py)
             session.execute(update(Job).where(Job.id == job_id).values(**values))
             session.commit()
 

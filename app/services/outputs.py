@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 from app.models import Job
-from app.services import artifacts, engine, retention
+from app.services import artifacts, engine, output_process, retention
 from app.services.jobs import CHANGES, PLAN, JobRunner
 from rollback import RollbackError
 
@@ -107,7 +107,7 @@ class Outputs:
         )
         log.info("job %s: producing %s on first need", job.id, " and ".join(sorted(missing)))
         try:
-            engine.run(resolved.rng, filters, options, out, lambda _p: None, lambda: runner.stopping.is_set())
+            output_process.run(resolved.rng, filters, options, out, runner.stopping)
             if compare and not same_statements(out.script, script):
                 raise OutputsChanged(
                     f"job {job.id}: its binlog range no longer gives the script it gave, so its "

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ class Resolved:
 
 def server_schema(server: ServerConfig) -> SchemaSource:
     dsn = server.dsn
-    return ServerSchema(lambda: connect(dsn), server.name, dsn)
+    return ServerSchema(functools.partial(connect, dsn), server.name, dsn)
 
 
 def _query(server: ServerConfig, sql: str, args: Any = None) -> list[tuple]:

@@ -19,6 +19,7 @@ tables whose table maps lack FULL metadata.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import tempfile
@@ -182,7 +183,7 @@ def resolve_server_range(
         parsed_gtid=parsed,
         to_log_end=not gtid and stop_file is None and stop_position is None and not stop_datetime,
     )
-    schema = ServerSchema(lambda: _schema_connection(address), name or str(address), address)
+    schema = ServerSchema(functools.partial(_schema_connection, address), name or str(address), address)
     return ServerSource(rng, schema, via, warnings)
 
 

@@ -190,7 +190,9 @@ async def job_answer(services: Services, job_id: str) -> bytes | None:
     """The JSON of GET /api/jobs/{id}; None when there is no such job."""
 
     def one(session: Session) -> JobOut | None:
-        job = session.get(Job, job_id)
+        # the answer shows no summary: not decoded (a job's transaction list alone can be megabytes,
+        # and this is rebuilt on the event loop after every commit of any job or execution)
+        job = session.get(Job, job_id, options=[defer(Job.summary)])
         if job is None:
             return None
         if job.state in ("queued", "running"):  # the rate is read from the job database too

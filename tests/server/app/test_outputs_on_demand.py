@@ -85,3 +85,27 @@ def test_a_job_that_asks_for_the_plan_and_changes_writes_them_at_once(
     assert len(plan) == 30 and all(json.loads(line)["check"] for line in plan)
     bad = client.post("/api/jobs", json={**body, "options": {"outputs": ["script"]}}, headers=auth(OPERATOR))
     assert bad.status_code == 422
+
+
+def test_the_plan_and_change_log_on_first_need_are_produced_outside_the_service_process(
+    make_client, scratch_server, small_range, tmp_path, monkeypatch
+):
+    # in a service thread that run took turns on the GIL with the event loop (bench_service_load)
+    from app.services import engine
+
+    data = tmp_path / "apart-data"
+    client = make_client(servers=servers_json(scratch_server), data_dir=data)
+    job, out = _job(client, data, {"server": "scratch", "range": small_range})
+
+    def not_here(*_args, **_kwargs):
+        raise AssertionError("the engine ran in the service's own thread")
+
+    monkeypatch.setattr(engine, "run", not_here)  # in this process only: the child is another one
+    changes = client.get(f"/api/jobs/{job['id']}/changes?offset=0&limit=100", headers=auth(VIEWER))
+    assert changes.status_code == 200 and changes.headers["x-total-lines"] == "30", changes.text
+    dry = wait_for_execution(
+        client,
+        client.post(f"/api/jobs/{job['id']}/executions", json={"target": "scratch"}, headers=auth(OPERATOR)),
+    )
+    assert dry["state"] == "succeeded" and dry["statements"] == 30, dry
+    assert (out / "plan.jsonl").exists()

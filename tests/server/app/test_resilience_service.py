@@ -203,6 +203,41 @@ def test_an_execution_on_a_silent_target_is_cancelled_within_5_s_and_the_next_on
     assert svc.request("GET", f"/api/jobs/{job['id']}").json()["applied"]["execution"] == applied["id"]
 
 
+def test_cancel_stops_a_statement_waiting_for_a_row_lock_with_kill_query(svc, scratch_server):
+    job = _job(svc, scratch_server)
+    holder = scratch_server.connect(autocommit=False)
+    try:
+        with holder.cursor() as cur:
+            cur.execute(f"SELECT * FROM {DB}.t FOR UPDATE")  # the rows the plan's checks lock
+        created = svc.request(
+            "POST",
+            f"/api/jobs/{job['id']}/executions",
+            ADMIN,
+            json={"target": "scratch", "dry_run": True, "lock_wait_timeout": 600},
+        )
+        assert created.status_code == 202, created.text
+        location = created.headers["location"]
+        deadline = time.monotonic() + 60
+        while not scratch_server.query(
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"
+        )[0][0]:
+            assert time.monotonic() < deadline, svc.request("GET", location).json()
+            time.sleep(0.05)
+        started = time.monotonic()
+        assert svc.request("POST", location + "/cancel", ADMIN).status_code == 202
+        final = svc.wait_execution(location, timeout=10)
+        took = time.monotonic() - started
+    finally:
+        holder.rollback()
+        holder.close()
+    # the statement was stopped on the server (KILL QUERY from a second session), well before the
+    # process would have been ended (CANCEL_GRACE_SECONDS), and the dry run rolled back
+    assert final["state"] == "cancelled", (final["state"], final["error"])
+    assert "interrupted" in final["error"] and "did not answer" not in final["error"], final
+    assert took < 2.5, took
+    assert scratch_server.query(f"SELECT COUNT(*) FROM {DB}.t")[0][0] >= 5
+
+
 def test_a_hostile_servers_answers_are_one_line(svc):
     answer = svc.request("GET", "/api/servers/evil/time-zone")
     assert answer.status_code == 200 and "LOAD_LOCAL" in answer.json()["error"]

@@ -5,6 +5,7 @@ fake_mysql.py's; the service runs in-process (TestClient)."""
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -102,6 +103,19 @@ def test_a_timeout_setting_that_is_not_seconds_is_one_line(monkeypatch):
         SourceError, match="MYSQL_ROLLBACK_CONNECT_TIMEOUT must be a number of seconds above 0"
     ):
         open_connection(host="127.0.0.1", port=1)
+
+
+def test_sessions_without_tls_options_share_one_tls_context_and_others_keep_their_own():
+    # PyMySQL asks for TLS when the server offers it ("preferred", no certificate check) and built a
+    # new context, the CA bundle loaded, for every session: the service's job threads did that five
+    # times a job, holding the GIL beside the event loop
+    first = open_connection(host="127.0.0.1", port=1, defer_connect=True)
+    second = open_connection(host="127.0.0.1", port=1, defer_connect=True)
+    assert first.ctx is not None and first.ctx is second.ctx
+    assert first.ctx.verify_mode == ssl.CERT_NONE and not first.ctx.check_hostname
+    assert not first._ssl_required  # still preferred: a server without TLS is still reached
+    own = open_connection(host="127.0.0.1", port=1, ssl={"verify_mode": "required"}, defer_connect=True)
+    assert own.ctx is not first.ctx and own.ctx.verify_mode == ssl.CERT_REQUIRED and own._ssl_required
 
 
 # ---- uploads: checked before the body
