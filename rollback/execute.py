@@ -257,7 +257,8 @@ class _Pass:
     # lower-cased tables whose steps run one at a time: read-only and non-transactional ones (what a batch
     # runs past a conflict before it sees it must be undone by the rollback) and those with triggers
     alone: set[str] = field(default_factory=set)
-    keyed: set[str] = field(default_factory=set)  # lower-cased tables with a primary key (apply_batches)
+    # lower-cased tables with a primary key, and its columns (apply_batches)
+    keyed: dict[str, str] = field(default_factory=dict)
     sizes: list[int] = field(default_factory=list)  # each step's bytes in a batch (_check_sizes)
     separate: set[str] = field(default_factory=set)  # tables whose UPDATEs go one by one (apply_batches)
     # False when the incident itself ran with foreign_key_checks=0 (Report.no_fk_checks): its reverse
@@ -406,7 +407,7 @@ class _Pass:
         import pymysql
 
         grouped = apply_batches.groups(steps, self.keyed, self.separate)
-        pieces = apply_batches.pieces(grouped)
+        pieces = apply_batches.pieces(grouped, self.keyed)
         counts: list[tuple[int, int]] = []  # statements and rows affected at each group's start
         again = None  # the group to return to
         piece = pieces[0]
@@ -705,9 +706,10 @@ def _refusals(
 
 def _preflight(
     factory: Callable[[], Any], plan: list[dict[str, Any]]
-) -> tuple[SideEffects, int, set[str], list[int]]:
+) -> tuple[SideEffects, int, dict[str, str], list[int]]:
     """The target's max_allowed_packet against every statement, and what the statements set off; the
-    max_allowed_packet, the plan's tables with a primary key (lower-cased), and each step's bytes."""
+    max_allowed_packet, the plan's tables with a primary key (lower-cased) and its columns (a combined
+    DELETE's ORDER BY), and each step's bytes."""
     import pymysql
 
     conn = factory()
@@ -717,16 +719,19 @@ def _preflight(
             max_packet = int(cur.fetchone()[0])
         sizes = _check_sizes(plan, max_packet)
         tables = sorted({str(step.get("table")).lower() for step in plan})
-        keyed: set[str] = set()
+        keyed: dict[str, str] = {}
         if tables:
             with conn.cursor() as cur:
                 cur.execute(
-                    "SELECT LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) FROM information_schema.TABLE_CONSTRAINTS "
-                    "WHERE CONSTRAINT_TYPE = 'PRIMARY KEY' AND LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) IN "
-                    f"({', '.join(['%s'] * len(tables))})",
+                    "SELECT LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)), COLUMN_NAME "
+                    "FROM information_schema.KEY_COLUMN_USAGE WHERE CONSTRAINT_NAME = 'PRIMARY' AND "
+                    "LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) IN "
+                    f"({', '.join(['%s'] * len(tables))}) ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
                     tables,
                 )
-                keyed = {row[0] for row in cur.fetchall()}
+                for table, column in cur.fetchall():
+                    quoted = "`" + str(column).replace("`", "``") + "`"
+                    keyed[table] = f"{keyed[table]}, {quoted}" if table in keyed else quoted
         return detect(conn, plan_statement_kinds(plan)), max_packet, keyed, sizes
     except pymysql.err.MySQLError as exc:
         reason = exc.args[-1] if exc.args else exc
