@@ -142,7 +142,8 @@ class Execution(Base):
     # unverified, non_transactional_applied
     details: Mapped[dict[str, Any] | None] = mapped_column(JSONText())
     exit_code: Mapped[int | None] = mapped_column(Integer)  # as for jobs; None while running
-    # progress of the running pass: "check" (the dry run first) or "apply"; steps of the plan passed
+    # progress of the running pass: "check" (a dry run) or "apply"; steps of the plan passed (its start
+    # and rows changed so far: details["phase_started"], details["rows_done"])
     phase: Mapped[str | None] = mapped_column(String(8))
     progress_done: Mapped[int] = mapped_column(Integer, default=0)
     progress_total: Mapped[int] = mapped_column(Integer, default=0)

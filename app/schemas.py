@@ -539,12 +539,25 @@ class ExecutionCreate(BaseModel):
 class ExecutionProgressOut(BaseModel):
     phase: Literal["check", "apply", "compare"] | None = Field(
         None,
-        description="check: the dry run every execution starts with; apply: the committing pass; "
-        "compare: a conflict check reading its conflicting rows on the target",
+        description="check: a dry run (a dry run execution, or the one a per-transaction commit, a commit "
+        "on non-transactional tables or through triggers starts with); apply: the committing pass (a "
+        "one-transaction commit is its own dry run: a conflict rolls it back); compare: a conflict check "
+        "reading its conflicting rows on the target",
     )
     statements_done: int
     statements_total: int
     percent: float
+    rows_applied: int = Field(
+        0,
+        description="rows the running pass changed so far (in its open transaction until it commits); "
+        "at the end, the rows affected",
+    )
+    rows_per_second: float | None = Field(
+        None, description="plan steps a second since the running pass started; null when not running"
+    )
+    eta_seconds: float | None = Field(
+        None, description="estimated seconds left of the running pass, at that rate; null when not known"
+    )
     current_transaction: dict[str, Any] | None = Field(
         None, description="the original transaction whose reversal runs now (tx, gtid, file, pos)"
     )

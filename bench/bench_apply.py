@@ -13,8 +13,12 @@ statement, and with `--rows-per-statement 1000`), as many statements that do not
 and the client's own floor for the one-row script), and the
 verified apply (`execute_plan` in a process of its own, as the CLI runs it): the dry run, the
 commit in one transaction, the commit per original transaction, and the commit over two connections
-(`--parallel 2`, all or nothing through XA: `execute_parallel`). Each restore is checked
-against the table's checksum from before the incident. Peak RSS is that of the timed process tree.
+(`--parallel 2`, all or nothing through XA: `execute_parallel`); then the service execution: a
+`mysql-rollback serve` process (started before, its job over the server's range run with the plan
+among its outputs, neither timed) and `POST /api/jobs/{id}/executions` (a one-transaction commit),
+timed from the POST to the first GET that sees it succeeded; its client CPU is the service process
+tree's (the API and the execution's process). Each restore is checked against the table's checksum
+from before the incident. Peak RSS is that of the timed process tree (not measured for the service).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.bench_pipeline import CHILD_ENV, REPO, Timing, timed_process  # noqa: E402
 
 # the databases: one for each path that changes the table
-PATHS = ("reference", "script", "joined", "one", "per", "par2")
+PATHS = ("reference", "script", "joined", "one", "per", "par2", "service")
 JOINED = "1000"  # --rows-per-statement of the `joined` script
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
 
@@ -51,10 +55,12 @@ def apply_main(plan: str, dsn: str, mode: str) -> None:
     print(f"{result.statements} statements, {result.rows_affected} rows", file=sys.stderr)
 
 
-def incident(server: object, rows: int) -> tuple[dict[str, Path], str]:
-    """Every database's table and its incident's binlog file; the table's checksum before it."""
+def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int | str], str]:
+    """Every database's table and its incident's binlog file; the service's incident as a job's range;
+    the table's checksum before it."""
     checksum = ""
     files: dict[str, Path] = {}
+    ranges: dict[str, dict[str, int | str]] = {}
     for name in PATHS:
         server.run_sql([f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}"])  # type: ignore[attr-defined]
         server.run_sql(  # type: ignore[attr-defined]
@@ -74,7 +80,60 @@ def incident(server: object, rows: int) -> tuple[dict[str, Path], str]:
         )
         assert len(span.files) == 1, span
         files[name] = Path(span.files[0])
-    return files, checksum
+        ranges[name] = {
+            "start_file": span.start_file,
+            "start_position": span.start_position,
+            "stop_file": span.stop_file,
+            "stop_position": span.stop_position,
+        }
+    return files, ranges["service"], checksum
+
+
+def service_execution(server: object, work: Path, span: dict[str, int | str]) -> Timing:
+    """The service's one-transaction commit of the incident's job, from the POST to the GET that sees
+    it succeeded; CPU of the service process and its children (the execution's process)."""
+    import psutil
+
+    from tests.support.app import ADMIN, OPERATOR, servers_json
+    from tests.support.service import Service, service_env
+
+    env = service_env(work / "data", servers_json(server), MYSQL_ROLLBACK_ENGINE="local")
+    service = Service(work / "data", env, work / "service.log").start()
+    try:
+        body = {"server": "scratch", "range": span, "options": {"outputs": ["plan"]}}
+        job = service.request("POST", "/api/jobs", OPERATOR, json=body).json()["id"]
+        assert service.wait(job, timeout=600)["state"] == "succeeded"
+        assert service.process is not None
+        process = psutil.Process(service.process.pid)
+
+        def cpu() -> float:
+            """The tree's CPU: the execution runs in a child of the forkserver, which reaps it."""
+            total = 0.0
+            for each in [process, *process.children(recursive=True)]:
+                try:
+                    total += sum(each.cpu_times()[:4])  # user, system, and the reaped children's
+                except psutil.NoSuchProcess:
+                    pass
+            return total
+
+        before = cpu()
+        started = time.perf_counter()
+        created = service.request(
+            "POST", f"/api/jobs/{job}/executions", ADMIN, json={"target": "scratch", "dry_run": False}
+        )
+        assert created.status_code == 202, created.text
+        location = created.headers["location"]
+        while True:
+            record = service.request("GET", location).json()
+            if record["state"] not in ("queued", "running"):
+                break
+            time.sleep(0.05)
+        seconds = time.perf_counter() - started
+        used = cpu() - before
+        assert record["state"] == "succeeded", record
+        return Timing(seconds=seconds, driver_mb=0.0, tree_mb=0.0, cpu=used)
+    finally:
+        service.stop()
 
 
 def main() -> None:
@@ -89,16 +148,21 @@ def main() -> None:
     from tests.support.mariadb import ScratchServer, ServerOptions
 
     cli = str(Path(sys.executable).parent / "mysql-rollback")
-    server = ScratchServer(options=ServerOptions(row_metadata="FULL")).start()
+    # the reference replays each rows event as one BINLOG statement: the 1M-row incident's are ~100 MB
+    server = ScratchServer(
+        options=ServerOptions(row_metadata="FULL", extra_args=("--max-allowed-packet=1G",))
+    ).start()
     work = Path(tempfile.mkdtemp(prefix="bench-apply-"))
     try:
         started = time.perf_counter()
-        files, before = incident(server, args.rows)
+        files, span, before = incident(server, args.rows)
         print(
             f"{len(PATHS)} databases of {args.rows} rows in {time.perf_counter() - started:.0f} s",
             file=sys.stderr,
         )
         for name, path in files.items():
+            if name == "service":
+                continue  # the service's job writes its own
             timed_process(
                 [
                     cli,
@@ -156,6 +220,11 @@ def main() -> None:
             ("verified apply, commit one transaction", "one", apply("one", "one")),
             ("verified apply, commit per transaction", "per", apply("per", "per")),
             ("verified apply, commit --parallel 2 (XA)", "par2", apply("par2", "par2")),
+            (
+                "service execution (POST -> succeeded), commit one transaction",
+                "service",
+                service_execution(server, work, span),
+            ),
         ]
         reference = runs[0][2].seconds
         print(f"\n{changes:,} row changes ({args.rows:,}-row table), load {os.getloadavg()[0]:.1f}\n")

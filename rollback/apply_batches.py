@@ -23,14 +23,17 @@ the row that differs is found and named exactly as before.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 LOCKING = " FOR UPDATE"
 COUNT_FROM = "SELECT COUNT(*) FROM "
 SAVEPOINT = "mysql_rollback_"  # + the group's number in its batch
-# A combined read or DELETE goes through the primary key, row by row, as the single steps do: a small
-# table's optimizer would rather scan it, and a locking scan locks rows the plan does not name.
+# A combined read or UPDATE asks for the primary key, as the single steps use it: a table scan locks
+# rows the plan does not name. A DELETE takes no index hint (on MariaDB 10.11 a syntax error, which sent
+# every combined DELETE back to one step at a time); ORDER BY its key with a LIMIT of its rows has the
+# optimizer read the keys it names, where a small table would be scanned, every row locked.
 BY_KEY = " FORCE INDEX (PRIMARY)"
 
 
@@ -50,6 +53,9 @@ class Group:
     steps: list[dict[str, Any]] = field(default_factory=list)
     shape: tuple[str, str, str] | None = None  # (kind, table, INSERT head) of a combined group, else plain
     keys: set[str] = field(default_factory=set)  # of a combined group's rows (_key)
+    # a combined UPDATE group's SET columns, and its steps, each as its values and its WHERE (by key)
+    columns: tuple[str, ...] = ()
+    updates: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
 
 
 def _key(step: dict[str, Any], kind: str) -> str:
@@ -59,14 +65,6 @@ def _key(step: dict[str, Any], kind: str) -> str:
         return str(step["check"])
     sql = str(step["sql"])
     return sql[sql.rindex(" WHERE ") :]
-
-
-def _update_key(sql: str, table: str) -> tuple[list[tuple[str, str]], str]:
-    """An UPDATE's (column, value) pairs and its WHERE (by key), of a step `shape` took with its columns."""
-    found = update_sets(sql, len(f"UPDATE {table} SET "))
-    assert found is not None
-    sets, where = found
-    return sets, sql[where + len(" WHERE ") : -1]
 
 
 def _ident_end(text: str, at: int) -> int:
@@ -110,49 +108,103 @@ def _insert_head(sql: str, table: str) -> str | None:
         return None
 
 
-# The last check prefix and INSERT head seen per table: a plan's steps of one table share them, so a
-# step is mostly recognised by two startswith() (shape is the apply's busiest function on big plans).
-_seen: dict[str, tuple[str, str]] = {}
+class _Table:
+    """What the steps of one table share: the check's prefix, the statements' heads, the last INSERT head
+    and UPDATE form seen. A plan's steps of one table share them, so a step is mostly recognised by a few
+    startswith() (shape is the apply's busiest function on big plans)."""
+
+    __slots__ = ("prefix", "table", "insert", "delete", "update", "head", "columns", "pattern", "updates")
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.table = prefix[len(COUNT_FROM) : -len(" WHERE ")]
+        self.insert = f"INSERT INTO {self.table}"
+        self.delete = f"DELETE FROM {self.table} WHERE "
+        self.update = f"UPDATE {self.table} SET "
+        self.head = ""
+        # the last UPDATE form: its SET columns, a pattern that reads a statement of that form in one
+        # match as update_sets would (each value atomic: the one match update_sets' regex takes), and
+        # the group shape it gives
+        self.columns: tuple[str, ...] = ()
+        self.pattern: re.Pattern[str] | None = None
+        self.updates: tuple[str, str, str] = ("update", self.table, "")
 
 
-def shape(step: dict[str, Any], keyed: set[str], separate: set[str]) -> tuple[str, str, str] | None:
+_seen: dict[str, _Table] = {}
+_VALUE = r"((?>NULL|-?[0-9]+(?:\.[0-9]+)?|'(?:[^']|'')*'))"
+
+
+def shape(step: dict[str, Any], keyed: Collection[str], separate: set[str]) -> tuple[str, str, str] | None:
     """(kind, table, INSERT head) of a step a combined group may take, or None (a plain step). `keyed`:
     the lower-cased tables with a primary key, which the plan's checks and statements name rows by;
     `separate`: those whose UPDATEs go one after the other (groups)."""
+    return _shape(step, keyed, separate)[0]
+
+
+def _update_parts(seen: _Table, sql: str) -> tuple[tuple[str, ...], str] | None:
+    """An UPDATE's SET values and WHERE (by key), or None unless every value is a plain literal
+    (update_sets); seen.columns and seen.updates then name its columns."""
+    if seen.pattern is not None:
+        found = seen.pattern.fullmatch(sql)
+        if found is not None:
+            values = found.groups()
+            return values[:-1], values[-1]
+    parsed = update_sets(sql, len(seen.update))
+    if parsed is None:
+        return None
+    sets, where = parsed
+    seen.columns = tuple(column for column, _ in sets)
+    seen.updates = ("update", seen.table, ", ".join(seen.columns))
+    pattern = (
+        re.escape(seen.update) + ", ".join(re.escape(c) + "=" + _VALUE for c in seen.columns) + " WHERE (.*);"
+    )
+    seen.pattern = re.compile(pattern, re.DOTALL)
+    return tuple(value for _, value in sets), sql[where + len(" WHERE ") : -1]
+
+
+_PLAIN_STEP: tuple[None, None] = (None, None)
+
+
+def _names_column(where: str, column: str) -> bool:
+    """Whether a WHERE by key (`k1`=v1 AND `k2`=v2) compares `column`."""
+    return where.startswith(f"{column}=") or f" AND {column}=" in where
+
+
+def _shape(
+    step: dict[str, Any], keyed: Collection[str], separate: set[str]
+) -> tuple[tuple[str, str, str] | None, tuple[tuple[str, ...], tuple[str, ...], str] | None]:
+    """shape, and a combined UPDATE's columns, values and WHERE."""
     sql, check, expect = step["sql"], step.get("check"), step.get("expect")
     name = str(step.get("table"))
     if not check or not check.startswith(COUNT_FROM) or name.lower() not in keyed:
-        return None
-    prefix, head = _seen.get(name, ("", ""))
-    if prefix and check.startswith(prefix):
-        table = prefix[len(COUNT_FROM) : -len(" WHERE ")]
-    else:
+        return _PLAIN_STEP
+    seen = _seen.get(name)
+    if seen is None or not check.startswith(seen.prefix):
         end = _table_end(check, len(COUNT_FROM))
         if end < 0 or not check.startswith(" WHERE ", end):
-            return None
-        table = check[len(COUNT_FROM) : end]
-        prefix, head = check[: end + len(" WHERE ")], ""
-        _seen[name] = (prefix, head)
-    if expect == 0 and sql.startswith(f"INSERT INTO {table}"):
+            return _PLAIN_STEP
+        seen = _seen[name] = _Table(check[: end + len(" WHERE ")])
+    table = seen.table
+    if expect == 0 and sql.startswith(seen.insert):
+        head = seen.head
         if not (head and sql.startswith(head) and sql.endswith(");")):
             head = _insert_head(sql, table) or ""
             if not head:
-                return None
-            _seen[name] = (prefix, head)
-        return ("insert", table, head)
+                return _PLAIN_STEP
+            seen.head = head
+        return ("insert", table, head), None
     if expect != 1 or sql.endswith(" LIMIT 1;"):  # LIMIT 1: a keyless table, whose checks count duplicates
-        return None
-    if sql.startswith(f"DELETE FROM {table} WHERE ") and sql.endswith(";"):
-        return ("delete", table, "")
-    if sql.startswith(f"UPDATE {table} SET ") and sql.endswith(";"):
-        one = str(step.get("table")).lower() not in separate
-        sets = update_sets(sql, len(f"UPDATE {table} SET ")) if one else None
+        return _PLAIN_STEP
+    if sql.startswith(seen.delete) and sql.endswith(";"):
+        return ("delete", table, ""), None
+    if sql.startswith(seen.update) and sql.endswith(";"):
+        parts = _update_parts(seen, sql) if name.lower() not in separate else None
         # The server assigns a row's columns left to right, each CASE seeing the columns set before it:
         # one that sets a column of the key its WHENs find rows by goes one statement a row.
-        if sets is None or any(f" {column}=" in sql[sets[1] :] for column, _ in sets[0]):
-            return ("update", table, "")
-        return ("update", table, ", ".join(column for column, _ in sets[0]))
-    return None
+        if parts is None or any(_names_column(parts[1], column) for column in seen.columns):
+            return ("update", table, ""), None
+        return seen.updates, (seen.columns, *parts)
+    return _PLAIN_STEP
 
 
 _PLAIN_VALUE = re.compile(r"NULL|-?[0-9]+(\.[0-9]+)?|'([^']|'')*'")
@@ -179,12 +231,12 @@ def update_sets(sql: str, start: int) -> tuple[list[tuple[str, str]], int] | Non
         return (sets, at) if sql.startswith(" WHERE ", at) else None
 
 
-def groups(steps: list[dict[str, Any]], keyed: set[str], separate: set[str]) -> list[Group]:
+def groups(steps: list[dict[str, Any]], keyed: Collection[str], separate: set[str]) -> list[Group]:
     """The batch's groups. The UPDATEs of a table in `separate` go one after the other: a unique-key
     swap fails in one multi-row UPDATE, which checks each row's unique keys as it changes it."""
     out: list[Group] = []
     for step in steps:
-        form = shape(step, keyed, separate)
+        form, update = _shape(step, keyed, separate)
         last = out[-1] if out else None
         if form is None:
             if last is None or last.shape is not None:
@@ -198,6 +250,9 @@ def groups(steps: list[dict[str, Any]], keyed: set[str], separate: set[str]) -> 
             out.append(last)
         last.steps.append(step)
         last.keys.add(key)
+        if update is not None:
+            last.columns = update[0]
+            last.updates.append(update[1:])
     return out
 
 
@@ -205,8 +260,9 @@ def _ended(sql: str) -> str:
     return sql if sql.rstrip().endswith(";") else sql + ";"
 
 
-def pieces(batch: list[Group]) -> list[Piece]:
-    """The batch's statements, in the order they run, each with what its result must be."""
+def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
+    """The batch's statements, in the order they run, each with what its result must be. `keyed`: the
+    lower-cased tables with a primary key, and its columns."""
     out: list[Piece] = []
     for n, group in enumerate(batch):
         first = group.steps[0]
@@ -229,16 +285,25 @@ def pieces(batch: list[Group]) -> list[Piece]:
         elif kind == "delete":
             start = len(f"DELETE FROM {table} WHERE ")
             keys = ") OR (".join(step["sql"][start:-1] for step in group.steps)
-            out.append(Piece("statements", n, first, f"DELETE FROM {table}{BY_KEY} WHERE ({keys});", size))
+            order = keyed[str(first.get("table")).lower()]
+            out.append(
+                Piece(
+                    "statements",
+                    n,
+                    first,
+                    f"DELETE FROM {table} WHERE ({keys}) ORDER BY {order} LIMIT {size};",
+                    size,
+                )
+            )
         elif not head:
             out.extend(Piece("statement", n, step, step["sql"]) for step in group.steps)
         else:
-            updates = [_update_key(step["sql"], table) for step in group.steps]
+            updates = group.updates
             cases = ", ".join(
                 f"{column} = CASE"
-                + "".join(f" WHEN ({key}) THEN {sets[i][1]}" for sets, key in updates)
+                + "".join(f" WHEN ({key}) THEN {values[i]}" for values, key in updates)
                 + " END"
-                for i, (column, _) in enumerate(updates[0][0])
+                for i, column in enumerate(group.columns)
             )
             keys = ") OR (".join(key for _, key in updates)
             out.append(

@@ -490,7 +490,8 @@ def execute_parallel(
     _refuse_ddl(plan)
     factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
     where = redact(target) if isinstance(target, str) else "the target"
-    found, max_packet, keyed = _preflight(factory, plan)
+    found, max_packet, keyed, sizes = _preflight(factory, plan)
+    size_of = {id(step): size for step, size in zip(plan, sizes, strict=True)}  # each step's batch bytes
     reasons = _refusals(found, plan, commit, False, accept_cascades, set())
     if found.triggers:
         reasons = [r for r in reasons if "--accept-triggers" not in r] + [
@@ -532,6 +533,7 @@ def execute_parallel(
             phase=phase,
             batch_bytes=batch_bytes,
             keyed=keyed,
+            sizes=[size_of[id(step)] for step in steps],
             foreign_key_checks=foreign_key_checks,
         )
         branches.append(_Branch(factory, gtrid, f"p{n}", one, stopped))

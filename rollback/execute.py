@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from rollback import apply_batches
 from rollback.dsn import open_connection, parse_dsn, redact
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
@@ -194,10 +196,15 @@ def connect(dsn: str, multi_statements: bool = False) -> pymysql.connections.Con
 
 
 def read_plan(path: str | Path) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
+    """The plan's steps. orjson reads a line in a fraction of json's time (the plan is the apply's
+    biggest input); what it refuses (an integer past 64 bits, NaN, a lone surrogate) json reads as ever."""
+    with open(path, "rb") as f:
         for line in f:
             if line.strip():
-                yield json.loads(line)
+                try:
+                    yield orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    yield json.loads(line.decode("utf-8"))
 
 
 def _where(step: dict[str, Any]) -> str:
@@ -255,7 +262,9 @@ class _Pass:
     # lower-cased tables whose steps run one at a time: read-only and non-transactional ones (what a batch
     # runs past a conflict before it sees it must be undone by the rollback) and those with triggers
     alone: set[str] = field(default_factory=set)
-    keyed: set[str] = field(default_factory=set)  # lower-cased tables with a primary key (apply_batches)
+    # lower-cased tables with a primary key, and its columns (apply_batches)
+    keyed: dict[str, str] = field(default_factory=dict)
+    sizes: list[int] = field(default_factory=list)  # each step's bytes in a batch (_check_sizes)
     separate: set[str] = field(default_factory=set)  # tables whose UPDATEs go one by one (apply_batches)
     # False when the incident itself ran with foreign_key_checks=0 (Report.no_fk_checks): its reverse
     # then runs so too, or rows it left without their parents could not come back in plan order
@@ -333,7 +342,8 @@ class _Pass:
             cur.execute(f"SET SESSION innodb_lock_wait_timeout = {int(self.lock_wait_timeout)}")
             batch = _Batch(self.batch_bytes if _multi_statements(conn) else 0)
             current: dict[str, Any] | None = None
-            for step in self.plan:
+            alone = self.alone
+            for step, bytes_ in zip(self.plan, self.sizes, strict=True):
                 if current is None or step["tx"] != current["tx"]:
                     if self.per_transaction and current is not None:
                         self._flush(cur, batch, current)
@@ -347,7 +357,7 @@ class _Pass:
                     current = {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
                     if self.per_transaction:
                         cur.execute("BEGIN")
-                size = None if str(step.get("table")).lower() in self.alone else batch.size_of(step)
+                size = None if alone and str(step.get("table")).lower() in alone else batch.size_of(bytes_)
                 if size is None:
                     self._flush(cur, batch, current)
                     self._stop_if_asked()
@@ -404,7 +414,7 @@ class _Pass:
         import pymysql
 
         grouped = apply_batches.groups(steps, self.keyed, self.separate)
-        pieces = apply_batches.pieces(grouped)
+        pieces = apply_batches.pieces(grouped, self.keyed)
         counts: list[tuple[int, int]] = []  # statements and rows affected at each group's start
         again = None  # the group to return to
         piece = pieces[0]
@@ -562,12 +572,12 @@ class _Batch:
         self.steps: list[dict[str, Any]] = []
         self.size = 0
 
-    def size_of(self, step: dict[str, Any]) -> int | None:
+    def size_of(self, step_bytes: int) -> int | None:
         """The step's bytes at most in a query, or None when it must run on its own (no batches, or too
-        big): its statement, its check, and room for a savepoint and the separators."""
+        big): its statement and its check (`step_bytes`), and room for a savepoint and the separators."""
         if not self.limit:
             return None
-        size = _bytes(step["sql"]) + _bytes(step.get("check") or "") + len(LOCKING) + STEP_OVERHEAD
+        size = step_bytes + STEP_OVERHEAD
         return size if size <= self.limit else None
 
     def fits(self, size: int) -> bool:
@@ -642,23 +652,25 @@ def _attempt(
         _close_quietly(conn)
 
 
-def _check_sizes(plan: list[dict[str, Any]], max_packet: int) -> None:
+def _check_sizes(plan: list[dict[str, Any]], max_packet: int) -> list[int]:
     """Every statement and check must fit in one packet (the query and its command byte, under
-    max_allowed_packet): a script run would otherwise fail halfway."""
+    max_allowed_packet): a script run would otherwise fail halfway. Each step's bytes in a batch: its
+    statement's and its locking check's (with room for the lock clause when it has none)."""
+    sizes = []
     for n, step in enumerate(plan, 1):
-        for what, sql in (("", step["sql"]), ("the check query of ", step.get("check"))):
-            if not sql:
-                continue
-            if what:
-                sql += LOCKING
-            size = len(sql.encode("utf-8", "surrogateescape"))
-            if size + 1 >= max_packet:
+        sql, check = step["sql"], step.get("check")
+        size = _bytes(sql)
+        checked = _bytes(check) + len(LOCKING) if check else 0
+        for what, bytes_ in (("", size), ("the check query of ", checked)):
+            if bytes_ + 1 >= max_packet:
                 raise ExecutionRefused(
                     f"{what}statement {n} of {len(plan)} ({step.get('file')}:{step.get('pos')}, {step.get('table')}) "
-                    f"is {size} bytes, too big for the target's max_allowed_packet of {max_packet} bytes; "
-                    f"raise it on the target (SET GLOBAL max_allowed_packet = {_packet_for(size)}) and run "
+                    f"is {bytes_} bytes, too big for the target's max_allowed_packet of {max_packet} bytes; "
+                    f"raise it on the target (SET GLOBAL max_allowed_packet = {_packet_for(bytes_)}) and run "
                     "again; nothing was run"
                 )
+        sizes.append(size + (checked or len(LOCKING)))
+    return sizes
 
 
 def _packet_for(size: int) -> int:
@@ -685,6 +697,8 @@ def _refusals(
     """What the caller did not accept. Triggers even in a dry run (they may write to tables a rollback
     does not undo); cascades and non-transactional tables only when committing (a dry run's cascades
     roll back with it, and it never writes to a non-transactional table)."""
+    if not found.triggers and not (commit and (found.cascades or found.non_transactional)):
+        return []
     first = _first_at(plan)
     reasons = []
     if found.triggers and not accept_triggers:
@@ -713,9 +727,12 @@ def _refusals(
     return reasons
 
 
-def _preflight(factory: Callable[[], Any], plan: list[dict[str, Any]]) -> tuple[SideEffects, int, set[str]]:
+def _preflight(
+    factory: Callable[[], Any], plan: list[dict[str, Any]]
+) -> tuple[SideEffects, int, dict[str, str], list[int]]:
     """The target's max_allowed_packet against every statement, and what the statements set off; the
-    max_allowed_packet, and the plan's tables with a primary key (lower-cased)."""
+    max_allowed_packet, the plan's tables with a primary key (lower-cased) and its columns (a combined
+    DELETE's ORDER BY), and each step's bytes."""
     import pymysql
 
     conn = factory()
@@ -723,19 +740,22 @@ def _preflight(factory: Callable[[], Any], plan: list[dict[str, Any]]) -> tuple[
         with conn.cursor() as cur:
             cur.execute("SELECT @@max_allowed_packet")
             max_packet = int(cur.fetchone()[0])
-        _check_sizes(plan, max_packet)
+        sizes = _check_sizes(plan, max_packet)
         tables = sorted({str(step.get("table")).lower() for step in plan})
-        keyed: set[str] = set()
+        keyed: dict[str, str] = {}
         if tables:
             with conn.cursor() as cur:
                 cur.execute(
-                    "SELECT LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) FROM information_schema.TABLE_CONSTRAINTS "
-                    "WHERE CONSTRAINT_TYPE = 'PRIMARY KEY' AND LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) IN "
-                    f"({', '.join(['%s'] * len(tables))})",
+                    "SELECT LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)), COLUMN_NAME "
+                    "FROM information_schema.KEY_COLUMN_USAGE WHERE CONSTRAINT_NAME = 'PRIMARY' AND "
+                    "LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) IN "
+                    f"({', '.join(['%s'] * len(tables))}) ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
                     tables,
                 )
-                keyed = {row[0] for row in cur.fetchall()}
-        return detect(conn, plan_statement_kinds(plan)), max_packet, keyed
+                for table, column in cur.fetchall():
+                    quoted = "`" + str(column).replace("`", "``") + "`"
+                    keyed[table] = f"{keyed[table]}, {quoted}" if table in keyed else quoted
+        return detect(conn, plan_statement_kinds(plan)), max_packet, keyed, sizes
     except pymysql.err.MySQLError as exc:
         reason = exc.args[-1] if exc.args else exc
         raise ExecutionFailed(
@@ -802,7 +822,7 @@ def execute_plan(
     _refuse_ddl(plan)
     factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
     try:
-        found, max_packet, keyed = _preflight(factory, plan)
+        found, max_packet, keyed, sizes = _preflight(factory, plan)
     except ExecutionFailed as exc:
         if observer.cancelled():  # the cancel stopped the preflight's query (KILL QUERY) or cut its session
             raise ExecutionCancelled(
@@ -832,6 +852,7 @@ def execute_plan(
             batch_bytes=batch_bytes,
             alone=alone,
             keyed=keyed,
+            sizes=sizes,
             foreign_key_checks=foreign_key_checks,
         )
 

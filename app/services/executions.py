@@ -183,6 +183,7 @@ class Recorder(ExecutionObserver):
         self.applied: list[dict[str, Any]] = []
         self.details: dict[str, Any] = {}
         self._last_write = 0.0
+        self._phase: str | None = None
 
     def progress(self, state: ExecutionProgress) -> None:
         values: dict[str, Any] = {
@@ -191,6 +192,11 @@ class Recorder(ExecutionObserver):
             "progress_total": state.statements_total,
             "current_transaction": state.transaction,
         }
+        started = state.phase != self._phase
+        if started:
+            # when this pass started: the record's rate and time left are of the pass that runs
+            self._phase = state.phase
+            self.details = self.details | {"phase_started": utcnow().isoformat()}
         if state.xa is not None:
             # a parallel apply's XA record, written before its first XA PREPARE and when it decides to
             # commit: a crash between prepare and commit leaves prepared transactions it names (recover())
@@ -200,15 +206,19 @@ class Recorder(ExecutionObserver):
             # written before the COMMIT is sent: a crash from here until the next write leaves this one
             # transaction's outcome unknown, and the record says which it is
             self.details = self.details | {"committing": state.committing}
-            values["details"] = self.details | {"transactions_applied": list(self.applied)}
         elif state.committed is not None:
             self.applied.append(state.committed)
             self.details = {k: v for k, v in self.details.items() if k != "committing"}
-            values["details"] = self.details | {"transactions_applied": list(self.applied)}
-        elif time.monotonic() - self._last_write < PROGRESS_SECONDS and state.statements_done < (
-            state.statements_total
+        elif (
+            not started
+            and time.monotonic() - self._last_write < PROGRESS_SECONDS
+            and state.statements_done < (state.statements_total)
         ):
             return
+        values["details"] = self.details | {
+            "transactions_applied": list(self.applied),
+            "rows_done": state.rows_affected,
+        }
         self._last_write = time.monotonic()
         self.write(**values)
 
@@ -449,6 +459,8 @@ def run_plan(
                 commit=not run.dry_run,
                 on_conflict=run.on_conflict,
                 observer=recorder,
+                # a one-transaction commit is its own dry run (a conflict rolls it back, nothing applied)
+                check_first=False,
                 **options.engine_arguments(),
             )
         outcome = result.to_dict()

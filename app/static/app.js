@@ -82,6 +82,10 @@ function liveExecutions(table) {
         row.querySelector('[data-field="phase"]').textContent = e.progress.phase || "";
         row.querySelector('[data-field="done"]').textContent = e.progress.statements_done;
         row.querySelector('[data-field="total"]').textContent = e.progress.statements_total;
+        const rate = row.querySelector('[data-field="rate"]');
+        if (rate) rate.textContent = e.progress.rows_per_second
+          ? `${Math.round(e.progress.rows_per_second).toLocaleString("en-US")} rows/s, about ${Math.round(e.progress.eta_seconds)} s left`
+          : "";
       }
     } catch (e) { /* the next tick tries again */ }
     if (running()) setTimeout(tick, 1000);

@@ -5,6 +5,7 @@ An execution is queued and runs in the execution worker pool; the POST answers 2
 from __future__ import annotations
 
 import threading
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Response
@@ -16,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.api.deps import Operator, Services, ServicesDep, Viewer
 from app.api.routes.jobs import NOT_FOUND, NOT_READY, finished_job
 from app.core.config import ServerConfig
-from app.models import Execution, Job
+from app.models import EXECUTION_FINAL_STATES, Execution, Job, utcnow
 from app.schemas import ERRORS, ErrorOut, ExecutionCreate, ExecutionOut, ExecutionProgressOut
 from app.services.executions import ExecutionOptions, new_execution
 
@@ -24,10 +25,23 @@ router = APIRouter(prefix="/api/jobs", tags=["executions"])
 ExecutionId = Annotated[int, FastAPIPath(ge=1, le=2**31)]
 
 
+def _rate(record: Execution, done: int, total: int) -> tuple[float | None, float | None]:
+    """The running pass's steps a second since it started, and the seconds it has left at that rate."""
+    started = (record.details or {}).get("phase_started")
+    if record.state != "running" or not started or not done:
+        return None, None
+    seconds = (utcnow() - datetime.fromisoformat(started)).total_seconds()
+    if seconds <= 0:
+        return None, None
+    rate = done / seconds
+    return round(rate, 1), round(max(0, total - done) / rate, 1)
+
+
 def execution_out(record: Execution) -> ExecutionOut:
     details = record.details or {}
     done, total = record.progress_done or 0, record.progress_total or 0
     finished = record.state == "succeeded"
+    rate, eta = _rate(record, done, total)
     base = f"/api/jobs/{record.job_id}/executions/{record.id}"
     return ExecutionOut(
         id=record.id,
@@ -60,6 +74,11 @@ def execution_out(record: Execution) -> ExecutionOut:
             statements_total=total,
             percent=100.0 if finished else (min(100.0, round(100.0 * done / total, 1)) if total else 0.0),
             current_transaction=record.current_transaction,
+            rows_applied=record.rows_affected
+            if record.state in EXECUTION_FINAL_STATES
+            else details.get("rows_done", 0),
+            rows_per_second=rate,
+            eta_seconds=eta,
         ),
         cancel_requested=bool(record.cancel_requested),
         reapply=bool(details.get("reapply")),

@@ -138,8 +138,9 @@ def test_a_service_killed_mid_execution_marks_it_interrupted_with_what_was_appli
     service, job, incident, scratch_server, per_transaction
 ):
     # The reversal runs newest first: its last statement deletes row 1. A session holding that row
-    # stops each pass just before its end, however fast the machine. The first holder lets the dry
-    # run (phase "check") finish; the second, queued behind the dry run, then holds the apply there.
+    # stops each pass just before its end, however fast the machine. A one-transaction commit is its
+    # own dry run: the first holder holds its apply there. Per transaction, the first holder lets the
+    # dry run (phase "check") finish; the second, queued behind the dry run, then holds the apply there.
     first = _hold_row_1(scratch_server)
     created, _ = post_execution(
         service,
@@ -148,7 +149,14 @@ def test_a_service_killed_mid_execution_marks_it_interrupted_with_what_was_appli
         {"target": "scratch", "dry_run": False, "per_transaction": per_transaction, "lock_wait_timeout": 120},
     )
     location = created.headers["location"]
-    wait_for(service, location, lambda r: r["progress"]["statements_done"] >= ROWS - 1)
+    held = wait_for(service, location, lambda r: r["progress"]["statements_done"] >= ROWS - 1)
+    if held["progress"]["phase"] == "apply":
+        assert not per_transaction, held
+        service.stop(signal.SIGKILL)
+        first.rollback()
+        first.close()
+        _assert_interrupted(service, location, scratch_server, incident, per_transaction)
+        return
     second: list[Any] = []
     queued = threading.Thread(target=lambda: second.append(_hold_row_1(scratch_server)))
     queued.start()
@@ -166,6 +174,11 @@ def test_a_service_killed_mid_execution_marks_it_interrupted_with_what_was_appli
         for conn in second:
             conn.rollback()
             conn.close()
+    _assert_interrupted(service, location, scratch_server, incident, per_transaction)
+
+
+def _assert_interrupted(service, location, scratch_server, incident, per_transaction) -> None:
+    """The service, started again after the SIGKILL, says exactly what the target holds."""
     service.start()
     final = service.request("GET", location).json()
     assert final["state"] == "interrupted" and final["exit_code"] == 130, final
@@ -187,6 +200,51 @@ def test_a_service_killed_mid_execution_marks_it_interrupted_with_what_was_appli
         assert gone == set() and final["transactions_applied"] == []
         assert "nothing was applied" in final["error"]
     restore(scratch_server)
+
+
+def test_a_one_transaction_commit_runs_once_and_shows_rows_rate_and_time_left(
+    service, incident, scratch_server
+):
+    """No dry run before a one-transaction commit (it is its own: a conflict rolls it back); while it
+    runs, its record shows the rows applied so far, the rate and the time left."""
+    # rows the incident does not touch: on a table not much bigger than a batch, the optimizer scans the
+    # whole key for the batch's combined locking read (locking row 1 early), rather than read its keys
+    scratch_server.run_sql(
+        [
+            f"DROP TABLE IF EXISTS {DB}.live",
+            f"CREATE TABLE {DB}.live (id INT PRIMARY KEY)",
+            f"INSERT INTO {DB}.live SELECT seq FROM {DB}.seq_100001_to_150000",
+        ]
+    )
+    # one transaction a row, as the incident: the reversal runs newest first and ends with row 1
+    done = scratch_server.run_sql([f"INSERT INTO live VALUES ({i})" for i in range(1, ROWS + 1)], database=DB)
+    created = service.request(
+        "POST", "/api/jobs", OPERATOR, json={"server": "scratch", "range": _range(done)}
+    )
+    job_id = created.json()["id"]
+    assert service.wait(job_id, timeout=120)["state"] == "succeeded"
+    holder = scratch_server.connect(autocommit=False)  # holds row 1, the reversal's last DELETE
+    try:
+        with holder.cursor() as cur:
+            cur.execute(f"SELECT id FROM {DB}.live WHERE id = 1 FOR UPDATE")
+        body = {"target": "scratch", "dry_run": False, "lock_wait_timeout": 120}
+        started, _ = post_execution(service, job_id, ADMIN, body)
+        location = started.headers["location"]
+        held = wait_for(service, location, lambda r: r["progress"]["statements_done"] == ROWS)
+        progress = held["progress"]
+        assert held["state"] == "running" and progress["phase"] == "apply", held
+        assert 0 < progress["rows_applied"] < ROWS and progress["rows_per_second"] > 0, progress
+        assert progress["eta_seconds"] is not None, progress
+    finally:
+        holder.rollback()
+        holder.close()
+    final = service.wait_execution(location, timeout=60)
+    assert final["state"] == "succeeded" and final["committed"], final
+    assert final["progress"]["rows_applied"] == ROWS and final["progress"]["rows_per_second"] is None
+    assert scratch_server.query(f"SELECT COUNT(*) FROM {DB}.live WHERE id <= {ROWS}")[0][0] == 0
+    page = service.request("GET", f"/jobs/{job_id}").text
+    assert 'data-field="rate"' in page
+    scratch_server.query(f"DROP TABLE {DB}.live")
 
 
 def test_a_committed_job_is_applied_and_needs_reapply_to_commit_again(service, job, scratch_server):
