@@ -90,6 +90,23 @@ def _lane_error(item: pytest.Item) -> str | None:
     return None
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """The whole suite runs on two processes (scripts/test: pytest-xdist `--dist loadscope`): every test
+    of the server, Spark, cluster and browser lanes is one unit of work that one process runs in order, so
+    that one scratch server and one Spark session serve the run; each unit test is a unit of its own, for
+    the other process. (xdist's own loadgroup marks no longer reach the scheduler under pytest 9.)"""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LaneScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if nodeid.startswith("tests/unit/") else "lanes"
+
+    return LaneScheduling(config, log)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests that start a server, Spark or a browser; refuse a test in the wrong lane folder;
@@ -98,11 +115,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for fixture, marker in _MARK_BY_FIXTURE.items():
             if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
-        # The whole suite runs on two processes (scripts/test, pytest-xdist --dist loadgroup): every test
-        # that needs the scratch server, Spark or the browser stays on one of them, in order, so that one
-        # server and one Spark session serve the run; the unit tests take the other.
-        if any(item.get_closest_marker(m) is not None for m in LANE_MARKERS):
-            item.add_marker(pytest.mark.xdist_group("lanes"))
     misplaced = [error for error in map(_lane_error, items) if error]
     if misplaced:
         raise pytest.UsageError("tests in the wrong lane folder:\n  " + "\n  ".join(misplaced))

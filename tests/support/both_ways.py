@@ -227,21 +227,13 @@ def checked_execute_plan(original: Callable[..., Any]) -> Callable[..., Any]:
     return execute_plan
 
 
-def check_generated(server: ScratchServer, script: Path, plan: Path) -> None:
-    """Right after a test generates a rollback (tests.support.restore.flashback), while the tables are as
-    the range left them: the script through the client and the plan through a dry run, both rolled back,
-    must leave the same tables, and the client must take every statement the dry run takes."""
+def _dry_run(server: ScratchServer, script: Path, plan: Path, inspect: Any = None) -> Any:
+    """The plan's dry run as the script would run (conflicts listed, not raised); None when refused."""
     import rollback.execute
 
-    if _off():
-        return
-    run, queries = client_run(server, script)
-    if run is None:
-        return
     original = getattr(rollback.execute.execute_plan, "__wrapped__", rollback.execute.execute_plan)
-    seen: list[str] = []
     try:
-        result = original(
+        return original(
             plan,
             server.dsn,
             commit=False,
@@ -250,10 +242,25 @@ def check_generated(server: ScratchServer, script: Path, plan: Path) -> None:
             accept_cascades=True,
             foreign_key_checks="SET SESSION foreign_key_checks = 0;"
             not in script.read_text(encoding="utf-8"),
-            inspect=lambda conn: seen.extend(_read_digests(server, queries, conn)),
+            inspect=inspect,
         )
     except rollback.execute.ExecutionRefused:
         COUNTS["plans the verified apply refuses"] += 1
+        return None
+
+
+def check_generated(server: ScratchServer, script: Path, plan: Path) -> None:
+    """Right after a test generates a rollback (tests.support.restore.flashback), while the tables are as
+    the range left them: the script through the client and the plan through a dry run, both rolled back,
+    must leave the same tables, and the client must take every statement the dry run takes."""
+    if _off():
+        return
+    run, queries = client_run(server, script)
+    if run is None:
+        return
+    seen: list[str] = []
+    result = _dry_run(server, script, plan, lambda conn: seen.extend(_read_digests(server, queries, conn)))
+    if result is None:
         return
     assert not result.conflicts, (
         f"{plan} as generated, on the tables as the range left them: {result.conflicts[:3]}"
@@ -268,28 +275,14 @@ def check_generated(server: ScratchServer, script: Path, plan: Path) -> None:
 
 def dry_run_beside(server: ScratchServer, script: Path) -> None:
     """Before a script is applied with the client: its plan's dry run must find nothing in the way."""
-    import rollback.execute
-
     if _off():
         return
     plan = plan_beside(script)
     if plan is None:
         COUNTS["scripts without a plan beside them"] += 1
         return
-    original = getattr(rollback.execute.execute_plan, "__wrapped__", rollback.execute.execute_plan)
-    fk_off = "SET SESSION foreign_key_checks = 0;" in script.read_text(encoding="utf-8")
-    try:
-        result = original(
-            plan,
-            server.dsn,
-            commit=False,
-            on_conflict="skip",
-            accept_triggers=True,
-            accept_cascades=True,
-            foreign_key_checks=not fk_off,
-        )
-    except rollback.execute.ExecutionRefused:
-        COUNTS["plans the verified apply refuses"] += 1
+    result = _dry_run(server, script, plan)
+    if result is None:
         return
     assert not result.conflicts, (
         f"{script} is about to be applied with the client, but its plan's dry run finds conflicts: "
