@@ -17,9 +17,15 @@ import gzip
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import hypothesis
 import pytest
 
 pytest.register_assert_rewrite("tests.support")
+
+# No time limit per example: on a loaded 2-core machine a slow example is the machine, not the code
+# (hypothesis' 200 ms deadline failed a decimal round trip while the other process ran server tests).
+hypothesis.settings.register_profile("suite", deadline=None)
+hypothesis.settings.load_profile("suite")
 
 # after the rewrite hook, so support asserts explain themselves
 from tests.support import REPO, both_ways  # noqa: E402
@@ -90,19 +96,36 @@ def _lane_error(item: pytest.Item) -> str | None:
     return None
 
 
+# The whole suite runs on two processes (scripts/test: pytest-xdist `--dist loadscope` with the scheduler
+# below). The tests that need the scratch server, Spark, the cluster or the browser form two units of work,
+# each run in order by one process: "jvm" (tests/spark, tests/cluster, tests/browser, the service's
+# tests/server/app, and the few tests/server tests that take the `spark` fixture, named here) holds the one
+# Spark session; "server" (the rest of tests/server) needs only a scratch server of its own. Each unit test
+# is a unit of its own, for whichever process is free.
+_JVM_FOLDERS = ("tests/spark/", "tests/cluster/", "tests/browser/", "tests/server/app/")
+_SPARK_IN_SERVER = (
+    "tests/server/test_partial_holdback.py::test_held_back_changes_follow_the_row_across_partitions_on_both_engines",
+    "tests/server/test_savepoints.py::test_both_engines_write_the_same_bytes_across_partitions",
+)
+
+
+def _scheduling_unit(nodeid: str) -> str:
+    if nodeid.startswith("tests/unit/"):
+        return nodeid
+    if nodeid.startswith(_JVM_FOLDERS) or nodeid.startswith(_SPARK_IN_SERVER):
+        return "jvm"
+    return "server"
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """The whole suite runs on two processes (scripts/test: pytest-xdist `--dist loadscope`): every test
-    of the server, Spark, cluster and browser lanes is one unit of work that one process runs in order, so
-    that one scratch server and one Spark session serve the run; each unit test is a unit of its own, for
-    the other process. (xdist's own loadgroup marks no longer reach the scheduler under pytest 9.)"""
     if config.getoption("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class LaneScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return nodeid if nodeid.startswith("tests/unit/") else "lanes"
+            return _scheduling_unit(nodeid)
 
     return LaneScheduling(config, log)
 
@@ -116,6 +139,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
     misplaced = [error for error in map(_lane_error, items) if error]
+    misplaced += [
+        f"{item.nodeid}: uses Spark but would run in the suite's server process: name it in _SPARK_IN_SERVER"
+        for item in items
+        if item.get_closest_marker("spark") and _scheduling_unit(item.nodeid) == "server"
+    ]
     if misplaced:
         raise pytest.UsageError("tests in the wrong lane folder:\n  " + "\n  ".join(misplaced))
     left_out = {marker: 0 for marker, (_, given, _) in _OUTSIDE.items() if not given}

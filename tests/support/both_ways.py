@@ -291,6 +291,29 @@ def dry_run_beside(server: ScratchServer, script: Path) -> None:
     COUNTS["scripts also dry-run through execute_plan"] += 1
 
 
+def check_cli_script(args: tuple[str, ...], returncode: int) -> None:
+    """After `mysql-rollback flashback ... -o FILE.sql` exits 0 in a test (tests.support.restore.run_cli):
+    the script it wrote goes through the client, rolled back, without a statement refused. The server is
+    the scratch server whose binlog files the range names."""
+    if returncode != 0 or not args or args[0] != "flashback" or "--execute" in args or _off():
+        return
+    outputs = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-o", "--output")]
+    script = Path(outputs[-1]) if outputs else None
+    if script is None or script.suffix != ".sql" or not script.is_file():
+        return
+    server = next(
+        (s for s in SERVERS.values() if any(arg.startswith(f"{s.binlog_dir}/") for arg in args)), None
+    )
+    if server is None:
+        COUNTS["CLI scripts of files no scratch server wrote"] += 1
+        return
+    run, _queries = client_run(server, script)
+    if run is None:
+        return
+    assert run.ok, f"the mariadb client rejected {script}, which the CLI wrote with exit 0: {run.error}"
+    COUNTS["CLI scripts also applied with the client"] += 1
+
+
 def summary() -> str:
     made = ", ".join(f"{n} {what}" for what, n in sorted(COUNTS.items()))
     return f"both ways: {made}" if made else ""

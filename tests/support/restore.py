@@ -126,10 +126,15 @@ def apply_with_client(server: ScratchServer, script: Path, tcp: bool = False) ->
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """`mysql-rollback ARGS...` in a fresh interpreter, as a user runs it."""
-    return subprocess.run(
+    """`mysql-rollback ARGS...` in a fresh interpreter, as a user runs it; a script it writes is also
+    applied with the client, rolled back (both_ways)."""
+    from tests.support.both_ways import check_cli_script
+
+    done = subprocess.run(
         [sys.executable, "-m", "rollback.cli", *args], capture_output=True, text=True, cwd=REPO
     )
+    check_cli_script(args, done.returncode)
+    return done
 
 
 def statements(script: Path) -> list[str]:
