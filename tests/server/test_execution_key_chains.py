@@ -12,6 +12,17 @@ from tests.support.restore import apply_with_client, flashback, snapshot
 DB = "key_chains"
 
 
+def _forty_rows(server) -> None:
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {DB}",
+            f"CREATE DATABASE {DB}",
+            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v INT)",
+            f"INSERT INTO {DB}.t SELECT seq, seq * 10 FROM {DB}.seq_1_to_40",
+        ]
+    )
+
+
 @pytest.mark.parametrize(
     "incident",
     [
@@ -29,14 +40,7 @@ DB = "key_chains"
 @pytest.mark.parametrize("commit", [False, True], ids=["dry-run", "commit"])
 def test_a_chain_of_key_changes_is_no_conflict(scratch_server, tmp_path, incident, commit):
     server = scratch_server
-    server.run_sql(
-        [
-            f"DROP DATABASE IF EXISTS {DB}",
-            f"CREATE DATABASE {DB}",
-            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v INT)",
-            f"INSERT INTO {DB}.t SELECT seq, seq * 10 FROM {DB}.seq_1_to_40",
-        ]
-    )
+    _forty_rows(server)
     before = snapshot(server, [f"{DB}.t"])
     rng = server.run_sql([sql.format(db=DB) for sql in incident])
     _script, plan, _ = flashback(server, rng, tmp_path)
@@ -49,14 +53,7 @@ def test_a_chain_of_key_changes_is_no_conflict(scratch_server, tmp_path, inciden
 def test_a_chain_of_key_changes_restores_through_joined_statements(scratch_server, tmp_path):
     """The script's `--rows-per-statement` UPDATEs never set the key they find rows by (statement_batches)."""
     server = scratch_server
-    server.run_sql(
-        [
-            f"DROP DATABASE IF EXISTS {DB}",
-            f"CREATE DATABASE {DB}",
-            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v INT)",
-            f"INSERT INTO {DB}.t SELECT seq, seq * 10 FROM {DB}.seq_1_to_40",
-        ]
-    )
+    _forty_rows(server)
     before = snapshot(server, [f"{DB}.t"])
     rng = server.run_sql(
         [
