@@ -24,7 +24,10 @@ pytest.register_assert_rewrite("tests.support")
 
 # No time limit per example: on a loaded 2-core machine a slow example is the machine, not the code
 # (hypothesis' 200 ms deadline failed a decimal round trip while the other process ran server tests).
-hypothesis.settings.register_profile("suite", deadline=None)
+# The fast lane tries fewer examples of each property (tests/support/examples.py); the whole suite all.
+from tests.support.examples import DEFAULT_EXAMPLES, examples  # noqa: E402
+
+hypothesis.settings.register_profile("suite", deadline=None, max_examples=examples(DEFAULT_EXAMPLES))
 hypothesis.settings.load_profile("suite")
 
 # after the rewrite hook, so support asserts explain themselves

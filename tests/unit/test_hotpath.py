@@ -30,6 +30,7 @@ from rollback.records import image, record_json
 from rollback.schema import Column, TableSchema
 from rollback.sql import TableRenderer, _compile_full_images, compiled_plan
 from tests.support import REPO
+from tests.support.examples import examples
 from tests.support.hotpath import compiled_core, hot_path, outcome, same_values
 
 CORE = compiled_core()  # an ImportError here fails the module: the core must be built for the suite
@@ -324,7 +325,9 @@ def _plan_of_each_row(
 
 
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(events(), st.sampled_from(["mariadb", "mysql"]), st.booleans())
 def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where):
@@ -398,7 +401,7 @@ def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where)
                 assert plan[1][:3] == expected[1]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.data())
 def test_decimal_text_is_the_rendered_decimal_and_negative_zero_and_exponent_forms_stay_decimals(data):
     precision = data.draw(st.integers(1, 65))  # every precision: beyond 18 digits too, in C

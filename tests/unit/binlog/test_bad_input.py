@@ -23,6 +23,7 @@ from rollback.binlog.reader import BinlogFile, read_file_facts
 from rollback.binlog.rows import mariadb_uncompress
 from rollback.errors import BinlogFormatError
 from tests.support.decoding import iter_row_batches
+from tests.support.examples import examples
 
 pytestmark = pytest.mark.corpus
 
@@ -351,7 +352,7 @@ def _check_terminates(data: bytes, verify: bool) -> None:
 
 
 @settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -367,7 +368,7 @@ def test_fuzz_mutated_corpus_files_only_raise_binlog_format_errors(fuzz_inputs, 
 
 
 @settings(
-    max_examples=200,
+    max_examples=examples(200),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

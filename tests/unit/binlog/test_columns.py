@@ -37,6 +37,7 @@ from tests.support.columns import (
     kind_and_value,
     unhex,
 )
+from tests.support.examples import examples
 
 
 def test_metadata_of_seed_time_table() -> None:
@@ -335,7 +336,7 @@ def test_truncated_values_raise_index_error() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(kind_and_value())
 def test_every_type_reads_back_what_was_stored(case: tuple[ColumnSpec, bytes, object]) -> None:
     spec, raw, expected = case

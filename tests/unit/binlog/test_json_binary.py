@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from rollback.binlog.json_binary import JsonDiff, apply_json_diffs, decode_json, decode_json_diff
 from rollback.errors import BinlogFormatError
 from tests.support.corpus import JSON_OPAQUE_AS_MYSQL_PRINTS, VENDORED
+from tests.support.examples import examples
 
 CORPUS = VENDORED.path("blackbeam__rust_mysql_common/test-data/binlogs")
 
@@ -456,7 +457,7 @@ def test_decimal_of_the_corpus_by_hand():
     assert decode_json(bytes.fromhex("0f f6 06 06 03 7f84 fe37")) == "-123.456"
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.integers(1, 65), st.data())
 def test_decimal_round_trip(precision: int, data):
     scale = data.draw(st.integers(0, min(precision, 30)))
@@ -553,7 +554,7 @@ def mysql_key_order(document: object) -> bool:
     return True
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(json_documents, st.booleans())
 def test_documents_round_trip_through_the_binary_format(document: object, large: bool):
     text = decode_json(encode(document, large=large))
@@ -633,7 +634,7 @@ def test_entries_sharing_bytes_are_refused():
         decode_json(b"\x02" + payload)
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(st.binary(max_size=300))
 def test_random_bytes_only_ever_raise_format_errors(data: bytes):
     try:
@@ -646,7 +647,7 @@ def test_random_bytes_only_ever_raise_format_errors(data: bytes):
         pass
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), suppress_health_check=[HealthCheck.too_slow])
 @given(json_documents, st.booleans(), st.data())
 def test_corrupted_documents_only_ever_raise_format_errors(document: object, large: bool, data):
     raw = bytearray(encode(document, large=large))
@@ -812,7 +813,7 @@ def test_apply_refuses_a_result_deeper_than_mysql_allows():
         apply_json_diffs(deep, [JsonDiff("INSERT", "$" + "[0]" * 59 + "[0]", "[" * 41 + "]" * 41)])
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), suppress_health_check=[HealthCheck.too_slow])
 @given(json_documents, json_documents, st.text(min_size=1, max_size=6))
 def test_replace_and_insert_from_binary_diffs(document: object, value: object, key: str):
     before = decode_json(encode({"root": document}))

@@ -21,6 +21,7 @@ from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.rowdecoder import RowDecoder, get_row_decoder
 from rollback.errors import BinlogFormatError
 from tests.support.columns import Kind, encode_datetime2, kinds, unhex
+from tests.support.examples import examples
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
@@ -199,7 +200,7 @@ def table_with_rows(draw: st.DrawFn) -> tuple[tuple[ColumnSpec, ...], int, list[
     return tuple(k.spec for k in columns), present, rows
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(table_with_rows())
 def test_rows_decode_to_what_was_stored(
     case: tuple[tuple[ColumnSpec, ...], int, list[tuple[bytes, tuple]]],
@@ -222,7 +223,7 @@ def test_rows_decode_to_what_was_stored(
         assert pos_after == pos
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.data())
 def test_update_pairs_with_different_before_and_after_columns(data: st.DataObject) -> None:
     columns, before_present = data.draw(tables(max_columns=8))
@@ -246,7 +247,7 @@ def test_update_pairs_with_different_before_and_after_columns(data: st.DataObjec
         assert same_row(got_a, want_a)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_any_truncation_raises_naming_the_column_that_runs_over(data: st.DataObject) -> None:
     columns, present = data.draw(tables())

@@ -18,6 +18,7 @@ from rollback.binlog.reader import BinlogFile, FormatFacts, iter_events, read_fi
 from rollback.binlog.rows import ROWS_EVENT_TYPES
 from rollback.errors import BinlogFormatError
 from tests.support.corpus import VENDORED
+from tests.support.examples import examples
 from tests.support.hotpath import compiled_core, outcome
 
 CORE = compiled_core()  # not built: the module fails, it is never skipped
@@ -73,7 +74,7 @@ def _build(events, header_len: int) -> tuple[bytes, list[int]]:
     return bytes(out), starts
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     st.lists(EVENT, max_size=12),
     st.sampled_from([19, 20, 23]),
