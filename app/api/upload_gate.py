@@ -10,11 +10,12 @@ own answer is dropped and the route, which never ran, left nothing behind.
 
 from __future__ import annotations
 
-import html
 import json
 from collections import Counter
 from collections.abc import Mapping
+from pathlib import Path
 
+import jinja2
 from fastapi import HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,6 +28,12 @@ WEB_PATH = "/jobs/new"  # the form signs in by its session cookie; its anti-forg
 FRAMING_BYTES = 1 << 20
 
 
+# The form's refusals are the web's own error page, rendered here: the gate answers before any route runs.
+_PAGES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"), autoescape=True
+)
+
+
 class _TooLarge(Exception):
     pass
 
@@ -35,7 +42,7 @@ async def _answer(
     send: Send, status: int, detail: str, headers: Mapping[str, str] | None = None, web: bool = False
 ) -> None:
     if web:
-        body = f"<p>{html.escape(detail)}</p>".encode()
+        body = _PAGES.get_template("error.html").render(message=detail, user=None, upload=True).encode()
         kind = b"text/html; charset=utf-8"
     else:
         body = json.dumps({"detail": detail}).encode()
@@ -94,9 +101,12 @@ class UploadGate:
             )
         principal = found[0]
         if not principal.has("operator"):
-            raise HTTPException(
-                403, f"this needs the operator role; the token {principal.name!r} has {principal.role}"
+            who = (
+                f"you are signed in as {principal.name} ({principal.role})"
+                if allow_session
+                else f"the token {principal.name!r} has {principal.role}"
             )
+            raise HTTPException(403, f"this needs the operator role; {who}")
         limit = services.settings.max_upload_bytes
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit + FRAMING_BYTES):

@@ -60,7 +60,8 @@ def test_a_signed_out_or_viewer_upload_is_refused_before_its_body(make_client, t
     viewer = _signed_in(make_client(data_dir=tmp_path / "data"), VIEWER)
     body = _Endless(300 << 20)
     answer = viewer.post("/jobs/new", content=body, headers=headers)
-    assert answer.status_code == 403 and "operator role" in answer.text
+    assert answer.status_code == 403 and "operator role; you are signed in as" in answer.text
+    assert "token" not in answer.text  # the form signs in by its session, not a token
     assert body.read <= 1 << 16
     assert _uploads(tmp_path) == []
 
@@ -72,6 +73,9 @@ def test_a_web_upload_over_the_limit_is_refused_by_its_length_or_cut_as_it_arriv
         "/jobs/new", content=declared, headers={**MULTIPART, "content-length": str(10 << 20)}
     )
     assert answer.status_code == 413 and "limit of 1048576 bytes" in answer.text
+    # the web's own error page, with its stylesheet and the way back to the form
+    assert '<link rel="stylesheet" href="/static/app.css">' in answer.text
+    assert '<p class="error">' in answer.text and 'href="/jobs/new"' in answer.text
     assert declared.read <= 1 << 16
     head = b'--b\r\nContent-Disposition: form-data; name="files"; filename="mysql-bin.000001"\r\n\r\n' + MAGIC
     chunked = _Endless(64 << 20, head)  # no length: counted as it arrives, cut at the limit
