@@ -222,11 +222,21 @@ class NetRenderer:
         column = self.renderer.columns[index]
         return column.null if value is None else column.exact + column.where(value)
 
-    def statement(self, row: NetRow) -> NetStatement | None:
-        """The reverse of one net change; None when it sets nothing (only columns no statement sets)."""
+    def statement(self, row: NetRow, plan: bool = True) -> NetStatement | None:
+        """The reverse of one net change; None when it sets nothing (only columns no statement sets).
+        Without `plan`, only its SQL (no check, no merge object: no plan is written)."""
         r = self.renderer
         before, after = row.before, row.after
         kind = row.kind
+        if not plan:
+            if before is None:
+                assert after is not None
+                sql: str | None = r.delete(after)
+            elif after is None:
+                sql = r.insert(before)
+            else:
+                sql = r.update(before, after)
+            return None if sql is None else NetStatement(kind, sql, None, 0, {})
         present = after if after is not None else before
         assert present is not None
         values = self._json(present)

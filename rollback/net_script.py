@@ -87,24 +87,25 @@ def plan_line(row: NetRow, kind: str, check: str | None, expect: int, sql: str, 
     return json.dumps(line, ensure_ascii=False)
 
 
-def write_body(changes: NetChanges, out_dir: str) -> tuple[str, str, int]:
-    """The statements and plan lines into two files of `out_dir`: (script path, plan path, statements)."""
+def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str, str, int]:
+    """The statements (and plan lines) into two files of `out_dir`: (script path, plan path, statements)."""
     script_path = os.path.join(out_dir, "net.sql")
     plan_path = os.path.join(out_dir, "net.plan.jsonl")
     count = 0
     with open(script_path, "w", encoding="utf-8") as script, open(plan_path, "w", encoding="utf-8") as plan:
         for row in changes.ordered():
-            statement = changes.renderers[row.table].statement(row)
+            statement = changes.renderers[row.table].statement(row, with_plan)
             if statement is None:
                 continue
             count += 1
             script.write(statement.sql + "\n")
-            plan.write(
-                plan_line(
-                    row, statement.kind, statement.check, statement.expect, statement.sql, statement.merge
+            if with_plan:
+                plan.write(
+                    plan_line(
+                        row, statement.kind, statement.check, statement.expect, statement.sql, statement.merge
+                    )
+                    + "\n"
                 )
-                + "\n"
-            )
     return script_path, plan_path, count
 
 
