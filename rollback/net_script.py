@@ -41,16 +41,11 @@ class NetChanges:
                     tables[number] = (self.folds[name], name)
                     continue
                 _, number, (kind, rows, file, pos, numbers), tx, gtid = item
-                fold = tables[number][0]
-                seq = self.seq
-                for row, row_number in zip(rows, numbers, strict=True):
-                    fold.add(kind, row, seq, (file, pos, row_number, tx, gtid))
-                    seq += 1
-                self.seq = seq
+                self.seq = tables[number][0].add_rows(kind, rows, self.seq, file, pos, numbers, tx, gtid)
 
     def ordered(self) -> list[NetRow]:
         rows = [row for fold in self.folds.values() for row in fold.rows()]
-        return execution_order(rows, {name: r.uniques for name, r in self.renderers.items()})
+        return execution_order(rows, {name: r.unique_keys for name, r in self.renderers.items()})
 
 
 def _items(f: Any) -> Iterator[Any]:

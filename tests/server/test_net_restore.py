@@ -16,12 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rollback import Filters, Options, generate
 from rollback.errors import NetRefused
 from rollback.execute import execute_plan
+from rollback.schema import ServerSchema
 from tests.support.restore import (
     apply_with_client,
     flashback,
     range_args,
+    range_spec,
     restore_both_ways,
     run_cli,
     snapshot,
@@ -80,6 +83,11 @@ def test_net_gives_one_statement_per_row_and_the_full_scripts_tables(scratch_ser
             moved = [s for s in steps if s["merge"]["key"] == {"id": 1021}]
             assert len(moved) == 1 and moved[0]["type"] == "update"
             assert "`id`=21" in moved[0]["sql"] and moved[0]["sql"].endswith("WHERE `id`=1021;")
+            # without a plan, the statements come from the table's full-image functions: the same bytes
+            alone = tmp_path / "alone.sql"
+            schema = ServerSchema(scratch_server.connect)
+            generate(range_spec(rng), Filters(), Options(engine="local", schema=schema, net=True), alone)
+            assert alone.read_bytes() == script.read_bytes()
         else:
             assert len(lines) > 3 * NET_ROWS
         apply_with_client(scratch_server, script)
