@@ -269,8 +269,13 @@ class NetRenderer:
         self.key = schema.row_key if schema is not None else ()
         keys = [schema.primary_key, *schema.unique_keys] if schema is not None else []
         self.uniques = [k for i, k in enumerate(keys) if k and k not in keys[:i]]
+        # For the order: those keys, and on its own each other column of a unique index (a nullable
+        # one): two rows that collide in such an index collide in each of its columns, so ordering by
+        # each column alone orders by the index (or more).
+        known = {i for k in self.uniques for i in k}
+        alone = [(i,) for i in sorted(schema.unique_columns or ()) if i not in known] if schema else []
         self.unique_keys: UniqueKeys = [
-            (k, any(tmap.real_types[i] in _TEXT_TYPES for i in k)) for k in self.uniques
+            (k, any(tmap.real_types[i] in _TEXT_TYPES for i in k)) for k in [*self.uniques, *alone]
         ]
         hidden = {i for i, c in enumerate(columns or ()) if c.hidden}
         self.shown = [i for i in range(len(renderer.columns)) if i not in hidden]

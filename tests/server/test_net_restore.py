@@ -101,6 +101,34 @@ def test_net_restores_through_the_client_and_execute_plan(scratch_server, tmp_pa
     restore_both_ways(scratch_server, ["net_both.t"], ["USE net_both", *INCIDENT], tmp_path, net=True)
 
 
+def test_a_value_of_a_nullable_unique_key_is_given_back_before_it_is_taken_back(scratch_server, tmp_path):
+    # row 1 gives n=1 up, row 2 takes it, then row 1 changes again (its reverse comes first by age)
+    scratch_server.run_sql(
+        [
+            "DROP DATABASE IF EXISTS net_nullable",
+            "CREATE DATABASE net_nullable",
+            "CREATE TABLE net_nullable.x (id INT PRIMARY KEY, n INT NULL UNIQUE, v VARCHAR(8))",
+            "INSERT INTO net_nullable.x VALUES (1, 1, 'a'), (2, 2, 'b')",
+        ]
+    )
+    before = snapshot(scratch_server, ["net_nullable.x"])
+    rng = scratch_server.run_sql(
+        [
+            "UPDATE x SET n = NULL WHERE id = 1",
+            "UPDATE x SET n = 1 WHERE id = 2",
+            "UPDATE x SET v = 'late' WHERE id = 1",
+        ],
+        database="net_nullable",
+    )
+    script, _plan, _report = flashback(scratch_server, rng, tmp_path, net=True)
+    assert statements(script) == [
+        "UPDATE `net_nullable`.`x` SET `n`=2 WHERE `id`=2;",
+        "UPDATE `net_nullable`.`x` SET `n`=1, `v`='a' WHERE `id`=1;",
+    ]
+    apply_with_client(scratch_server, script)
+    assert snapshot(scratch_server, ["net_nullable.x"]) == before
+
+
 def test_the_cli_writes_a_net_script(scratch_server, tmp_path):
     _table(scratch_server, "net_cli")
     rng = scratch_server.run_sql(INCIDENT, database="net_cli")
