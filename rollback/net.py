@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from operator import itemgetter
 from typing import Any
 
@@ -277,8 +278,19 @@ class NetRenderer:
         self.unique_keys: UniqueKeys = [
             (k, any(tmap.real_types[i] in _TEXT_TYPES for i in k)) for k in [*self.uniques, *alone]
         ]
+        # DECIMAL values may come as their text (partition.py, _decimals_as_text): Decimals for the renderer
+        self.decimals = [i for i, code in enumerate(tmap.real_types) if code == T.NEWDECIMAL]
         hidden = {i for i, c in enumerate(columns or ()) if c.hidden}
         self.shown = [i for i in range(len(renderer.columns)) if i not in hidden]
+
+    def _decimal(self, image: tuple | None) -> tuple | None:
+        if image is None or not any(type(image[i]) is str for i in self.decimals):
+            return image
+        values = list(image)
+        for i in self.decimals:
+            if type(values[i]) is str:
+                values[i] = Decimal(values[i])
+        return tuple(values)
 
     def _json(self, row: Sequence[Any]) -> dict[str, Any]:
         return image(tuple(row), self.renderer.tmap, self.names, self.members, self.kinds)
@@ -300,7 +312,7 @@ class NetRenderer:
         """The reverse of one net change; None when it sets nothing (only columns no statement sets).
         Without `plan`, only its SQL (no check, no merge object: no plan is written)."""
         r, ops = self.renderer, self.ops
-        before, after = row.before, row.after
+        before, after = self._decimal(row.before), self._decimal(row.after)
         kind = row.kind
         if not plan:
             if before is None:
