@@ -65,12 +65,16 @@ def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
     return changes
 
 
-def plan_line(row: NetRow, kind: str, check: str | None, expect: int, sql: str, merge: dict[str, Any]) -> str:
+def plan_line(
+    row: NetRow, table: str, kind: str, check: str | None, expect: int, sql: str, merge: dict[str, Any]
+) -> str:
+    """`table` as every plan line names it (`db.t`, TableMap.qualified_name): the execution finds the
+    table's triggers, cascades and engine by that name."""
     file, pos, number, _tx, _gtid = row.where
     line = {
         "file": file,
         "pos": pos,
-        "table": row.table,
+        "table": table,
         "row": number,
         "type": kind,
         "check": check,
@@ -110,6 +114,7 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
                     plan.write(
                         plan_line(
                             row,
+                            renderer.renderer.tmap.qualified_name,
                             statement.kind,
                             statement.check,
                             statement.expect,

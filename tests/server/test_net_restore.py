@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from rollback import Filters, Options, generate
 from rollback.errors import NetRefused
-from rollback.execute import execute_plan
+from rollback.execute import ExecutionRefused, execute_plan
 from rollback.schema import ServerSchema
 from tests.support.restore import (
     apply_with_client,
@@ -79,6 +79,8 @@ def test_net_gives_one_statement_per_row_and_the_full_scripts_tables(scratch_ser
             assert len(lines) == report.statements == NET_ROWS
             steps = [json.loads(line) for line in plan.read_text().splitlines()]
             assert [s["sql"] for s in steps] == lines
+            # named as every plan names a table: the execution finds its triggers and engine by it
+            assert {s["table"] for s in steps} == {f"{database}.t"}
             assert {s["merge"]["kind"] for s in steps} == {"update", "insert", "delete"}
             moved = [s for s in steps if s["merge"]["key"] == {"id": 1021}]
             assert len(moved) == 1 and moved[0]["type"] == "update"
@@ -98,6 +100,22 @@ def test_net_gives_one_statement_per_row_and_the_full_scripts_tables(scratch_ser
         restored[net] = snapshot(scratch_server, [f"{database}.t"])
         assert restored[net] == before
     assert restored[False]["net_full.t"] == restored[True]["net_net.t"]
+
+
+def test_a_net_plan_on_a_table_with_triggers_is_refused_as_the_full_plan_is(scratch_server, tmp_path):
+    _table(scratch_server, "net_trig")
+    scratch_server.run_sql(
+        [
+            "CREATE TABLE net_trig.audit (id INT AUTO_INCREMENT PRIMARY KEY, n INT)",
+            "CREATE TRIGGER net_trig.t_upd AFTER UPDATE ON net_trig.t FOR EACH ROW INSERT INTO net_trig.audit (n) VALUES (1)",
+        ]
+    )
+    rng = scratch_server.run_sql(["UPDATE t SET a = a + 1 WHERE id <= 3"], database="net_trig")
+    scratch_server.run_sql(["DELETE FROM net_trig.audit"])
+    _script, plan, _report = flashback(scratch_server, rng, tmp_path, net=True)
+    with pytest.raises(ExecutionRefused, match="trigger"):
+        execute_plan(plan, scratch_server.connect, commit=True)
+    assert scratch_server.query("SELECT COUNT(*) FROM net_trig.audit") == [(0,)]
 
 
 def test_net_restores_through_the_client_and_execute_plan(scratch_server, tmp_path):
