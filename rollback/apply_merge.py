@@ -100,6 +100,7 @@ class Row:
     merge: dict[str, Any]
     read: str  # the locking read
     restore: str  # the write when there is no conflict (its check in its WHERE, or an INSERT)
+    found: str  # the condition a batch's combined read counts it by (_groups)
 
     @property
     def columns(self) -> list[dict[str, Any]]:
@@ -139,19 +140,22 @@ def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list
         if kind == "update":
             read = f"SELECT {matches}, ({merge['row_matches']}), {_names(columns)} FROM {table} WHERE {merge['where']}"
             checks = " AND ".join(f"({c['matches_after']})" for c in columns)
-            restore = f"UPDATE {table} SET {_set(columns)} WHERE {merge['where']} AND {checks}"
+            found = f"{merge['where']} AND {checks}"
+            restore = f"UPDATE {table} SET {_set(columns)} WHERE {found}"
         elif kind == "insert":
             read = f"SELECT {matches}, ({merge['row_matches']}), {_names(columns)} FROM {table} WHERE {merge['where']}"
-            restore = f"DELETE FROM {table} WHERE {merge['row_matches']} LIMIT 1"
+            found = str(merge["row_matches"])
+            restore = f"DELETE FROM {table} WHERE {found} LIMIT 1"
         elif kind == "delete":
             read = f"SELECT {_names(columns)} FROM {table} WHERE {merge['free_where']}"
+            found = str(merge["free_where"])
             restore = str(merge["insert_sql"]).rstrip().rstrip(";")
         else:
             raise MergeRefused(
                 f"refused, nothing was run: the plan's line for {step.get('file')}:{step.get('pos')} has a merge "
                 f"kind {kind!r} (update, insert or delete)"
             )
-        rows.append(Row(step, table, plain_name(table), kind, merge, read + LOCKING, restore))
+        rows.append(Row(step, table, plain_name(table), kind, merge, read + LOCKING, restore, found))
     if resolutions is not None:
         _check_columns(rows, resolutions)
     return rows
@@ -366,38 +370,40 @@ def _drain(cur: Any) -> None:
 
 @dataclass
 class _Group:
-    """Rows of a batch read by one query: a net update's row alone (its columns compared), or consecutive
-    net inserts (or net deletes) of one table, counted at once: all there as the range left them (all keys
-    free), else the batch goes one row at a time."""
+    """Consecutive rows of a batch of one table and one kind, read by one locking count: every net update's
+    changed columns as the range left them, every net insert's row, every net delete's keys free. A count
+    other than expected sends the batch one row at a time, where each row's own read finds which."""
 
     rows: list[Row]
-    read: str
-    count: int | None = None  # the combined read's expected count; None: one update's own read
+    read: str = ""
+    count: int = 0
+
+
+GROUP_ROWS = 100  # rows of one combined read: a net update's count evaluates every row's condition
 
 
 def _groups(rows: list[Row]) -> list[_Group]:
     out: list[_Group] = []
     for row in rows:
-        if row.kind == "update":
-            out.append(_Group([row], row.read))
-            continue
         last = out[-1] if out else None
         if (
             last is None
-            or last.count is None
-            or last.rows[0].kind != row.kind
-            or last.rows[0].table != row.table
+            or len(last.rows) >= GROUP_ROWS
+            or (last.rows[0].kind, last.rows[0].table) != (row.kind, row.table)
         ):
-            last = _Group([], "", 0)
+            last = _Group([])
             out.append(last)
         last.rows.append(row)
     for group in out:
-        if group.count is not None:
-            first = group.rows[0]
-            field = "free_where" if first.kind == "delete" else "row_matches"
-            where = ") OR (".join(str(row.merge[field]) for row in group.rows)
-            group.read = f"SELECT COUNT(*) FROM {first.table} WHERE ({where}){LOCKING}"
-            group.count = 0 if first.kind == "delete" else len(group.rows)
+        first = group.rows[0]
+        where = ") OR (".join(row.found for row in group.rows)
+        counted = "COUNT(*)"
+        if first.kind == "update":
+            # how many of them hold every other column as the range left it too (the rest: kept_later_changes)
+            whole = ") OR (".join(str(row.merge["row_matches"]) for row in group.rows)
+            counted = f"COUNT(*), SUM(({whole}))"
+        group.read = f"SELECT {counted} FROM {first.table} WHERE ({where}){LOCKING}"
+        group.count = 0 if first.kind == "delete" else len(group.rows)
     return out
 
 
@@ -438,16 +444,13 @@ def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | Non
         _drain(cur)
         failed = groups[min(len(found), len(groups) - 1)].rows[0]  # the read the server stopped at
         raise host._refused(exc, failed.read, failed.step) from None
-    decisions = []
+    decisions: list[_Decision] = []
     clean = not host.read_only
     for group, got in zip(groups, found, strict=True):
-        if group.count is None:
-            decision = _decide(group.rows[0], got, host, resolutions)
-            clean = clean and decision.conflict is None
-            decisions.append(decision)
-        else:
-            clean = clean and got[0][0] == group.count
-            decisions.extend(_Decision([row.restore]) for row in group.rows)
+        clean = clean and got[0][0] == group.count
+        # the count of rows whose other columns changed since is what the result says: the first ones take it
+        kept = group.count - int(got[0][1] or 0) if group.rows[0].kind == "update" and clean else 0
+        decisions.extend(_Decision([row.restore], kept_later=n < kept) for n, row in enumerate(group.rows))
     if not clean:
         for row in rows:
             _one(host, cur, row, resolutions)
