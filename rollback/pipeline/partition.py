@@ -386,12 +386,11 @@ class _Run:
         else (the statements, with a plan their checks and plan lines, with a change log its lines;
         no --where, hold-back or dependency keys; every DECIMAL column rendered by decimal_literal,
         in the statements and in the checks): then DECIMAL values may come as the text both write
-        for them, not as Decimals."""
+        for them, not as Decimals. (--net: the driver makes Decimals of the rows it writes, net.py.)"""
         ok = self.decimals_as_text.get(id(renderer))
         if ok is None:
             ok = (
                 self.hold is None
-                and not self.job.net
                 and self.deps is None
                 and self.selection.predicate is None
                 and hotpath.CORE is not None
