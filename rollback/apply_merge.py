@@ -67,11 +67,19 @@ class Host(Protocol):
 
 
 def plain_name(table: str) -> str:
-    """`db`.`t` (a plan line's table) -> db.t (how conflicts and resolutions name it)."""
+    """`db`.`t` or db.t (a plan line's table) -> db.t (how conflicts and resolutions name it)."""
     found = _QUOTED_TABLE.match(table)
     if found is None:
         return table
     return f"{found.group(1).replace('``', '`')}.{found.group(2).replace('``', '`')}"
+
+
+def quoted_name(table: str) -> str:
+    """A plan line's table (`db`.`t`, or db.t as the full plans write it) quoted for a query."""
+    if _QUOTED_TABLE.match(table):
+        return table
+    db, _, name = table.partition(".")
+    return "`" + db.replace("`", "``") + "`.`" + name.replace("`", "``") + "`"
 
 
 def now_value(value: Any) -> Any:
@@ -94,8 +102,9 @@ class Row:
     """One plan step of a merge: its row's net change and the queries that read and restore it."""
 
     step: dict[str, Any]
-    table: str  # quoted, as the plan writes it
+    table: str  # quoted `db`.`t`, for the queries
     name: str  # db.t
+    plan_table: str  # lower-cased, as the plan line names it (the execution's sets of tables use it)
     kind: str  # the net change: update | insert | delete
     merge: dict[str, Any]
     read: str  # the locking read
@@ -123,9 +132,12 @@ def _set(columns: Sequence[dict[str, Any]]) -> str:
 
 def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list[Row]:
     """The plan's rows, checked: every line written with --net, every `column` choice of the
-    resolutions naming columns its row changed (MergeRefused, ResolutionsError: one line)."""
+    resolutions naming columns its row changed (MergeRefused, ResolutionsError: one line). Each step's
+    table is named db.t from here on, as a full plan names it."""
     rows = []
     for step in plan:
+        # the full plans name a table db.t, which the checks of the target's side effects read: so do these
+        step["table"] = plain_name(str(step.get("table")))
         merge = step.get("merge")
         if not isinstance(merge, dict):
             raise MergeRefused(
@@ -133,7 +145,8 @@ def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list
                 f"{step.get('file')}:{step.get('pos')} has no merge data); generate it with --net to execute "
                 "it with --merge"
             )
-        table = str(step.get("table"))
+        plan_table = str(step.get("table"))
+        table = quoted_name(plan_table)
         kind = str(merge.get("kind"))
         columns = merge["columns"]
         matches = ", ".join(f"({c['matches_after']})" for c in columns if c.get("matches_after"))
@@ -155,7 +168,19 @@ def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list
                 f"refused, nothing was run: the plan's line for {step.get('file')}:{step.get('pos')} has a merge "
                 f"kind {kind!r} (update, insert or delete)"
             )
-        rows.append(Row(step, table, plain_name(table), kind, merge, read + LOCKING, restore, found))
+        rows.append(
+            Row(
+                step,
+                table,
+                plain_name(plan_table),
+                plan_table.lower(),
+                kind,
+                merge,
+                read + LOCKING,
+                restore,
+                found,
+            )
+        )
     if resolutions is not None:
         _check_columns(rows, resolutions)
     return rows
@@ -305,7 +330,7 @@ def _tally(decision: _Decision, host: Host) -> None:
 
 
 def _write(host: Host, cur: Any, row: Row, decision: _Decision) -> None:
-    if row.table.lower() in host.read_only:
+    if row.plan_table in host.read_only:
         return  # a dry run's non-transactional table: its reads only
     for sql in decision.writes:
         affected = host._execute(cur, sql, row.step)
@@ -317,7 +342,7 @@ def _write(host: Host, cur: Any, row: Row, decision: _Decision) -> None:
 def _one(host: Host, cur: Any, row: Row, resolutions: Resolutions | None) -> None:
     host._execute(cur, row.read, row.step)
     decision = _decide(row, list(cur.fetchall()), host, resolutions)
-    if decision.conflict is None and row.kind == "delete" and row.table.lower() not in host.read_only:
+    if decision.conflict is None and row.kind == "delete" and row.plan_table not in host.read_only:
         if _inserted(host, cur, row):
             _tally(decision, host)
             return
@@ -353,9 +378,10 @@ def _inserted(host: Host, cur: Any, row: Row) -> bool:
 def _applied(host: Host, row: Row, affected: int) -> None:
     host.result.statements += 1
     host.result.rows_affected += affected
-    if row.table.lower() in host.non_transactional:  # stays applied whatever happens next
+    if row.plan_table in host.non_transactional:  # stays applied whatever happens next
         kept = host.result.non_transactional_applied
-        kept[row.table] = kept.get(row.table, 0) + 1
+        named = str(row.step.get("table"))
+        kept[named] = kept.get(named, 0) + 1
 
 
 def _drain(cur: Any) -> None:
