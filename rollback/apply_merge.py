@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
+from functools import cached_property
 from typing import Any, Protocol
 
 from rollback.errors import RollbackError
@@ -107,13 +108,24 @@ class Row:
     plan_table: str  # lower-cased, as the plan line names it (the execution's sets of tables use it)
     kind: str  # the net change: update | insert | delete
     merge: dict[str, Any]
-    read: str  # the locking read
     restore: str  # the write when there is no conflict (its check in its WHERE, or an INSERT)
     found: str  # the condition a batch's combined read counts it by (_groups)
 
     @property
     def columns(self) -> list[dict[str, Any]]:
         return list(self.merge["columns"])
+
+    @cached_property
+    def read(self) -> str:
+        """The row's own locking read (one step at a time): what the three versions' `now` comes from."""
+        merge, columns, table = self.merge, self.merge["columns"], self.table
+        if self.kind == "delete":
+            return f"SELECT {_names(columns)} FROM {table} WHERE {merge['free_where']}{LOCKING}"
+        matches = ", ".join(f"({c['matches_after']})" for c in columns)
+        return (
+            f"SELECT {matches}, ({merge['row_matches']}), {_names(columns)} FROM {table} "
+            f"WHERE {merge['where']}{LOCKING}"
+        )
 
 
 def _names(columns: Sequence[dict[str, Any]]) -> str:
@@ -135,9 +147,14 @@ def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list
     resolutions naming columns its row changed (MergeRefused, ResolutionsError: one line). Each step's
     table is named db.t from here on, as a full plan names it."""
     rows = []
+    names: dict[str, tuple[str, str]] = {}  # a plan line's table -> db.t and `db`.`t`
     for step in plan:
+        named = str(step.get("table"))
+        if named not in names:
+            names[named] = (plain_name(named), quoted_name(named))
         # the full plans name a table db.t, which the checks of the target's side effects read: so do these
-        step["table"] = plain_name(str(step.get("table")))
+        plan_table, table = names[named]
+        step["table"] = plan_table
         merge = step.get("merge")
         if not isinstance(merge, dict):
             raise MergeRefused(
@@ -145,22 +162,16 @@ def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list
                 f"{step.get('file')}:{step.get('pos')} has no merge data); generate it with --net to execute "
                 "it with --merge"
             )
-        plan_table = str(step.get("table"))
-        table = quoted_name(plan_table)
         kind = str(merge.get("kind"))
         columns = merge["columns"]
-        matches = ", ".join(f"({c['matches_after']})" for c in columns if c.get("matches_after"))
         if kind == "update":
-            read = f"SELECT {matches}, ({merge['row_matches']}), {_names(columns)} FROM {table} WHERE {merge['where']}"
             checks = " AND ".join(f"({c['matches_after']})" for c in columns)
             found = f"{merge['where']} AND {checks}"
             restore = f"UPDATE {table} SET {_set(columns)} WHERE {found}"
         elif kind == "insert":
-            read = f"SELECT {matches}, ({merge['row_matches']}), {_names(columns)} FROM {table} WHERE {merge['where']}"
             found = str(merge["row_matches"])
             restore = f"DELETE FROM {table} WHERE {found} LIMIT 1"
         elif kind == "delete":
-            read = f"SELECT {_names(columns)} FROM {table} WHERE {merge['free_where']}"
             found = str(merge["free_where"])
             restore = str(merge["insert_sql"]).rstrip().rstrip(";")
         else:
@@ -172,11 +183,10 @@ def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list
             Row(
                 step,
                 table,
-                plain_name(plan_table),
+                plan_table,
                 plan_table.lower(),
                 kind,
                 merge,
-                read + LOCKING,
                 restore,
                 found,
             )
@@ -468,8 +478,8 @@ def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | Non
         _drain(cur)
     except pymysql.err.MySQLError as exc:
         _drain(cur)
-        failed = groups[min(len(found), len(groups) - 1)].rows[0]  # the read the server stopped at
-        raise host._refused(exc, failed.read, failed.step) from None
+        failed = groups[min(len(found), len(groups) - 1)]  # the read the server stopped at
+        raise host._refused(exc, failed.read, failed.rows[0].step) from None
     decisions: list[_Decision] = []
     clean = not host.read_only
     for group, got in zip(groups, found, strict=True):
@@ -535,7 +545,7 @@ def run(
         batch, size = [], 0
 
     for row in rows:
-        bytes_ = len(row.read) + len(row.restore) + 8
+        bytes_ = len(row.found) + 2 * len(row.restore) + 16  # its share of the combined read, its write
         if not batch_bytes or alone(row) or bytes_ > batch_bytes:
             flush()
             host._stop_if_asked()
