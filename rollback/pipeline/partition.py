@@ -52,7 +52,6 @@ from rollback.change_lines import ChangeLineCache
 from rollback.ddl import ddl_targets
 from rollback.errors import NetRefused, RollbackError, SchemaMismatch, UnsupportedEvent
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
-from rollback.net import NetCompactor
 from rollback.net import complete as net_complete
 from rollback.pipeline.dependencies import DependencyKeys
 from rollback.pipeline.file_copy import WRITE_BYTES
@@ -231,7 +230,6 @@ class _Run:
         self.event_picked = 0  # rows of the rows event being read that _pick_rows took
         self.net_out: IO[bytes] | None = None
         self.net_tables: dict[int, int] = {}  # renderer id -> its number in part-N.net.pickle
-        self.net_compactors: dict[int, NetCompactor] = {}  # by that number
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -423,8 +421,6 @@ class _Run:
         try:
             with ByteRange(part.location, part.start, part.end) as source:
                 self._read(source.buf)
-            for number, compactor in self.net_compactors.items():
-                self._net_write(number, compactor.take(end=True))
             if self.next_block != part.end_block:
                 raise RuntimeError(
                     f"partition {part.index} ends before block {self.next_block}, "
@@ -758,21 +754,14 @@ class _Run:
             number = self.net_tables[id(renderer)] = len(self.net_tables)
             facts = (renderer.tmap, schema, self.part.flavour, self.job.full_where)
             pickle.dump(("table", number, facts), out, protocol=pickle.HIGHEST_PROTOCOL)
-            # the partition's changes come after every earlier partition's in the range's order
-            self.net_compactors[number] = NetCompactor(schema.row_key, self.part.index << 40)
         rows = batch.rows
         first = batch.first_row
         numbers = self.kept_index or list(range(first, first + len(rows)))
-        compactor = self.net_compactors[number]
-        file = batch.file or self.part.file_label
-        compactor.add(batch.kind, rows, file, batch.pos, numbers, current.ordinal, current.tx.gtid)
-        self._net_write(number, compactor.take())
+        change = (batch.kind, rows, batch.file or self.part.file_label, batch.pos, numbers)
+        pickle.dump(
+            ("rows", number, change, current.ordinal, current.tx.gtid), out, protocol=pickle.HIGHEST_PROTOCOL
+        )
         self.summary.net_changes += len(rows)
-
-    def _net_write(self, number: int, changes: list[Any]) -> None:
-        if changes:
-            assert self.net_out is not None
-            pickle.dump(("rows", number, changes), self.net_out, protocol=pickle.HIGHEST_PROTOCOL)
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:
         block.statements += statements
