@@ -445,14 +445,54 @@ def _groups(rows: list[Row]) -> list[_Group]:
 
 def _writes(group: _Group) -> list[tuple[str, int]]:
     """The group's writes when nothing conflicts, each with the rows it must affect: a run of re-inserts of
-    one column list as one INSERT."""
+    one column list as one INSERT, a run of deletes as one DELETE, a run of updates of the same columns as one
+    UPDATE."""
     rows = group.rows
     if rows[0].kind == "delete" and len(rows) > 1:
         heads = [_insert_head(row.restore) for row in rows]
         if heads[0] and all(head == heads[0] for head in heads):
             values = ", ".join(row.restore[len(heads[0]) :] for row in rows)
             return [(f"{heads[0]}{values}", len(rows))]
+    if rows[0].kind == "insert" and len(rows) > 1:
+        found = ") OR (".join(row.found for row in rows)
+        return [(f"DELETE FROM {rows[0].table} WHERE ({found})", len(rows))]
+    if rows[0].kind == "update" and len(rows) > 1 and _one_update(rows):
+        names = [c["name"] for c in rows[0].columns]
+        cases = ", ".join(
+            "`"
+            + name.replace("`", "``")
+            + "` = CASE"
+            + "".join(
+                f" WHEN ({row.merge['where']}) THEN {row.merge['columns'][i]['before_sql']}" for row in rows
+            )
+            + " END"
+            for i, name in enumerate(names)
+        )
+        found = ") OR (".join(row.found for row in rows)
+        return [(f"UPDATE {rows[0].table} SET {cases} WHERE ({found})", len(rows))]
     return [(row.restore, 1) for row in rows]
+
+
+# A value one CASE over many rows assigns exactly as the row's own UPDATE would: a number, a string without
+# introducer, NULL (a typed literal could take the CASE's common type instead of the column's)
+_PLAIN_VALUE = re.compile(r"NULL|-?[0-9]+(\.[0-9]+)?|'([^'\\]|''|\\.)*'")
+
+
+def _one_update(rows: list[Row]) -> bool:
+    """Whether the updates can be one UPDATE: the same columns, plain values, and no column its WHENs
+    find rows by (the server sets columns left to right: a later CASE would see the row changed)."""
+    names = [c["name"] for c in rows[0].columns]
+    quoted = ["`" + name.replace("`", "``") + "`" for name in names]
+    for row in rows:
+        columns = row.merge["columns"]
+        if [c["name"] for c in columns] != names:
+            return False
+        if any(c["before_sql"] is None or not _PLAIN_VALUE.fullmatch(c["before_sql"]) for c in columns):
+            return False
+        where = str(row.merge["where"])
+        if any(name in where for name in quoted):
+            return False
+    return True
 
 
 def _insert_head(sql: str) -> str:
