@@ -12,6 +12,7 @@ import os
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from rollback.merge import Sink, copy_range
@@ -87,21 +88,44 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
     script_path = os.path.join(out_dir, "net.sql")
     plan_path = os.path.join(out_dir, "net.plan.jsonl")
     count = 0
-    with open(script_path, "w", encoding="utf-8") as script, open(plan_path, "w", encoding="utf-8") as plan:
-        for row in changes.ordered():
-            statement = changes.renderers[row.table].statement(row, with_plan)
-            if statement is None:
+    with open(script_path, "wb") as script, open(plan_path, "w", encoding="utf-8") as plan:
+        for (table, kind), run in groupby(changes.ordered(), key=lambda row: (row.table, row.kind)):
+            renderer = changes.renderers[table]
+            if not with_plan and (full := renderer.renderer.full_images()) is not None:
+                # a run of one table's rows of one kind: its statements in one call of the full-image
+                # functions (which render an event's rows newest first: hence reversed)
+                rows = list(run)
+                images = [_image(row, kind) for row in reversed(rows)]
+                data, written, _longest = full.script(kind, images, False)
+                script.write(data)
+                count += written
                 continue
-            count += 1
-            script.write(statement.sql + "\n")
-            if with_plan:
-                plan.write(
-                    plan_line(
-                        row, statement.kind, statement.check, statement.expect, statement.sql, statement.merge
+            for row in run:
+                statement = renderer.statement(row, with_plan)
+                if statement is None:
+                    continue
+                count += 1
+                script.write(statement.sql.encode("utf-8") + b"\n")
+                if with_plan:
+                    plan.write(
+                        plan_line(
+                            row,
+                            statement.kind,
+                            statement.check,
+                            statement.expect,
+                            statement.sql,
+                            statement.merge,
+                        )
+                        + "\n"
                     )
-                    + "\n"
-                )
     return script_path, plan_path, count
+
+
+def _image(row: NetRow, kind: str) -> Any:
+    """What the full-image functions reverse for a net change of `kind` (the change of the range)."""
+    if kind == "update":
+        return (row.before, row.after)
+    return row.after if kind == "insert" else row.before
 
 
 def write_net(header: str, body: tuple[str, str, int], script_out: Sink, plan_out: Sink | None) -> None:
