@@ -1,9 +1,9 @@
 """Net plans for the merge execution's tests (issue 28), built from two snapshots of one table.
 
 A table's rows before and after an incident (read with `rows_of`) become one plan line per row whose net
-change is not nothing, carrying today's keys (`sql`, `check`, `expect`, ...) and the `"merge"` object of
-the contract (docs: /work/prompts/merge_spec.md point 2), for tables of INT and VARCHAR columns with an INT
-primary key and unique keys. `rollback flashback --net` writes such plans from a binlog; these stand in
+change is not nothing, carrying today's keys (`sql`, `check`, `expect`, ...) and the `"merge"` object a
+`--net` plan line carries (rollback/net.py writes it; rollback/apply_merge.py reads it), for tables of INT
+and VARCHAR columns with an INT primary key and unique keys. `rollback flashback --net` writes such plans from a binlog; these stand in
 where a test needs only the row images.
 """
 
