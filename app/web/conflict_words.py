@@ -15,7 +15,11 @@ def conflict_words(execution: Any) -> str:
         return "none"
     n = len(conflicts)
     rows = "row" if n == 1 else "rows"
-    if execution.check:
+    if getattr(execution, "merge", False) and execution.state == "succeeded":
+        fate = f"{rows} resolved" + (", as the check would resolve them" if execution.check else "")
+        if execution.dry_run and not execution.check:
+            fate += " (dry run, rolled back)"
+    elif execution.check:
         fate = f"{rows} would be skipped"
     elif execution.on_conflict == "skip" and execution.skipped:
         fate = f"{rows} skipped, left as the target holds {'it' if n == 1 else 'them'}"
@@ -25,9 +29,18 @@ def conflict_words(execution: Any) -> str:
         fate = "stopped there and rolled back" + (
             "" if execution.transactions_applied else ", nothing applied"
         )
-    named = ", ".join(f"{c.get('table')} {row_key(str(c.get('statement') or ''))}" for c in conflicts[:NAMED])
+    named = ", ".join(f"{c.get('table')} {_named(c)}" for c in conflicts[:NAMED])
     more = f" and {n - NAMED} more" if n > NAMED else ""
     return f"{n} conflict{'' if n == 1 else 's'}: {fate} ({named}{more})"
+
+
+def _named(conflict: dict[str, Any]) -> str:
+    """A merge conflict carries its key (and its resolution); another names its row by its statement."""
+    key = conflict.get("key")
+    if isinstance(key, dict):
+        named = ", ".join(f"{k}={v}" for k, v in key.items())
+        return named + (f": {conflict['resolution']}" if conflict.get("resolution") else "")
+    return row_key(str(conflict.get("statement") or ""))
 
 
 def row_key(statement: str) -> str:
