@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         parse_engine,
         parse_size,
     )
+    from rollback.resolutions import CONFLICT_CHOICES, Resolutions, ResolutionsError, parse_resolutions
     from rollback.schema import SchemaSource, ServerSchema, schema_from_file
     from rollback.side_effects import SideEffects
     from rollback.sources.resolve import ServerSource, default_spool_dir, resolve_server_range
@@ -121,6 +122,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     "connect": ("rollback.execute", "connect"),
     "execute_plan": ("rollback.execute", "execute_plan"),
     "execute_parallel": ("rollback.apply_parallel", "execute_parallel"),
+    "CONFLICT_CHOICES": ("rollback.resolutions", "CONFLICT_CHOICES"),
+    "Resolutions": ("rollback.resolutions", "Resolutions"),
+    "ResolutionsError": ("rollback.resolutions", "ResolutionsError"),
+    "parse_resolutions": ("rollback.resolutions", "parse_resolutions"),
     "recover_xa": ("rollback.apply_parallel", "recover"),
     "read_xa_records": ("rollback.apply_parallel", "read_records"),
     "default_xa_record_dir": ("rollback.apply_parallel", "default_record_dir"),
@@ -213,6 +218,11 @@ __all__ = [
     "connect",
     "execute_plan",
     "execute_parallel",
+    # merge execution (issue 28): the resolutions document of its conflicts
+    "Resolutions",
+    "ResolutionsError",
+    "parse_resolutions",
+    "CONFLICT_CHOICES",
     "recover_xa",
     "read_xa_records",
     "default_xa_record_dir",

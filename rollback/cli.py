@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -405,6 +406,18 @@ def _add_range_arguments(cmd: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--on-conflict", choices=("abort", "skip"), default="abort")
     cmd.add_argument(
+        "--merge",
+        action="store_true",
+        help="with --execute: undo the incident column by column and keep what changed since (implies --net); "
+        "a column changed since is a conflict with its three versions",
+    )
+    cmd.add_argument(
+        "--resolutions",
+        metavar="FILE",
+        help="with --execute --merge: the JSON document that settles the merge's conflicts (keep_now, "
+        "take_before, take_before_where_unchanged, column; per row, per table, default)",
+    )
+    cmd.add_argument(
         "--accept-triggers",
         action="store_true",
         help="with --execute: run even though the statements fire triggers again",
@@ -501,6 +514,7 @@ def _flashback(args: argparse.Namespace) -> int:
         raise RangeError(f"{ENGINE_ENV} must be one of {', '.join(kind.value for kind in EngineKind)}")
     if args.execute and not args.target:
         raise RangeError("--execute needs --target")
+    resolutions = _merge_arguments(args)
     if args.target:
         args.target = complete_dsn(args.target, args)
     types = args.type
@@ -605,6 +619,7 @@ def _flashback(args: argparse.Namespace) -> int:
                 observer=bar,
                 check_first=False,
                 foreign_key_checks=report.no_fk_checks is None,
+                **({"merge": True, "resolutions": resolutions} if args.merge else {}),
             )
             if bar is not None:
                 bar.close()
@@ -632,12 +647,44 @@ def _flashback(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _merge_arguments(args: argparse.Namespace) -> Any:
+    """--merge and --resolutions checked: the resolutions read (or None). --merge implies --net."""
+    from rollback import parse_resolutions
+
+    if args.resolutions and not args.merge:
+        raise RangeError("--resolutions settles the conflicts of --merge: add --merge")
+    if not args.merge:
+        return None
+    if not args.execute:
+        raise RangeError("--merge is a way to execute: add --execute --target DSN")
+    args.net = True
+    if not args.resolutions:
+        return None
+    try:
+        with open(args.resolutions, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as exc:
+        raise RangeError(f"--resolutions {args.resolutions}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise RangeError(f"--resolutions {args.resolutions}: not JSON: {exc}") from None
+    return parse_resolutions(doc)
+
+
 def _execute(args: argparse.Namespace, plan: str, **arguments: Any) -> Any:
     """The verified apply: on one connection, or with --parallel N over N, all or nothing through XA."""
-    from rollback import RollbackError, default_xa_record_dir, execute_parallel, execute_plan
+    from rollback import ConflictError, RollbackError, default_xa_record_dir, execute_parallel, execute_plan
 
+    if args.parallel == 1 and args.merge:
+        try:
+            return execute_plan(plan, args.target, **arguments)
+        except ConflictError as exc:  # the unresolved conflicts, each with its three versions
+            for line in summary.merge_conflict_lines(getattr(exc, "result", None)):
+                print(line, file=sys.stderr)
+            raise
     if args.parallel == 1:
         return execute_plan(plan, args.target, **arguments)
+    if args.merge:
+        raise RollbackError("--merge applies on one connection: run it without --parallel")
     if args.per_transaction:
         raise RollbackError("--parallel commits everything at once (XA): it cannot be --per-transaction")
     if arguments["accept_triggers"] or arguments["accept_non_transactional"]:

@@ -30,6 +30,9 @@ def text_lines(execution: dict[str, Any], counts: list[dict[str, Any]], engine: 
     """The result in words. `counts` are the script's row changes per table ({table, type, rows}): each is
     one reverse statement, so a table's restored rows are its changes less its skipped rows."""
     lines = [f"engine {engine['name']} ({engine['reason']}), {engine['partitions']} partition(s)"]
+    if execution.get("merge") is not None:
+        lines += _merge_lines(execution)
+        return _ended(execution, lines)
     restored = execution["rows_affected"]
     skipped = Counter(str(c.get("table")) for c in execution["conflicts"])
     per_table = Counter[str]()
@@ -50,6 +53,10 @@ def text_lines(execution: dict[str, Any], counts: list[dict[str, Any]], engine: 
             lines.append(f"  {conflict['table']} {_key(conflict['statement'])}: {conflict['reason']}")
         if len(execution["conflicts"]) > SHOWN_SKIPPED:
             lines.append(f"  and {len(execution['conflicts']) - SHOWN_SKIPPED} more (--json lists them all)")
+    return _ended(execution, lines)
+
+
+def _ended(execution: dict[str, Any], lines: list[str]) -> list[str]:
     if execution["read_only_tables"]:
         lines.append(
             "checked only, not run (no transactions to roll back): "
@@ -62,6 +69,66 @@ def text_lines(execution: dict[str, Any], counts: list[dict[str, Any]], engine: 
     else:
         lines.append("rolled back: nothing was committed")
     return ["mysql-rollback: " + line if not line.startswith("  ") else line for line in lines]
+
+
+def _merge_lines(execution: dict[str, Any]) -> list[str]:
+    """A merge in words: rows restored, those whose later changes were kept, each conflict's resolution."""
+    merge = execution["merge"]
+    verb = "would restore" if execution["dry_run"] else "restored"
+    kept = merge["kept_later_changes"]
+    lines = [
+        f"merge: {verb} {merge['restored']} row(s) the incident changed"
+        + (f", keeping later changes to other columns in {kept} of them" if kept else "")
+    ]
+    resolved = {choice: n for choice, n in merge["resolved"].items() if n}
+    conflicts = execution["conflicts"]
+    if conflicts:
+        by_choice = ", ".join(f"{n} {choice}" for choice, n in resolved.items())
+        unresolved = f", {merge['unresolved']} unresolved" if merge["unresolved"] else ""
+        lines.append(
+            f"{len(conflicts)} conflict(s) (changed since the incident): {by_choice or 'none'} resolved{unresolved}"
+        )
+        for conflict in conflicts[:SHOWN_SKIPPED]:
+            lines.append(f"  {_conflict_row(conflict)}: {_resolution(conflict['resolution'])}")
+        if len(conflicts) > SHOWN_SKIPPED:
+            lines.append(f"  and {len(conflicts) - SHOWN_SKIPPED} more (--json lists them all)")
+    return lines
+
+
+def _conflict_row(conflict: dict[str, Any]) -> str:
+    return f"{conflict['table']} {json.dumps(conflict['key'])} (net {conflict['kind']})"
+
+
+def _resolution(resolution: Any) -> str:
+    if resolution is None:
+        return "unresolved"
+    if isinstance(resolution, dict):
+        return "column: " + ", ".join(f"{c} {choice}" for c, choice in resolution["columns"].items())
+    return str(resolution)
+
+
+def merge_conflict_lines(result: Any) -> list[str]:
+    """The unresolved conflicts of a merge that stopped, each column's three versions (before the incident,
+    after it, now)."""
+    if result is None or getattr(result, "merge", None) is None:
+        return []
+    lines = []
+    unresolved = [c for c in result.conflicts if c["resolution"] is None]
+    for conflict in unresolved[:SHOWN_SKIPPED]:
+        lines.append(
+            f"mysql-rollback: conflict: {_conflict_row(conflict)}, at {conflict['file']}:{conflict['pos']}"
+        )
+        for column in conflict["columns"]:
+            mark = " (changed since)" if column["changed_since"] else ""
+            lines.append(
+                f"  {column['name']}: before {json.dumps(column['before'])}, after {json.dumps(column['after'])}, "
+                f"now {json.dumps(column['now'])}{mark}"
+            )
+    if len(unresolved) > SHOWN_SKIPPED:
+        lines.append(
+            f"  and {len(unresolved) - SHOWN_SKIPPED} more conflict(s) (--json or --report lists them all)"
+        )
+    return lines
 
 
 def _key(statement: str) -> str:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from rollback import apply_batches
+from rollback import apply_batches, apply_merge
 from rollback.dsn import open_connection, parse_dsn, redact
 from rollback.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
 from rollback.side_effects import (
@@ -47,6 +47,8 @@ from rollback.side_effects import (
 
 if TYPE_CHECKING:
     import pymysql  # imported where a connection is made: a script-only run never loads it
+
+    from rollback.resolutions import Resolutions
 
 PRELUDE = ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
 LOCKING = apply_batches.LOCKING
@@ -77,6 +79,8 @@ class ExecutionResult:
     unverified: int = 0  # of their checks, those that depend on statements the dry run did not run
     # commit: statements run on non-transactional tables (they stay whatever happens next), per table
     non_transactional_applied: dict[str, int] = field(default_factory=dict)
+    # merge mode (apply_merge): restored, kept_later_changes, resolved (per choice), unresolved; else None
+    merge: dict[str, Any] | None = None
 
     @property
     def transactions_committed(self) -> int:
@@ -96,6 +100,7 @@ class ExecutionResult:
             "read_only_tables": self.read_only_tables,
             "unverified": self.unverified,
             "non_transactional_applied": self.non_transactional_applied,
+            "merge": self.merge,
         }
 
 
@@ -269,6 +274,8 @@ class _Pass:
     # False when the incident itself ran with foreign_key_checks=0 (Report.no_fk_checks): its reverse
     # then runs so too, or rows it left without their parents could not come back in plan order
     foreign_key_checks: bool = True
+    merge: list[apply_merge.Row] | None = None  # merge mode: the plan's rows (apply_merge), else None
+    resolutions: Resolutions | None = None
 
     def _tell(
         self,
@@ -340,6 +347,9 @@ class _Pass:
             if not self.foreign_key_checks:
                 cur.execute("SET SESSION foreign_key_checks = 0")
             cur.execute(f"SET SESSION innodb_lock_wait_timeout = {int(self.lock_wait_timeout)}")
+            if self.merge is not None:
+                self._merge(cur, self.merge)
+                return
             batch = _Batch(self.batch_bytes if _multi_statements(conn) else 0)
             current: dict[str, Any] | None = None
             alone = self.alone
@@ -371,6 +381,28 @@ class _Pass:
             self._stop_if_asked()
             self._tell(current)
             self.last = current if self.per_transaction else None
+
+    def _merge(self, cur: Any, rows: list[apply_merge.Row]) -> None:
+        batch_bytes = self.batch_bytes if _multi_statements(cur.connection) else 0
+        alone = self.alone
+        apply_merge.run(
+            self,
+            cur,
+            rows,
+            self.resolutions,
+            BATCH_STEPS,
+            batch_bytes,
+            lambda row: row.table.lower() in alone,
+        )
+        self._tell(None)
+        unresolved = [c for c in self.result.conflicts if c["resolution"] is None]
+        if unresolved and self.on_conflict == "abort":
+            raise ExecutionConflict(
+                f"{len(unresolved)} conflict(s) without a resolution, the first at "
+                f"{apply_merge.conflict_line(unresolved[0])}; {_applied(self.result)} (--resolutions FILE "
+                "settles them, --on-conflict skip keeps those rows as they are now)",
+                self.result,
+            )
 
     def _count(self, steps: int, current: dict[str, Any] | None) -> None:
         """Steps about to be sent: progress at every PROGRESS_EVERY-th step and at the last one."""
@@ -781,6 +813,22 @@ def _refuse_ddl(plan: list[dict[str, Any]]) -> None:
     )
 
 
+def _merge_rows(
+    plan: list[dict[str, Any]], merge: bool, resolutions: Resolutions | None, single_transaction: bool
+) -> list[apply_merge.Row] | None:
+    if not merge:
+        if resolutions is not None:
+            raise ExecutionRefused(
+                "refused, nothing was run: resolutions settle the conflicts of --merge only"
+            )
+        return None
+    if not single_transaction:
+        raise ExecutionRefused(
+            "refused, nothing was run: --merge applies everything in one transaction, not --per-transaction"
+        )
+    return apply_merge.prepare(plan, resolutions)
+
+
 def execute_plan(
     plan_path: str | Path,
     target: Callable[[], Any] | str,
@@ -796,6 +844,8 @@ def execute_plan(
     inspect: Callable[[Any], None] | None = None,
     check_first: bool = True,
     foreign_key_checks: bool = True,
+    merge: bool = False,
+    resolutions: Resolutions | None = None,
 ) -> ExecutionResult:
     """Run the plan on the target (a DSN or a connection factory). Dry run unless commit=True.
 
@@ -814,12 +864,15 @@ def execute_plan(
     inspect (dry run only) reads the target after the last statement, before the rollback.
     foreign_key_checks=False runs the plan as an incident that ran with foreign_key_checks=0 was
     (Report.no_fk_checks; the script's header says the same).
+    merge=True applies a net plan column by column, keeping what changed since (rollback/apply_merge.py),
+    its conflicts settled by `resolutions`.
     """
     observer = observer or ExecutionObserver()
     if lock_wait_timeout < 1:
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
     plan = list(read_plan(plan_path))
     _refuse_ddl(plan)
+    rows = _merge_rows(plan, merge, resolutions, single_transaction)
     factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
     try:
         found, max_packet, keyed, sizes = _preflight(factory, plan)
@@ -854,6 +907,8 @@ def execute_plan(
             keyed=keyed,
             sizes=sizes,
             foreign_key_checks=foreign_key_checks,
+            merge=rows,
+            resolutions=resolutions,
         )
 
     # Committing in one transaction is its own dry run (a conflict rolls it back, nothing applied) unless

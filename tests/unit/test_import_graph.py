@@ -66,6 +66,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.execute",
             "rollback.apply_batches",
             "rollback.apply_parallel",
+            "rollback.apply_merge",
+            "rollback.resolutions",
             "rollback.checksum",
             "rollback.verify",
             "rollback.target_rows",
