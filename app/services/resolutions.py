@@ -12,29 +12,19 @@ from pathlib import Path
 from typing import Any
 
 from app.models import Job
-from rollback import RollbackError
+from rollback import Resolutions, parse_resolutions
 
 FILE = "resolutions.json"
-CHOICES = ("keep_now", "take_before", "take_before_where_unchanged", "column")
-
-
-class BadResolutions(RollbackError):
-    pass
 
 
 def check(doc: Any) -> None:
-    """Raises a RollbackError with one line naming what is wrong."""
-    if not isinstance(doc, dict) or doc.get("version") != 1:
-        raise BadResolutions("the resolutions document must be an object with version 1")
-    for i, row in enumerate(doc.get("rows") or []):
-        if not isinstance(row, dict) or row.get("choice") not in CHOICES:
-            raise BadResolutions(f"rows[{i}]: unknown choice {row.get('choice')!r}")
+    """Raises a RollbackError (ResolutionsError) with one line naming the bad entry."""
+    parse_resolutions(doc)
 
 
-def parsed(doc: dict[str, Any]) -> Any:
+def parsed(doc: dict[str, Any]) -> Resolutions:
     """The engine's form of a document (checked)."""
-    check(doc)
-    return doc
+    return parse_resolutions(doc)
 
 
 def path_of(job: Job) -> Path:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.web.resolution_form import resolution_name
+
 NAMED = 3  # rows named in the cell; the Execute panel and the API list them all
 
 
@@ -39,7 +41,8 @@ def _named(conflict: dict[str, Any]) -> str:
     key = conflict.get("key")
     if isinstance(key, dict):
         named = ", ".join(f"{k}={v}" for k, v in key.items())
-        return named + (f": {conflict['resolution']}" if conflict.get("resolution") else "")
+        resolution = conflict.get("resolution")
+        return named + (f": {resolution_name(resolution)}" if resolution else "")
     return row_key(str(conflict.get("statement") or ""))
 
 

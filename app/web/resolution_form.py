@@ -75,3 +75,15 @@ def document_from_form(data: dict[str, Any], conflicts: list[dict[str, Any]]) ->
 
 def _choice(value: Any, allowed: dict[str, str]) -> str | None:
     return value if isinstance(value, str) and value in allowed else None
+
+
+def resolution_name(value: Any) -> str:
+    """A conflict record's `resolution` in a word: the choice (a `column` choice is an object), or
+    "unresolved"."""
+    if isinstance(value, dict):
+        return str(value.get("choice") or "unresolved")
+    return str(value) if value else "unresolved"
+
+
+def by_resolution(conflicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(conflicts, key=lambda c: resolution_name(c.get("resolution")))

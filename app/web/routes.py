@@ -44,6 +44,8 @@ router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 templates.env.filters["side_effect_warnings"] = lambda found: SideEffects(**found).warnings()
 templates.env.filters["conflict_words"] = conflict_words
+templates.env.filters["resolution_name"] = resolution_form.resolution_name
+templates.env.filters["by_resolution"] = resolution_form.by_resolution
 templates.env.finalize = visible
 PREVIEW_LINES = 200
 LIST_FIELDS = ("types", "accept_non_transactional", "tx", "files")
