@@ -416,7 +416,9 @@ class ExecutionRunner(WorkerPool[int]):
             }
         else:
             values = self._run(job, target, run, cancel)
-            if run.details.get("check") and values["state"] == "succeeded" and values["conflicts"]:
+            # a merge's conflicts carry their three versions themselves
+            compare = run.details.get("check") and not run.options.merge
+            if compare and values["state"] == "succeeded" and values["conflicts"]:
                 values["details"] = values["details"] | {
                     "conflict_view": self._compare(job, target, record.id, values)
                 }
@@ -526,6 +528,12 @@ def run_plan(
         if isinstance(exc, ExecutionConflict):
             outcome = exc.result.to_dict()
             values["details"] = details | result_details(outcome)
+            if (
+                options.merge
+            ):  # a merge read every row first: all its conflicts, unresolved ones without resolution
+                values["conflicts"] = exc.result.conflicts
+                values["side_effects"] = exc.result.side_effects
+                return values
         try:
             check = conflict_check(plan, target, options)
             values["conflicts"] = check["conflicts"]

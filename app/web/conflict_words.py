@@ -17,10 +17,11 @@ def conflict_words(execution: Any) -> str:
         return "none"
     n = len(conflicts)
     rows = "row" if n == 1 else "rows"
-    if getattr(execution, "merge", False) and execution.state == "succeeded":
-        fate = f"{rows} resolved" + (", as the check would resolve them" if execution.check else "")
-        if execution.dry_run and not execution.check:
-            fate += " (dry run, rolled back)"
+    merge = getattr(execution, "merge", False)
+    if merge and execution.check:
+        fate = f"{rows} to resolve in the three-way view"
+    elif merge and execution.state == "succeeded":
+        fate = f"{rows} resolved" + (" (dry run, rolled back)" if execution.dry_run else "")
     elif execution.check:
         fate = f"{rows} would be skipped"
     elif execution.on_conflict == "skip" and execution.skipped:

@@ -571,16 +571,17 @@ def _executable(
     return job, target
 
 
-def _options(data: dict[str, Any], job: Job) -> ExecutionOptions:
+def _options(data: dict[str, Any], job: Job, resolved: bool = True) -> ExecutionOptions:
     """The acceptances the form's checkboxes carry (the web form always commits all or nothing). A
-    merge (a job with a net plan) applies the job's stored resolutions document."""
+    merge (a job with a net plan) applies the job's stored resolutions document, unless `resolved` is
+    False (the conflict check: it lists every conflict, for the three-way view to resolve)."""
     merge = data.get("merge") == "on" and bool((job.options or {}).get("net"))
     return ExecutionOptions(
         accept_triggers=data.get("accept_triggers") == "on",
         accept_cascades=data.get("accept_cascades") == "on",
         accept_non_transactional=[str(t) for t in data.get("accept_non_transactional", []) if t],
         merge=merge,
-        resolutions=resolutions.read(job) if merge else None,
+        resolutions=resolutions.read(job) if merge and resolved else None,
     )
 
 
@@ -655,7 +656,7 @@ async def execute_check(request: Request, job_id: str) -> Response:
         dry_run=True,
         on_conflict="skip",
         who=form.principal.name,
-        options=_options(form.data, form.job),
+        options=_options(form.data, form.job, resolved=False),
         check=True,
     )
     return RedirectResponse(f"/jobs/{job_id}/execute/{record.id}", status_code=303)
