@@ -178,6 +178,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             help="show Spark's own log lines (hidden otherwise) and a traceback on an internal error",
         )
         cmd.set_defaults(func=_flashback, mode="flashback" if name == "flashback" else "forward")
+        if name == "flashback":
+            cmd.add_argument(
+                "--net",
+                action="store_true",
+                help="one statement per row, from the row as the range left it back to its image before the "
+                "range (a row updated ten times: one UPDATE; inserted then deleted: nothing), with the same checks",
+            )
 
     add_fetch_command(sub)
     recover = sub.add_parser(
@@ -560,6 +567,7 @@ def _flashback(args: argparse.Namespace) -> int:
         mode=args.mode,
         full_where=args.full_where,
         rows_per_statement=args.rows_per_statement,
+        net=getattr(args, "net", False),
         allow_partial=args.allow_partial,
         allow_partial_transactions=args.allow_partial_transactions,
         allow_empty=args.allow_empty,

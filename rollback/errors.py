@@ -86,6 +86,11 @@ class PartialTransaction(RollbackError):
     --sql-type) takes only part of a transaction: refused unless --allow-partial-transactions accepts it."""
 
 
+class NetRefused(RollbackError):
+    """--net cannot write a net script for the range: a table without a row key, images without every
+    column, or net statements no order can execute (one line: table, position, the full script)."""
+
+
 class SchemaUnproven(SchemaMismatch):
     """A schema source matched by position that may not describe the table as the binlog wrote it
     (DDL on the table after the range, or no way to look): --trust-schema accepts it."""

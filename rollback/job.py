@@ -35,6 +35,7 @@ from rollback.merge import (
     merge_parts,
     partial_picks,
 )
+from rollback.net_script import net_changes, write_body, write_net
 from rollback.output_files import OutputPath
 from rollback.pipeline.contents import held, table_hints
 from rollback.pipeline.dependencies import DEPENDENTS_KEPT, Seen, dependents, merge_lines
@@ -252,6 +253,7 @@ class Job:
             plan_lines=plan_lines,
             hold=self.options.allow_partial and self.options.mode == "flashback",
             track_dependencies=self.filters.picks and self.options.mode == "flashback",
+            net=self.options.net,
         )
         if self.options.ddl != "refuse" and self.options.mode != "changes":
             history = self._schema_history(plan)
@@ -607,6 +609,11 @@ class Job:
     # -- the merge
     def _merge(self, out_dir: str, summaries: list[Summary], script_out: Sink, plan_out: Sink | None) -> None:
         mode = self.options.mode
+        body = None
+        if self.options.net:
+            body = write_body(net_changes(out_dir, summaries), out_dir)
+            self.report.statements = body[2]
+            self.report.transactions = 1 if body[2] else 0
         header = script_header(
             mode,
             self.rng,
@@ -615,6 +622,9 @@ class Job:
             self._unchecked,
             irreversible_items(out_dir, summaries),
         )
+        if body is not None:
+            write_net(header, body, script_out, plan_out)
+            return
         merge_parts(out_dir, summaries, header, mode == "flashback", script_out, plan_out, remove=True)
 
     def _write_changes(self, out_dir: str, summaries: list[Summary], path: Path) -> None:

@@ -369,6 +369,24 @@ class Options:
     # What DDL on a changed table in the range (or after it, up to the schema source) does: refuse,
     # keep today's schema (old images mapped to today's columns by name), or reverse it too.
     ddl: str = "refuse"
+    # One statement per row: each row's change from before the range to after it (rollback/net.py)
+    net: bool = False
+
+
+def check_net(options: Options) -> None:
+    """--net folds whole rows of a flashback, one statement a row: what it cannot be combined with."""
+    if options.mode != "flashback":
+        raise RangeError(
+            "--net writes the net reverse of a flashback: it does not apply to forward SQL or a change log"
+        )
+    if options.ddl != "refuse":
+        raise RangeError(
+            f"--net follows rows through one schema: it cannot be combined with --ddl {options.ddl}"
+        )
+    if options.rows_per_statement > 1:
+        raise RangeError(
+            "--net writes one statement per row: it cannot be combined with --rows-per-statement"
+        )
 
 
 def check_request(rng: RangeSpec, filters: Filters, options: Options) -> None:
@@ -380,6 +398,8 @@ def check_request(rng: RangeSpec, filters: Filters, options: Options) -> None:
         raise RangeError(f"mode {options.mode!r} is not one of {', '.join(MODES)}")
     if options.ddl not in DDL_MODES:
         raise RangeError(f"--ddl {options.ddl!r} is not one of {', '.join(DDL_MODES)}")
+    if options.net:
+        check_net(options)
     if options.changes_format not in CHANGES_FORMATS:
         raise RangeError(f"change log format {options.changes_format!r} is not one of jsonl, parquet")
     for what, values in (

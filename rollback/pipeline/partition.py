@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import pickle
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -49,8 +50,9 @@ from rollback.binlog.rows import JsonPartial, RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.change_lines import ChangeLineCache
 from rollback.ddl import ddl_targets
-from rollback.errors import RollbackError, SchemaMismatch, UnsupportedEvent
+from rollback.errors import NetRefused, RollbackError, SchemaMismatch, UnsupportedEvent
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
+from rollback.net import complete as net_complete
 from rollback.pipeline.dependencies import DependencyKeys
 from rollback.pipeline.file_copy import WRITE_BYTES
 from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
@@ -115,6 +117,9 @@ class JobSpec:
         default_factory=dict
     )
     inverse_ddl: dict[tuple[int, int], str] = field(default_factory=dict)
+    # --net: the selected row changes are not rendered but written as decoded images
+    # (part-N.net.pickle) for the driver, which folds a table's changes of the whole range (net_script.py)
+    net: bool = False
 
 
 class _Block:
@@ -223,6 +228,8 @@ class _Run:
         self.decimals_as_text: dict[int, bool] = {}  # renderer id -> see _decimals_as_text
         self.event_logged = False  # the rows event being read has been counted as selected
         self.event_picked = 0  # rows of the rows event being read that _pick_rows took
+        self.net_out: IO[bytes] | None = None
+        self.net_tables: dict[int, int] = {}  # renderer id -> its number in part-N.net.pickle
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -384,6 +391,7 @@ class _Run:
         if ok is None:
             ok = (
                 self.hold is None
+                and not self.job.net
                 and self.deps is None
                 and self.selection.predicate is None
                 and hotpath.CORE is not None
@@ -423,7 +431,7 @@ class _Run:
             self._write_taints()
             self._write_keys()
         finally:
-            for f in (self.changes_out, self.irreversible_out):
+            for f in (self.changes_out, self.irreversible_out, self.net_out):
                 if f is not None:
                     f.close()
             self.rendered.close()
@@ -629,6 +637,9 @@ class _Run:
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int
     ) -> None:
         self._log(current, batch, renderer.schema, complete)
+        if self.job.net:
+            self._net(current, batch, renderer, complete)
+            return
         table = batch.table.qualified_name
         rows = batch.rows
         kind = batch.kind
@@ -720,6 +731,38 @@ class _Run:
             self._largest(script, text, batch, table)
             self.rendered.add(text, "\n".join(plan) + "\n" if plan else "")
             self._counted(current, batch, table, len(script))
+
+    def _net(self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool) -> None:
+        """--net: the batch's decoded images into part-N.net.pickle, in binlog order."""
+        schema = renderer.schema
+        where = f"table {renderer.table} at {batch.file or self.part.file_label}:{batch.pos}"
+        if schema is None or not schema.row_key:
+            raise NetRefused(
+                f"{where}: --net follows rows by their key, and the table has no primary key nor NOT NULL "
+                "unique key; generate the full script, without --net"
+            )
+        if not complete and not all(net_complete(row, batch.kind) for row in batch.rows):
+            raise NetRefused(
+                f"{where}: the row images leave columns out (binlog_row_image is not FULL), and --net needs "
+                "every column of a row; generate the full script, without --net"
+            )
+        out = self.net_out
+        if out is None:
+            path = part_path(self.job.out_dir, self.part.index, "net.pickle")
+            out = self.net_out = open(path, "wb", buffering=WRITE_BYTES)
+        number = self.net_tables.get(id(renderer))
+        if number is None:
+            number = self.net_tables[id(renderer)] = len(self.net_tables)
+            facts = (renderer.tmap, schema, self.part.flavour, self.job.full_where)
+            pickle.dump(("table", number, facts), out, protocol=pickle.HIGHEST_PROTOCOL)
+        rows = batch.rows
+        first = batch.first_row
+        numbers = self.kept_index or list(range(first, first + len(rows)))
+        change = (batch.kind, rows, batch.file or self.part.file_label, batch.pos, numbers)
+        pickle.dump(
+            ("rows", number, change, current.ordinal, current.tx.gtid), out, protocol=pickle.HIGHEST_PROTOCOL
+        )
+        self.summary.net_changes += len(rows)
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:
         block.statements += statements

@@ -5,6 +5,7 @@ part-NNNNNN.plan.jsonl   the execution plan's lines, in the script's order
 part-NNNNNN.changes.jsonl  the decoded row changes, in binlog order (when the job wants them)
 part-NNNNNN.irreversible.jsonl  row changes the binlog's images cannot restore, in binlog order
 part-NNNNNN.queries.json the original statements (ROWS_QUERY / ANNOTATE_ROWS) of the pieces
+part-NNNNNN.net.pickle   --net: the selected row changes' decoded images, in binlog order (net_script.py)
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class Summary:
     no_fk_checks: dict[str, Any] | None = None
     # selected transactions closed here per thread id (None: the binlog names no thread), for range_notes
     threads: dict[int | None, int] = field(default_factory=dict)
+    net_changes: int = 0  # --net: the row changes written to part-N.net.pickle
 
 
 def part_path(out_dir: str, index: int, suffix: str) -> str:

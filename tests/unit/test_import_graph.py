@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("source", ("rollback.pipeline.storage", "rollback.sources")),
     ("plan", ("rollback.pipeline.order", "rollback.pipeline.savepoints", "rollback.pipeline.plan")),
     ("decode", ("rollback.records", "rollback.change_lines", "rollback.decode_files")),
-    ("invert and render", ("rollback.invert", "rollback.sql", "rollback.statement_batches")),
+    ("invert and render", ("rollback.invert", "rollback.sql", "rollback.statement_batches", "rollback.net")),
     # every other module of rollback/pipeline/: holdback, selection, plan_lines, spill, file_copy, parts,
     # partition, contents, session, engines/, changes
     ("partition and engines", ("rollback.pipeline",)),
@@ -54,6 +54,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "rollback.report",
             "rollback.header",
             "rollback.merge",
+            "rollback.net_script",
             "rollback.ddl_guard",
             "rollback.ddl_modes",
             "rollback.schema_proof",

@@ -1,0 +1,125 @@
+"""The script and plan of a --net job, from the partitions' part-N.net.pickle files.
+
+Each partition wrote its selected row changes as decoded images (rollback/pipeline/partition.py);
+here they are folded per table in binlog order, partition after partition (rollback/net.py), put in
+an order that can run, and written as one transaction block: one statement per row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollback.merge import Sink, copy_range
+from rollback.net import NetFold, NetRenderer, NetRow, execution_order
+from rollback.pipeline.parts import BLOCK_END, Summary, part_path
+from rollback.render_text import comment_line
+from rollback.sql import TableRenderer
+
+
+@dataclass
+class NetChanges:
+    folds: dict[str, NetFold] = field(default_factory=dict)  # quoted table -> its rows' net changes
+    renderers: dict[str, NetRenderer] = field(default_factory=dict)
+    seq: int = 0
+
+    def read(self, path: str) -> None:
+        tables: dict[int, tuple[NetFold, str]] = {}
+        with open(path, "rb") as f:
+            for item in _items(f):
+                if item[0] == "table":
+                    _, number, (tmap, schema, flavour, full_where) = item
+                    renderer = TableRenderer(tmap, schema, flavour, full_where)
+                    name = renderer.table
+                    if name not in self.folds:
+                        self.renderers[name] = NetRenderer(renderer)
+                        self.folds[name] = NetFold(name, schema.row_key)
+                    tables[number] = (self.folds[name], name)
+                    continue
+                _, number, (kind, rows, file, pos, numbers), tx, gtid = item
+                fold = tables[number][0]
+                seq = self.seq
+                for row, row_number in zip(rows, numbers, strict=True):
+                    fold.add(kind, row, seq, (file, pos, row_number, tx, gtid))
+                    seq += 1
+                self.seq = seq
+
+    def ordered(self) -> list[NetRow]:
+        rows = [row for fold in self.folds.values() for row in fold.rows()]
+        return execution_order(rows, {name: r.uniques for name, r in self.renderers.items()})
+
+
+def _items(f: Any) -> Iterator[Any]:
+    while True:
+        try:
+            yield pickle.load(f)
+        except EOFError:
+            return
+
+
+def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
+    changes = NetChanges()
+    for summary in summaries:  # partition order: binlog order
+        if summary.net_changes:
+            changes.read(part_path(out_dir, summary.index, "net.pickle"))
+    return changes
+
+
+def plan_line(row: NetRow, kind: str, check: str | None, expect: int, sql: str, merge: dict[str, Any]) -> str:
+    file, pos, number, _tx, _gtid = row.where
+    line = {
+        "file": file,
+        "pos": pos,
+        "table": row.table,
+        "row": number,
+        "type": kind,
+        "check": check,
+        "expect": expect,
+        "tx": 0,  # one transaction: net changes belong to no single transaction of the range
+        "gtid": None,
+        "sql": sql,
+        "merge": merge,
+    }
+    return json.dumps(line, ensure_ascii=False)
+
+
+def write_body(changes: NetChanges, out_dir: str) -> tuple[str, str, int]:
+    """The statements and plan lines into two files of `out_dir`: (script path, plan path, statements)."""
+    script_path = os.path.join(out_dir, "net.sql")
+    plan_path = os.path.join(out_dir, "net.plan.jsonl")
+    count = 0
+    with open(script_path, "w", encoding="utf-8") as script, open(plan_path, "w", encoding="utf-8") as plan:
+        for row in changes.ordered():
+            statement = changes.renderers[row.table].statement(row)
+            if statement is None:
+                continue
+            count += 1
+            script.write(statement.sql + "\n")
+            plan.write(
+                plan_line(
+                    row, statement.kind, statement.check, statement.expect, statement.sql, statement.merge
+                )
+                + "\n"
+            )
+    return script_path, plan_path, count
+
+
+def write_net(header: str, body: tuple[str, str, int], script_out: Sink, plan_out: Sink | None) -> None:
+    script_path, plan_path, count = body
+    script_out.write(header.encode("utf-8"))
+    if not count:
+        note = "net effect of the range (--net): its changes cancel out, nothing to undo"
+        script_out.write((comment_line(note) + "\n").encode("utf-8"))
+    else:
+        note = f"net effect of the range (--net): {count} row(s), one statement per row, in an order that can run"
+        script_out.write((comment_line(note) + "\nBEGIN;\n").encode("utf-8"))
+        with open(script_path, "rb") as f:
+            copy_range(f, script_out, 0, os.fstat(f.fileno()).st_size)
+        script_out.write(BLOCK_END.encode("utf-8"))
+    if plan_out is not None:
+        with open(plan_path, "rb") as f:
+            copy_range(f, plan_out, 0, os.fstat(f.fileno()).st_size)
