@@ -85,6 +85,9 @@ def test_a_merge_keeps_later_changes_and_applies_the_stored_resolutions(make_cli
     job = _job(client, rng)
     assert job["options"]["net"] is True
     assert job["statements"] == 4  # rows 1 and 2 touched twice: one statement each
+    # the change log of a net job lists the range's changes as they happened (produced on first need)
+    changes = client.get(f"/api/jobs/{job['id']}/changes", headers=auth(VIEWER))
+    assert changes.status_code == 200 and len(changes.text.splitlines()) == 6, changes.text
 
     # the strict default still reports row 1 (c changed since) as a conflict
     strict = _execute(client, job["id"], token=OPERATOR)
