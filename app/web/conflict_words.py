@@ -32,18 +32,19 @@ def conflict_words(execution: Any) -> str:
         fate = "stopped there and rolled back" + (
             "" if execution.transactions_applied else ", nothing applied"
         )
-    named = ", ".join(f"{c.get('table')} {_named(c)}" for c in conflicts[:NAMED])
+    named = ", ".join(f"{c.get('table')} {_named(c, not execution.check)}" for c in conflicts[:NAMED])
     more = f" and {n - NAMED} more" if n > NAMED else ""
     return f"{n} conflict{'' if n == 1 else 's'}: {fate} ({named}{more})"
 
 
-def _named(conflict: dict[str, Any]) -> str:
-    """A merge conflict carries its key (and its resolution); another names its row by its statement."""
+def _named(conflict: dict[str, Any], resolved: bool) -> str:
+    """A merge conflict carries its key (and, `resolved`, the resolution applied); another names its
+    row by its statement."""
     key = conflict.get("key")
     if isinstance(key, dict):
         named = ", ".join(f"{k}={v}" for k, v in key.items())
         resolution = conflict.get("resolution")
-        return named + (f": {resolution_name(resolution)}" if resolution else "")
+        return named + (f": {resolution_name(resolution)}" if resolution and resolved else "")
     return row_key(str(conflict.get("statement") or ""))
 
 

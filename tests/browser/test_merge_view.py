@@ -77,6 +77,7 @@ def test_resolve_conflicts_in_the_three_way_view_and_execute_with_merge(browser,
     expect(page.locator("#conflicts-found")).to_contain_text("5 row(s) changed since", timeout=180_000)
     rows = page.locator(".merge-conflict")
     expect(rows).to_have_count(5)
+    expect(page.locator("#transaction-mode")).to_contain_text("with merge")
     row2 = page.locator(f'.merge-conflict[data-table="{DB}.t"]', has_text="id=2")
     expect(row2.locator('tr[data-column="a"] td.before')).to_have_text("2")
     expect(row2.locator('tr[data-column="a"] td.after')).to_have_text("12")
@@ -111,7 +112,13 @@ def test_resolve_conflicts_in_the_three_way_view_and_execute_with_merge(browser,
     commit = page.locator("tr.execution").last
     expect(commit.locator('[data-field="state"]')).to_have_text("succeeded", timeout=180_000)
     page.reload()
+    expect(commit).to_contain_text("commit with merge")
+    expect(commit.locator('[data-field="conflicts"]')).to_contain_text("5 conflicts: rows resolved")
     report = page.locator(".merge-report").last
+    # row 1 restored with its later c kept; the five conflicts by their resolutions
+    expect(report.locator(".merge-counts")).to_contain_text(
+        "1 row(s) restored, 1 of them keeping later changes to other columns; 5 conflicting row(s)"
+    )
     expect(report.locator("tbody tr")).to_have_count(5)
     expect(report.locator('tr[data-resolution="take_before"]')).to_have_count(2)
     expect(report.locator('tr[data-resolution="column"]')).to_contain_text("id=2")
