@@ -13,7 +13,9 @@ statement, and with `--rows-per-statement 1000`), as many statements that do not
 and the client's own floor for the one-row script), and the
 verified apply (`execute_plan` in a process of its own, as the CLI runs it): the dry run, the
 commit in one transaction, the commit per original transaction, and the commit over two connections
-(`--parallel 2`, all or nothing through XA: `execute_parallel`); then the service execution: a
+(`--parallel 2`, all or nothing through XA: `execute_parallel`), the strict and the merge apply
+(`--merge`: locking reads of the changed columns, then the writes) of a `--net` plan; then the service
+execution: a
 `mysql-rollback serve` process (started before, its job over the server's range run with the plan
 among its outputs, neither timed) and `POST /api/jobs/{id}/executions` (a one-transaction commit),
 timed from the POST to the first GET that sees it succeeded; its client CPU is the service process
@@ -35,7 +37,8 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.bench_pipeline import CHILD_ENV, REPO, Timing, timed_process  # noqa: E402
 
 # the databases: one for each path that changes the table
-PATHS = ("reference", "script", "joined", "one", "per", "par2", "service")
+PATHS = ("reference", "script", "joined", "one", "per", "par2", "net", "merge", "service")
+NET = ("net", "merge")  # their plans are written with --net (one statement per row)
 JOINED = "1000"  # --rows-per-statement of the `joined` script
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
 
@@ -50,7 +53,12 @@ def apply_main(plan: str, dsn: str, mode: str) -> None:
             result = execute_parallel(plan, dsn, 2, commit=True, record_dir=records)
     else:
         result = execute_plan(
-            plan, dsn, commit=mode != "dry", single_transaction=mode != "per", check_first=False
+            plan,
+            dsn,
+            commit=mode != "dry",
+            single_transaction=mode != "per",
+            check_first=False,
+            **({"merge": True} if mode == "merge" else {}),
         )
     print(f"{result.statements} statements, {result.rows_affected} rows", file=sys.stderr)
 
@@ -173,6 +181,7 @@ def main() -> None:
                     "--plan",
                     str(work / f"{name}.plan"),
                     *(["--rows-per-statement", JOINED] if name == "joined" else []),
+                    *(["--net"] if name in NET else []),
                 ],
                 env=CHILD_ENV,
             )
@@ -220,6 +229,12 @@ def main() -> None:
             ("verified apply, commit one transaction", "one", apply("one", "one")),
             ("verified apply, commit per transaction", "per", apply("per", "per")),
             ("verified apply, commit --parallel 2 (XA)", "par2", apply("par2", "par2")),
+            ("verified apply of the --net plan, commit one transaction", "net", apply("net", "one")),
+            (
+                "merge apply (--merge) of the --net plan, commit one transaction",
+                "merge",
+                apply("merge", "merge"),
+            ),
             (
                 "service execution (POST -> succeeded), commit one transaction",
                 "service",

@@ -427,6 +427,11 @@ def main() -> None:
         action="store_true",
         help="also count instructions with valgrind (local engine, both hot paths, mariadb-binlog --flashback)",
     )
+    parser.add_argument(
+        "--net",
+        action="store_true",
+        help="only the local engine's plain script against its --net script (issue 28), on each file",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -448,6 +453,9 @@ def main() -> None:
                 server.stop()
             if args.generate_only:
                 return
+        if args.net:
+            measure_net(files, work, args.repeat)
+            return
         measure(files, work, scaling=not args.no_scaling, counting=args.instructions, repeat=args.repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -539,6 +547,29 @@ def measure(
             [str(files["mixed"])], SCALING_RUNS, ["spark", "local"], ["local[1]", "local[2]"]
         )
         print("\n".join(bench_parallel.report(configs, SCALING_RUNS)))
+
+
+def measure_net(files: dict[str, Path], work: Path, repeat: int) -> None:
+    """The local engine's plain script against its --net script (one statement per row, folded in
+    the driver), on each file: wall and CPU seconds, peak RSS of the process tree, statements."""
+    warm_bytecode(work / "pycache")
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}", file=sys.stderr)
+    print(
+        "| workload | row changes | plain s (CPU s) | --net s (CPU s) | --net over plain | plain / --net MB | --net statements |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, path in files.items():
+        rows = row_changes(path)
+        plain = best(repeat, cli(path, work / f"{name}.plain.sql", "local"), env=CHILD_ENV)
+        net_script = work / f"{name}.net.sql"
+        net = best(repeat, [*cli(path, net_script, "local"), "--net"], env=CHILD_ENV)
+        with open(net_script, encoding="utf-8") as f:
+            statements = sum(1 for line in f if line[:1] not in ("-", "S", "B", "C", "\n"))
+        print(
+            f"| {name} | {rows:,} | {plain.seconds:.1f} ({plain.cpu or 0:.1f}) | {net.seconds:.1f} ({net.cpu or 0:.1f}) "
+            f"| {(net.seconds / plain.seconds - 1) * 100:+.0f}% | {plain.tree_mb:.0f} / {net.tree_mb:.0f} "
+            f"| {statements:,} |"
+        )
 
 
 def report(

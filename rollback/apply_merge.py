@@ -53,6 +53,7 @@ class Host(Protocol):
     result: Any
     on_conflict: str
     read_only: set[str]
+    non_transactional: set[str]
 
     def _execute(self, cur: Any, sql: str, step: dict[str, Any]) -> int: ...
 
@@ -304,8 +305,7 @@ def _write(host: Host, cur: Any, row: Row, decision: _Decision) -> None:
         return  # a dry run's non-transactional table: its reads only
     for sql in decision.writes:
         affected = host._execute(cur, sql, row.step)
-        host.result.statements += 1
-        host.result.rows_affected += affected
+        _applied(host, row, affected)
         if decision.conflict is None and affected != 1:
             raise host._wrong_count(row.step, affected)
 
@@ -313,8 +313,45 @@ def _write(host: Host, cur: Any, row: Row, decision: _Decision) -> None:
 def _one(host: Host, cur: Any, row: Row, resolutions: Resolutions | None) -> None:
     host._execute(cur, row.read, row.step)
     decision = _decide(row, list(cur.fetchall()), host, resolutions)
+    if decision.conflict is None and row.kind == "delete" and row.table.lower() not in host.read_only:
+        if _inserted(host, cur, row):
+            _tally(decision, host)
+            return
+        # a unique key the plan's free_where does not name (a nullable one) holds the row's value now
+        cols = [
+            {"name": c["name"], "before": c["before"], "after": None, "now": None, "changed_since": True}
+            for c in row.columns
+        ]
+        decision = _conflict(row, cols, True, host, resolutions)
     _tally(decision, host)
     _write(host, cur, row, decision)
+
+
+def _inserted(host: Host, cur: Any, row: Row) -> bool:
+    """The re-insert of a net delete whose keys the read found free; False when a key is taken after all
+    (the statement alone is rolled back: the transaction goes on)."""
+    import pymysql
+
+    try:
+        affected = int(cur.execute(row.restore))
+    except pymysql.err.IntegrityError as exc:
+        if exc.args and exc.args[0] == 1062:
+            return False
+        raise host._refused(exc, row.restore, row.step) from None
+    except pymysql.err.MySQLError as exc:
+        raise host._refused(exc, row.restore, row.step) from None
+    _applied(host, row, affected)
+    if affected != 1:
+        raise host._wrong_count(row.step, affected)
+    return True
+
+
+def _applied(host: Host, row: Row, affected: int) -> None:
+    host.result.statements += 1
+    host.result.rows_affected += affected
+    if row.table.lower() in host.non_transactional:  # stays applied whatever happens next
+        kept = host.result.non_transactional_applied
+        kept[row.table] = kept.get(row.table, 0) + 1
 
 
 def _drain(cur: Any) -> None:
@@ -327,37 +364,103 @@ def _drain(cur: Any) -> None:
         pass
 
 
+@dataclass
+class _Group:
+    """Rows of a batch read by one query: a net update's row alone (its columns compared), or consecutive
+    net inserts (or net deletes) of one table, counted at once: all there as the range left them (all keys
+    free), else the batch goes one row at a time."""
+
+    rows: list[Row]
+    read: str
+    count: int | None = None  # the combined read's expected count; None: one update's own read
+
+
+def _groups(rows: list[Row]) -> list[_Group]:
+    out: list[_Group] = []
+    for row in rows:
+        if row.kind == "update":
+            out.append(_Group([row], row.read))
+            continue
+        last = out[-1] if out else None
+        if (
+            last is None
+            or last.count is None
+            or last.rows[0].kind != row.kind
+            or last.rows[0].table != row.table
+        ):
+            last = _Group([], "", 0)
+            out.append(last)
+        last.rows.append(row)
+    for group in out:
+        if group.count is not None:
+            first = group.rows[0]
+            field = "free_where" if first.kind == "delete" else "row_matches"
+            where = ") OR (".join(str(row.merge[field]) for row in group.rows)
+            group.read = f"SELECT COUNT(*) FROM {first.table} WHERE ({where}){LOCKING}"
+            group.count = 0 if first.kind == "delete" else len(group.rows)
+    return out
+
+
+def _writes(group: _Group) -> list[tuple[str, int]]:
+    """The group's writes when nothing conflicts, each with the rows it must affect: a run of re-inserts of
+    one column list as one INSERT."""
+    rows = group.rows
+    if rows[0].kind == "delete" and len(rows) > 1:
+        heads = [_insert_head(row.restore) for row in rows]
+        if heads[0] and all(head == heads[0] for head in heads):
+            values = ", ".join(row.restore[len(heads[0]) :] for row in rows)
+            return [(f"{heads[0]}{values}", len(rows))]
+    return [(row.restore, 1) for row in rows]
+
+
+def _insert_head(sql: str) -> str:
+    """`INSERT INTO t (cols) VALUES ` of a one-row INSERT, or "" (then it goes alone)."""
+    at = sql.find(") VALUES (")
+    if at < 0 or not sql.endswith(")") or sql.count(") VALUES (") != 1:
+        return ""
+    return sql[: at + len(") VALUES ")]
+
+
 def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | None) -> None:
     """Reads in one query, then (no conflict) the writes in another; else one step at a time."""
     import pymysql
 
     first = rows[0].step
+    groups = _groups(rows)
     found: list[list[tuple[Any, ...]]] = []
     try:
-        cur.execute(f"SAVEPOINT {SAVEPOINT};\n" + ";\n".join(row.read for row in rows) + ";")
-        for _ in rows:
+        cur.execute(f"SAVEPOINT {SAVEPOINT};\n" + ";\n".join(group.read for group in groups) + ";")
+        for _ in groups:
             cur.nextset()
             found.append(list(cur.fetchall()))
         _drain(cur)
     except pymysql.err.MySQLError as exc:
         _drain(cur)
-        failed = rows[min(len(found), len(rows) - 1)]  # the read the server stopped at
+        failed = groups[min(len(found), len(groups) - 1)].rows[0]  # the read the server stopped at
         raise host._refused(exc, failed.read, failed.step) from None
-    decisions = [
-        _decide(row, rows_found, host, resolutions) for row, rows_found in zip(rows, found, strict=True)
-    ]
-    if any(d.conflict is not None for d in decisions) or host.read_only:
+    decisions = []
+    clean = not host.read_only
+    for group, got in zip(groups, found, strict=True):
+        if group.count is None:
+            decision = _decide(group.rows[0], got, host, resolutions)
+            clean = clean and decision.conflict is None
+            decisions.append(decision)
+        else:
+            clean = clean and got[0][0] == group.count
+            decisions.extend(_Decision([row.restore]) for row in group.rows)
+    if not clean:
         for row in rows:
             _one(host, cur, row, resolutions)
         return
+    writes = [write for group in groups for write in _writes(group)]
     again = False
     try:
-        cur.execute(";\n".join(row.restore for row in rows) + ";")
-        for n in range(len(rows)):
+        cur.execute(";\n".join(sql for sql, _ in writes) + ";")
+        for n, (_sql, expect) in enumerate(writes):
             if n and not cur.nextset():
                 again = True
                 break
-            if cur.rowcount != 1:
+            if cur.rowcount != expect:
                 again = True
                 break
         _drain(cur)

@@ -611,7 +611,7 @@ class Job:
         mode = self.options.mode
         body = None
         if self.options.net:
-            body = write_body(net_changes(out_dir, summaries), out_dir)
+            body = write_body(net_changes(out_dir, summaries), out_dir, plan_out is not None)
             self.report.statements = body[2]
             self.report.transactions = 1 if body[2] else 0
         header = script_header(

@@ -15,14 +15,16 @@ that row's reverse. Where no such order exists (key values swapped between rows)
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from rollback.binlog.columns import MISSING
+from rollback.binlog.constants import ColumnType as T
 from rollback.errors import NetRefused
 from rollback.records import bytes_kinds, column_members, column_names, image
-from rollback.sql import TableRenderer
+from rollback.sql import FullImageStatements, TableRenderer
 
 WAY_OUT = "generate the full script, without --net"
 
@@ -52,39 +54,69 @@ def _describe(table: str, where: Where) -> str:
     return f"table {table} at {where[0]}:{where[1]}"
 
 
-@dataclass
 class NetFold:
     """The net change of every row of one table, from its changes in binlog order."""
 
-    table: str
-    key: tuple[int, ...]  # the row key's columns (primary key, else the first NOT NULL unique key)
-    live: dict[tuple, NetRow] = field(default_factory=dict)  # key after the change -> its row
-    gone: dict[tuple, NetRow] = field(default_factory=dict)  # key it was deleted at -> its row
-    settled: list[NetRow] = field(default_factory=list)  # deleted rows whose key another row took since
-
-    def _key(self, row: Sequence[Any]) -> tuple:
-        return tuple(row[i] for i in self.key)
+    def __init__(self, table: str, key: tuple[int, ...]):
+        self.table = table
+        # the row key's columns (primary key, else the first NOT NULL unique key): a value for one
+        # column, a tuple for several
+        self._key = itemgetter(*key)
+        self.live: dict[Any, NetRow] = {}  # key after the change -> its row
+        self.gone: dict[Any, NetRow] = {}  # key it was deleted at -> its row
+        self.settled: list[NetRow] = []  # deleted rows whose key another row took since
 
     def add(self, kind: str, row: Any, seq: int, where: Where) -> None:
-        if kind == "insert":
-            self._insert(tuple(row), seq, where)
-        elif kind == "delete":
-            self._delete(tuple(row), seq, where)
-        else:
-            self._update(tuple(row[0]), tuple(row[1]), seq, where)
+        file, pos, number, tx, gtid = where
+        self.add_rows(kind, [row], seq, file, pos, [number], tx, gtid)
+
+    def add_rows(
+        self,
+        kind: str,
+        rows: list[Any],
+        seq: int,
+        file: str | None,
+        pos: int,
+        numbers: list[int],
+        tx: int,
+        gtid: str | None,
+    ) -> int:
+        """The changes of one rows event (`numbers`: each row's number in it), the first numbered
+        `seq` in the range's order; returns the number after the last."""
+        key, live = self._key, self.live
+        if kind == "delete":
+            for change, number in zip(rows, numbers, strict=True):
+                before = change if type(change) is tuple else tuple(change)
+                self._delete(before, seq, (file, pos, number, tx, gtid))
+                seq += 1
+            return seq
+        for change, number in zip(rows, numbers, strict=True):
+            where = (file, pos, number, tx, gtid)
+            if kind == "update":
+                before, after = change
+                if type(before) is not tuple:
+                    before, after = tuple(before), tuple(after)
+                old, new = key(before), key(after)
+                row = live.pop(old, None)
+                if row is None or old != new:
+                    row = self._moved(row, old, new, before, where)
+            else:
+                after = change if type(change) is tuple else tuple(change)
+                new = key(after)
+                row = self._inserted(new, after, where)
+            row.after, row.seq, row.where = after, seq, where
+            live[new] = row
+            seq += 1
+        return seq
 
     def _refuse(self, where: Where, what: str) -> NetRefused:
         return NetRefused(f"{_describe(self.table, where)}: --net cannot follow the row: {what}; {WAY_OUT}")
 
-    def _insert(self, after: tuple, seq: int, where: Where) -> None:
-        key = self._key(after)
+    def _inserted(self, key: Any, after: tuple, where: Where) -> NetRow:
         if key in self.live:
             raise self._refuse(where, "an INSERT into a key the range's rows already hold")
         row = self.gone.pop(key, None)
-        if row is None:
-            row = NetRow(self.table, None, after)
-        row.after, row.seq, row.where = after, seq, where
-        self.live[key] = row
+        return NetRow(self.table, None, after) if row is None else row
 
     def _delete(self, before: tuple, seq: int, where: Where) -> None:
         key = self._key(before)
@@ -97,25 +129,29 @@ class NetFold:
         if row.before is not None:  # inserted then deleted inside the range: nothing to undo
             self.gone[key] = row
 
-    def _update(self, before: tuple, after: tuple, seq: int, where: Where) -> None:
-        old, new = self._key(before), self._key(after)
-        row = self.live.pop(old, None)
+    def _moved(self, row: NetRow | None, old: Any, new: Any, before: tuple, where: Where) -> NetRow:
+        """An UPDATE of a row the range has not touched yet, or one that moves its key."""
         if row is None:
             if old in self.gone:
                 raise self._refuse(where, "an UPDATE of a key the range had deleted")
             row = NetRow(self.table, before, None)
-        if new in self.live:
-            raise self._refuse(where, "an UPDATE onto a key the range's rows already hold")
-        taken = self.gone.pop(new, None)
-        if taken is not None:  # the key of a row deleted earlier, taken by this one: both stay
-            self.settled.append(taken)
-        row.after, row.seq, row.where = after, seq, where
-        self.live[new] = row
+        if old != new:
+            if new in self.live:
+                raise self._refuse(where, "an UPDATE onto a key the range's rows already hold")
+            taken = self.gone.pop(new, None)
+            if taken is not None:  # the key of a row deleted earlier, taken by this one: both stay
+                self.settled.append(taken)
+        return row
 
     def rows(self) -> list[NetRow]:
         """The rows whose image after the range differs from the one before it."""
         every = [*self.live.values(), *self.gone.values(), *self.settled]
         return [row for row in every if row.before != row.after]
+
+
+_TEXT_TYPES = frozenset(
+    {T.STRING, T.VARCHAR, T.VAR_STRING, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.JSON}
+)
 
 
 def _loose(value: Any) -> Any:
@@ -131,43 +167,70 @@ def _loose(value: Any) -> Any:
     return value
 
 
-def _unique_values(image: Sequence[Any], uniques: Sequence[tuple[int, ...]]) -> Iterable[tuple[int, tuple]]:
-    for number, columns in enumerate(uniques):
-        values = tuple(image[i] for i in columns)
-        if None not in values:  # NULLs never collide in a unique index
-            yield number, tuple(_loose(v) for v in values)
+def _loose_values(image: Sequence[Any], columns: tuple[int, ...], loose: bool) -> tuple | None:
+    """A unique key's values in `image` (as _loose compares them when the key holds text); None when
+    one is NULL (NULLs never collide in a unique index)."""
+    values = tuple(image[i] for i in columns)
+    if None in values:
+        return None
+    return tuple(_loose(v) for v in values) if loose else values
 
 
-def execution_order(rows: list[NetRow], uniques: dict[str, list[tuple[int, ...]]]) -> list[NetRow]:
+# A table's unique keys for execution_order: (columns, whether a column holds text)
+UniqueKeys = list[tuple[tuple[int, ...], bool]]
+
+
+def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[NetRow]:
     """The rows' reverse statements in an order that can run: newest change first, except that a row
     whose before image takes a unique value another row holds after the range comes after that row.
-    `uniques`: per table, the columns of its primary key and NOT NULL unique keys. NetRefused on a cycle."""
+    `uniques`: per table, its primary key and NOT NULL unique keys. NetRefused on a cycle."""
+    keys = {
+        table: [(n, columns, loose, itemgetter(*columns)) for n, (columns, loose) in enumerate(found)]
+        for table, found in uniques.items()
+    }
+    # A row that holds after the range the value it held before meets no other row there (none held it
+    # then): only values that change are looked at, first those the rows' before images take.
+    wanted: list[tuple[int, tuple[str, int, tuple]]] = []  # (row, a unique value its before image takes)
+    for index, row in enumerate(rows):
+        before, after = row.before, row.after
+        if before is None:
+            continue
+        for number, columns, loose, get in keys[row.table]:
+            if after is not None and get(before) == get(after):
+                continue
+            if (values := _loose_values(before, columns, loose)) is not None:
+                wanted.append((index, (row.table, number, values)))
+    if not wanted:
+        return sorted(rows, key=lambda row: -row.seq)
+    looked_for = {value for _index, value in wanted}
+    tables = {table for table, _number, _values in looked_for}
     holders: dict[tuple[str, int, tuple], int] = {}  # (table, key number, values) -> row holding it after
     for index, row in enumerate(rows):
-        if row.after is not None:
-            for number, values in _unique_values(row.after, uniques[row.table]):
-                holders[(row.table, number, values)] = index
-    waits = [0] * len(rows)
-    freed_by: list[list[int]] = [[] for _ in rows]
-    for index, row in enumerate(rows):
-        if row.before is None:
+        before, after = row.before, row.after
+        if after is None or row.table not in tables:
             continue
-        blockers = {
-            holders[found]
-            for number, values in _unique_values(row.before, uniques[row.table])
-            if (found := (row.table, number, values)) in holders
-        }
-        blockers.discard(index)
-        waits[index] = len(blockers)
-        for blocker in blockers:
-            freed_by[blocker].append(index)
+        for number, columns, loose, get in keys[row.table]:
+            if before is not None and get(before) == get(after):
+                continue
+            values = _loose_values(after, columns, loose)
+            if values is not None and (found := (row.table, number, values)) in looked_for:
+                holders[found] = index
+    waits = [0] * len(rows)
+    freed_by: dict[int, list[int]] = {}
+    for index, value in wanted:
+        blocker = holders.get(value)
+        if blocker is not None and blocker != index and index not in freed_by.get(blocker, ()):
+            waits[index] += 1
+            freed_by.setdefault(blocker, []).append(index)
+    if not freed_by:
+        return sorted(rows, key=lambda row: -row.seq)
     ready = [(-row.seq, index) for index, row in enumerate(rows) if not waits[index]]
     heapq.heapify(ready)
     order: list[NetRow] = []
     while ready:
         _seq, index = heapq.heappop(ready)
         order.append(rows[index])
-        for waiting in freed_by[index]:
+        for waiting in freed_by.get(index, ()):
             waits[waiting] -= 1
             if not waits[waiting]:
                 heapq.heappush(ready, (-rows[waiting].seq, waiting))
@@ -194,6 +257,9 @@ class NetRenderer:
 
     def __init__(self, renderer: TableRenderer):
         self.renderer = renderer
+        # the statements and checks: the table's full-image functions where it has them (the compiled
+        # core's, the same text as the renderer's)
+        self.ops: TableRenderer | FullImageStatements = renderer.full_images() or renderer
         tmap = renderer.tmap
         schema = renderer.schema
         self.names = column_names(tmap, renderer.schema_names)
@@ -203,6 +269,14 @@ class NetRenderer:
         self.key = schema.row_key if schema is not None else ()
         keys = [schema.primary_key, *schema.unique_keys] if schema is not None else []
         self.uniques = [k for i, k in enumerate(keys) if k and k not in keys[:i]]
+        # For the order: those keys, and on its own each other column of a unique index (a nullable
+        # one): two rows that collide in such an index collide in each of its columns, so ordering by
+        # each column alone orders by the index (or more).
+        known = {i for k in self.uniques for i in k}
+        alone = [(i,) for i in sorted(schema.unique_columns or ()) if i not in known] if schema else []
+        self.unique_keys: UniqueKeys = [
+            (k, any(tmap.real_types[i] in _TEXT_TYPES for i in k)) for k in [*self.uniques, *alone]
+        ]
         hidden = {i for i, c in enumerate(columns or ()) if c.hidden}
         self.shown = [i for i in range(len(renderer.columns)) if i not in hidden]
 
@@ -222,11 +296,21 @@ class NetRenderer:
         column = self.renderer.columns[index]
         return column.null if value is None else column.exact + column.where(value)
 
-    def statement(self, row: NetRow) -> NetStatement | None:
-        """The reverse of one net change; None when it sets nothing (only columns no statement sets)."""
-        r = self.renderer
+    def statement(self, row: NetRow, plan: bool = True) -> NetStatement | None:
+        """The reverse of one net change; None when it sets nothing (only columns no statement sets).
+        Without `plan`, only its SQL (no check, no merge object: no plan is written)."""
+        r, ops = self.renderer, self.ops
         before, after = row.before, row.after
         kind = row.kind
+        if not plan:
+            if before is None:
+                assert after is not None
+                sql: str | None = ops.delete(after)
+            elif after is None:
+                sql = ops.insert(before)
+            else:
+                sql = ops.update(before, after)
+            return None if sql is None else NetStatement(kind, sql, None, 0, {})
         present = after if after is not None else before
         assert present is not None
         values = self._json(present)
@@ -244,20 +328,20 @@ class NetRenderer:
         }
         if kind == "update":
             assert before is not None and after is not None
-            sql = r.update(before, after)
+            sql = ops.update(before, after)
             if sql is None:
                 return None
             changed = [i for i in self.shown if r.columns[i].writable and before[i] != after[i]]
             check, expect = r.exists(after), 1
         elif kind == "insert":
             assert after is not None
-            sql = r.delete(after)
+            sql = ops.delete(after)
             changed = self.shown
             check, expect = r.exists(after), 1
             merge["delete_sql"] = sql
         else:
             assert before is not None
-            sql = r.insert(before)
+            sql = ops.insert(before)
             changed = self.shown
             check, expect = r.key_exists(before), 0
             merge["free_where"] = " OR ".join(f"({self._key_where(before, k)})" for k in self.uniques)

@@ -41,16 +41,11 @@ class NetChanges:
                     tables[number] = (self.folds[name], name)
                     continue
                 _, number, (kind, rows, file, pos, numbers), tx, gtid = item
-                fold = tables[number][0]
-                seq = self.seq
-                for row, row_number in zip(rows, numbers, strict=True):
-                    fold.add(kind, row, seq, (file, pos, row_number, tx, gtid))
-                    seq += 1
-                self.seq = seq
+                self.seq = tables[number][0].add_rows(kind, rows, self.seq, file, pos, numbers, tx, gtid)
 
     def ordered(self) -> list[NetRow]:
         rows = [row for fold in self.folds.values() for row in fold.rows()]
-        return execution_order(rows, {name: r.uniques for name, r in self.renderers.items()})
+        return execution_order(rows, {name: r.unique_keys for name, r in self.renderers.items()})
 
 
 def _items(f: Any) -> Iterator[Any]:
@@ -87,24 +82,25 @@ def plan_line(row: NetRow, kind: str, check: str | None, expect: int, sql: str, 
     return json.dumps(line, ensure_ascii=False)
 
 
-def write_body(changes: NetChanges, out_dir: str) -> tuple[str, str, int]:
-    """The statements and plan lines into two files of `out_dir`: (script path, plan path, statements)."""
+def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str, str, int]:
+    """The statements (and plan lines) into two files of `out_dir`: (script path, plan path, statements)."""
     script_path = os.path.join(out_dir, "net.sql")
     plan_path = os.path.join(out_dir, "net.plan.jsonl")
     count = 0
     with open(script_path, "w", encoding="utf-8") as script, open(plan_path, "w", encoding="utf-8") as plan:
         for row in changes.ordered():
-            statement = changes.renderers[row.table].statement(row)
+            statement = changes.renderers[row.table].statement(row, with_plan)
             if statement is None:
                 continue
             count += 1
             script.write(statement.sql + "\n")
-            plan.write(
-                plan_line(
-                    row, statement.kind, statement.check, statement.expect, statement.sql, statement.merge
+            if with_plan:
+                plan.write(
+                    plan_line(
+                        row, statement.kind, statement.check, statement.expect, statement.sql, statement.merge
+                    )
+                    + "\n"
                 )
-                + "\n"
-            )
     return script_path, plan_path, count
 
 

@@ -16,12 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rollback import Filters, Options, generate
 from rollback.errors import NetRefused
 from rollback.execute import execute_plan
+from rollback.schema import ServerSchema
 from tests.support.restore import (
     apply_with_client,
     flashback,
     range_args,
+    range_spec,
     restore_both_ways,
     run_cli,
     snapshot,
@@ -80,6 +83,11 @@ def test_net_gives_one_statement_per_row_and_the_full_scripts_tables(scratch_ser
             moved = [s for s in steps if s["merge"]["key"] == {"id": 1021}]
             assert len(moved) == 1 and moved[0]["type"] == "update"
             assert "`id`=21" in moved[0]["sql"] and moved[0]["sql"].endswith("WHERE `id`=1021;")
+            # without a plan, the statements come from the table's full-image functions: the same bytes
+            alone = tmp_path / "alone.sql"
+            schema = ServerSchema(scratch_server.connect)
+            generate(range_spec(rng), Filters(), Options(engine="local", schema=schema, net=True), alone)
+            assert alone.read_bytes() == script.read_bytes()
         else:
             assert len(lines) > 3 * NET_ROWS
         apply_with_client(scratch_server, script)
@@ -91,6 +99,34 @@ def test_net_gives_one_statement_per_row_and_the_full_scripts_tables(scratch_ser
 def test_net_restores_through_the_client_and_execute_plan(scratch_server, tmp_path):
     _table(scratch_server, "net_both")
     restore_both_ways(scratch_server, ["net_both.t"], ["USE net_both", *INCIDENT], tmp_path, net=True)
+
+
+def test_a_value_of_a_nullable_unique_key_is_given_back_before_it_is_taken_back(scratch_server, tmp_path):
+    # row 1 gives n=1 up, row 2 takes it, then row 1 changes again (its reverse comes first by age)
+    scratch_server.run_sql(
+        [
+            "DROP DATABASE IF EXISTS net_nullable",
+            "CREATE DATABASE net_nullable",
+            "CREATE TABLE net_nullable.x (id INT PRIMARY KEY, n INT NULL UNIQUE, v VARCHAR(8))",
+            "INSERT INTO net_nullable.x VALUES (1, 1, 'a'), (2, 2, 'b')",
+        ]
+    )
+    before = snapshot(scratch_server, ["net_nullable.x"])
+    rng = scratch_server.run_sql(
+        [
+            "UPDATE x SET n = NULL WHERE id = 1",
+            "UPDATE x SET n = 1 WHERE id = 2",
+            "UPDATE x SET v = 'late' WHERE id = 1",
+        ],
+        database="net_nullable",
+    )
+    script, _plan, _report = flashback(scratch_server, rng, tmp_path, net=True)
+    assert statements(script) == [
+        "UPDATE `net_nullable`.`x` SET `n`=2 WHERE `id`=2;",
+        "UPDATE `net_nullable`.`x` SET `n`=1, `v`='a' WHERE `id`=1;",
+    ]
+    apply_with_client(scratch_server, script)
+    assert snapshot(scratch_server, ["net_nullable.x"]) == before
 
 
 def test_the_cli_writes_a_net_script(scratch_server, tmp_path):

@@ -306,3 +306,55 @@ def test_engines_agree_on_the_seed_benchmark_steps(scratch_server, seed_db, tmp_
         assert on_spark.report.engine == ("spark" if on_spark.report.partitions > 1 else "local")
         split += on_spark.report.partitions > 1
     assert split >= 4  # the big steps really ran as several Spark tasks
+
+
+# ---- --net ---------------------------------------------------------------------------------------------------
+
+
+def test_engines_agree_on_the_net_script_of_rows_touched_many_times(scratch_server, tmp_path, spark):
+    """--net folds a table's changes in the driver: split or not, local or on Spark, the same bytes,
+    and the Spark engine's net script restores the table."""
+    db = "net_engines"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"""CREATE TABLE {db}.o (id INT PRIMARY KEY, code INT NOT NULL UNIQUE, amount DECIMAL(12,2),
+                note VARCHAR(60) CHARACTER SET utf8mb4, created DATETIME(6), doc JSON, flags BLOB)""",
+            f"""INSERT INTO {db}.o SELECT seq, seq, seq / 100, CONCAT('order ', seq, ' ü'),
+                TIMESTAMP'2024-01-01 00:00:00' + INTERVAL seq SECOND, JSON_OBJECT('n', seq),
+                UNHEX(HEX(seq)) FROM seq_1_to_400""",
+        ],
+        database="mysql",
+    )
+    tables = [f"{db}.o"]
+    before = snapshot(scratch_server, tables)
+    rng = scratch_server.run_sql(
+        [
+            *[
+                f"UPDATE {db}.o SET amount = amount + {n}, note = CONCAT(note, '{n}') WHERE id % 3 = {n % 3}"
+                for n in range(30)
+            ],
+            f"UPDATE {db}.o SET id = id + 1000 WHERE id BETWEEN 100 AND 150",
+            f"DELETE FROM {db}.o WHERE id BETWEEN 200 AND 260",
+            f"INSERT INTO {db}.o (id, code, note) SELECT seq, seq, 'back' FROM seq_200_to_230",
+            f"INSERT INTO {db}.o (id, code, note) SELECT seq, seq, 'brief' FROM seq_5000_to_5050",
+            f"DELETE FROM {db}.o WHERE id >= 5000",
+            f"UPDATE {db}.o SET code = 9999 WHERE id = 321",
+            f"UPDATE {db}.o SET code = code + 1 WHERE id BETWEEN 300 AND 320 ORDER BY code DESC",
+        ],
+        database=db,
+    )
+    schema = ServerSchema(scratch_server.connect)
+    unsplit = run(range_of(rng), tmp_path, "unsplit", schema=schema, net=True, partition_bytes=UNSPLIT)
+    # every row of the 400 changed (the 51 inserted and deleted ones: nothing), one statement each
+    assert unsplit.report.statements == 400 < sum(unsplit.report.counts.values())
+    split = run(range_of(rng), tmp_path, "local-split", schema=schema, net=True, partition_bytes=8 << 10)
+    assert split.report.partitions > 5 and split.same(unsplit)
+    on_spark = run(
+        range_of(rng), tmp_path, "spark", schema=schema, net=True, engine="spark", partition_bytes=8 << 10
+    )
+    assert on_spark.report.engine == "spark" and on_spark.report.partitions > 5
+    assert on_spark.same(unsplit)
+    apply_script(scratch_server, on_spark.script)
+    assert snapshot(scratch_server, tables) == before

@@ -26,7 +26,7 @@ from rollback.schema import Column, TableSchema
 from rollback.sql import TableRenderer
 
 TABLE = "`shop`.`items`"
-UNIQUES = {TABLE: [(0,), (1,)]}
+UNIQUES = {TABLE: [((0,), False), ((1,), False)]}
 Row = tuple[int, int, int]
 
 

@@ -1,0 +1,190 @@
+"""Merge execution of real `flashback --net` plans (issue 28), through execute_plan and the CLI.
+
+The incident runs on the scratch server (rows updated many times, a row deleted, one inserted), the
+application then goes on writing; the plan is generated from the binlog with --net, and
+`flashback --execute --merge` undoes the incident while keeping the later writes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rollback import ExecutionConflict, execute_plan, parse_resolutions
+from tests.support.restore import flashback, range_args, run_cli, snapshot
+
+pytestmark = pytest.mark.both_ways_off("rows change after the incident on purpose: the merge keeps them")
+
+DB = "merge_net"
+TABLE = f"{DB}.t"
+BEFORE = [(i, i, f"r{i}", i * 10, i * 100) for i in range(1, 9)]
+
+
+@pytest.fixture()
+def incident(scratch_server, tmp_path):
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {DB}",
+            f"CREATE DATABASE {DB}",
+            f"CREATE TABLE {TABLE} (id INT PRIMARY KEY, a INT, b VARCHAR(40), c INT, u INT UNIQUE)",
+            f"INSERT INTO {TABLE} VALUES " + ", ".join(str(row) for row in BEFORE),
+        ]
+    )
+    pre = snapshot(scratch_server, [TABLE])
+    rng = scratch_server.run_sql(
+        [
+            *[f"UPDATE {TABLE} SET a = a + 1000, b = CONCAT(b, '{n}') WHERE id <= 6" for n in range(5)],
+            f"DELETE FROM {TABLE} WHERE id = 7",
+            f"INSERT INTO {TABLE} VALUES (9, 9, 'r9', 90, 900)",
+        ]
+    )
+    script, plan, report = flashback(scratch_server, rng, tmp_path, net=True)
+    yield {"server": scratch_server, "rng": rng, "plan": plan, "before": pre, "tmp": tmp_path}
+    scratch_server.query(f"DROP DATABASE {DB}")
+
+
+def _expected(server, rows):
+    twin = f"{DB}.expected"
+    server.query(f"DROP TABLE IF EXISTS {twin}")
+    server.query(f"CREATE TABLE {twin} LIKE {TABLE}")
+    server.query(f"INSERT INTO {twin} VALUES " + ", ".join(str(row) for row in rows))
+    shot = snapshot(server, [twin])[twin]
+    server.query(f"DROP TABLE {twin}")
+    return {TABLE: shot}
+
+
+def test_a_net_plan_holds_one_step_per_row_with_its_merge_data(incident):
+    steps = [json.loads(line) for line in incident["plan"].read_text().splitlines()]
+    assert sorted((s["merge"]["kind"], json.dumps(s["merge"]["key"])) for s in steps) == sorted(
+        [
+            *(("update", json.dumps({"id": i})) for i in range(1, 7)),
+            ("delete", '{"id": 7}'),
+            ("insert", '{"id": 9}'),
+        ]
+    )
+
+
+def test_merge_of_a_net_plan_keeps_later_writes_of_other_columns(incident):
+    server = incident["server"]
+    server.query(f"UPDATE {TABLE} SET c = c + 1 WHERE id IN (1, 2, 8)")
+    result = execute_plan(incident["plan"], server.dsn, commit=True, merge=True)
+    want = [(i, a, b, c + (1 if i in (1, 2, 8) else 0), u) for i, a, b, c, u in BEFORE]
+    assert snapshot(server, [TABLE]) == _expected(server, want)
+    assert result.merge["restored"] == 8 and result.merge["kept_later_changes"] == 2
+    assert not result.conflicts
+
+
+def test_merge_of_a_net_plan_with_a_same_column_conflict_and_resolutions(incident):
+    server = incident["server"]
+    server.query(f"UPDATE {TABLE} SET a = 5 WHERE id = 3")  # the incident's column, changed since
+    server.query(f"INSERT INTO {TABLE} VALUES (70, 0, 'late', 0, 700)")  # takes row 7's unique key
+    now = snapshot(server, [TABLE])
+    with pytest.raises(ExecutionConflict) as raised:
+        execute_plan(incident["plan"], server.dsn, commit=True, merge=True)
+    assert snapshot(server, [TABLE]) == now
+    conflicts = {c["kind"]: c for c in raised.value.result.conflicts}
+    assert conflicts["update"]["key"] == {"id": 3}
+    assert conflicts["update"]["columns"][0] == {
+        "name": "a",
+        "before": 3,
+        "after": 5003,
+        "now": 5,
+        "changed_since": True,
+    }
+    assert conflicts["delete"]["key"] == {"id": 7} and conflicts["delete"]["now_present"]
+    doc = {
+        "default": "keep_now",
+        "rows": [{"table": TABLE, "key": {"id": 3}, "choice": "take_before_where_unchanged"}],
+    }
+    result = execute_plan(
+        incident["plan"], server.dsn, commit=True, merge=True, resolutions=parse_resolutions(doc)
+    )
+    assert (
+        result.merge["resolved"]["take_before_where_unchanged"] == 1
+        and result.merge["resolved"]["keep_now"] == 1
+    )
+    want = [row for row in BEFORE if row[0] != 7]
+    want[2] = (3, 5, "r3", 30, 300)  # a kept as it is now, b back to its pre-incident value
+    assert snapshot(server, [TABLE]) == _expected(server, [*want, (70, 0, "late", 0, 700)])
+
+
+def test_the_cli_merges_with_resolutions_and_says_so(incident):
+    server, tmp = incident["server"], incident["tmp"]
+    server.query(f"UPDATE {TABLE} SET a = 5, c = 1 WHERE id = 3")
+    resolutions = tmp / "resolutions.json"
+    resolutions.write_text(json.dumps({"default": "take_before"}))
+    args = [*range_args(incident["rng"]), "--execute", "--target", server.dsn, "--schema-dsn", server.dsn]
+    stopped = run_cli("flashback", *args, "--merge", "--json")
+    assert stopped.returncode == 3, stopped.stderr
+    assert "a: before 3, after 5003, now 5 (changed since)" in stopped.stderr
+    assert "1 conflict(s) without a resolution" in stopped.stderr
+    done = run_cli("flashback", *args, "--merge", "--commit", "--json", "--resolutions", str(resolutions))
+    assert done.returncode == 0, done.stderr
+    execution = json.loads(done.stderr.strip().splitlines()[-1])["execution"]
+    assert execution["committed"] and execution["merge"]["resolved"]["take_before"] == 1
+    assert execution["merge"]["restored"] == 7 and execution["merge"]["unresolved"] == 0
+    assert [(c["key"], c["resolution"]) for c in execution["conflicts"]] == [({"id": 3}, "take_before")]
+    want = [(i, a, b, 1 if i == 3 else c, u) for i, a, b, c, u in BEFORE]
+    assert snapshot(server, [TABLE]) == _expected(server, want)
+
+
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        (["--merge"], "--merge is a way to execute: add --execute --target DSN"),
+        (["--resolutions", "x.json"], "--resolutions settles the conflicts of --merge: add --merge"),
+    ],
+)
+def test_the_cli_refuses_merge_flags_out_of_place(incident, extra, line):
+    done = run_cli("flashback", *range_args(incident["rng"]), "--schema-dsn", incident["server"].dsn, *extra)
+    assert done.returncode == 2 and line in done.stderr and done.stderr.strip().count("\n") == 0
+
+
+def test_the_cli_names_a_bad_resolutions_entry_in_one_line(incident):
+    server, tmp = incident["server"], incident["tmp"]
+    bad = tmp / "bad.json"
+    bad.write_text(json.dumps({"rows": [{"table": TABLE, "key": {"id": 3}, "choice": "keep"}]}))
+    args = [*range_args(incident["rng"]), "--execute", "--target", server.dsn, "--schema-dsn", server.dsn]
+    done = run_cli("flashback", *args, "--merge", "--resolutions", str(bad))
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
+    assert "resolutions: rows[0].choice: unknown choice 'keep'" in done.stderr
+
+
+def test_a_merge_batches_its_reads_and_writes(scratch_server, tmp_path):
+    """120 rows (40 updated, 40 deleted, 40 inserted), nothing changed since: one batch, whose re-inserts
+    are one INSERT and whose deletes' and re-inserts' locking reads are one count each."""
+    db = "merge_batches"
+    table = f"{db}.t"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {table} (id INT PRIMARY KEY, a INT, b VARCHAR(20))",
+            f"INSERT INTO {table} SELECT seq, seq, CONCAT('r', seq) FROM {db}.seq_1_to_80",
+        ]
+    )
+    before = snapshot(scratch_server, [table])
+    rng = scratch_server.run_sql(
+        [
+            f"UPDATE {table} SET a = -a WHERE id <= 40",
+            f"DELETE FROM {table} WHERE id > 40",
+            f"INSERT INTO {table} SELECT seq, 0, 'new' FROM {db}.seq_100_to_139",
+        ]
+    )
+    _script, plan, _report = flashback(scratch_server, rng, tmp_path, net=True)
+    counts: list[dict[str, int]] = []
+
+    def status(conn):
+        with conn.cursor() as cur:
+            cur.execute(
+                "SHOW SESSION STATUS WHERE Variable_name IN ('Com_insert', 'Com_delete', 'Com_update')"
+            )
+            counts.append({name: int(value) for name, value in cur.fetchall()})
+
+    dry = execute_plan(plan, scratch_server.dsn, merge=True, inspect=status)
+    assert dry.merge["restored"] == 120 and dry.statements == 120
+    assert counts == [{"Com_insert": 1, "Com_delete": 40, "Com_update": 40}]
+    execute_plan(plan, scratch_server.dsn, commit=True, merge=True)
+    assert snapshot(scratch_server, [table]) == before
+    scratch_server.query(f"DROP DATABASE {db}")
