@@ -196,6 +196,12 @@ def test_bad_documents_and_requests_are_one_line_422s(make_client, scratch_serve
     )
     assert alone.status_code == 422 and "merge: true" in alone.json()["detail"][0]["msg"]
 
+    # a merge runs on one connection, in one transaction
+    parallel = _execute(client, job["id"], merge=True, dry_run=False, parallel=2)
+    assert parallel["state"] == "refused" and "one connection" in parallel["error"], parallel
+    per_transaction = _execute(client, job["id"], merge=True, dry_run=False, per_transaction=True)
+    assert per_transaction["state"] == "refused" and "per-transaction" in per_transaction["error"]
+
     plain = _job(client, rng, net=False)
     refused = client.post(
         f"/api/jobs/{plain['id']}/executions",
