@@ -67,11 +67,19 @@ class Host(Protocol):
 
 
 def plain_name(table: str) -> str:
-    """`db`.`t` (a plan line's table) -> db.t (how conflicts and resolutions name it)."""
+    """`db`.`t` or db.t (a plan line's table) -> db.t (how conflicts and resolutions name it)."""
     found = _QUOTED_TABLE.match(table)
     if found is None:
         return table
     return f"{found.group(1).replace('``', '`')}.{found.group(2).replace('``', '`')}"
+
+
+def quoted_name(table: str) -> str:
+    """A plan line's table (`db`.`t`, or db.t as the full plans write it) quoted for a query."""
+    if _QUOTED_TABLE.match(table):
+        return table
+    db, _, name = table.partition(".")
+    return "`" + db.replace("`", "``") + "`.`" + name.replace("`", "``") + "`"
 
 
 def now_value(value: Any) -> Any:
@@ -94,12 +102,14 @@ class Row:
     """One plan step of a merge: its row's net change and the queries that read and restore it."""
 
     step: dict[str, Any]
-    table: str  # quoted, as the plan writes it
+    table: str  # quoted `db`.`t`, for the queries
     name: str  # db.t
+    plan_table: str  # lower-cased, as the plan line names it (the execution's sets of tables use it)
     kind: str  # the net change: update | insert | delete
     merge: dict[str, Any]
     read: str  # the locking read
     restore: str  # the write when there is no conflict (its check in its WHERE, or an INSERT)
+    found: str  # the condition a batch's combined read counts it by (_groups)
 
     @property
     def columns(self) -> list[dict[str, Any]]:
@@ -122,9 +132,12 @@ def _set(columns: Sequence[dict[str, Any]]) -> str:
 
 def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list[Row]:
     """The plan's rows, checked: every line written with --net, every `column` choice of the
-    resolutions naming columns its row changed (MergeRefused, ResolutionsError: one line)."""
+    resolutions naming columns its row changed (MergeRefused, ResolutionsError: one line). Each step's
+    table is named db.t from here on, as a full plan names it."""
     rows = []
     for step in plan:
+        # the full plans name a table db.t, which the checks of the target's side effects read: so do these
+        step["table"] = plain_name(str(step.get("table")))
         merge = step.get("merge")
         if not isinstance(merge, dict):
             raise MergeRefused(
@@ -132,26 +145,42 @@ def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list
                 f"{step.get('file')}:{step.get('pos')} has no merge data); generate it with --net to execute "
                 "it with --merge"
             )
-        table = str(step.get("table"))
+        plan_table = str(step.get("table"))
+        table = quoted_name(plan_table)
         kind = str(merge.get("kind"))
         columns = merge["columns"]
         matches = ", ".join(f"({c['matches_after']})" for c in columns if c.get("matches_after"))
         if kind == "update":
             read = f"SELECT {matches}, ({merge['row_matches']}), {_names(columns)} FROM {table} WHERE {merge['where']}"
             checks = " AND ".join(f"({c['matches_after']})" for c in columns)
-            restore = f"UPDATE {table} SET {_set(columns)} WHERE {merge['where']} AND {checks}"
+            found = f"{merge['where']} AND {checks}"
+            restore = f"UPDATE {table} SET {_set(columns)} WHERE {found}"
         elif kind == "insert":
             read = f"SELECT {matches}, ({merge['row_matches']}), {_names(columns)} FROM {table} WHERE {merge['where']}"
-            restore = f"DELETE FROM {table} WHERE {merge['row_matches']} LIMIT 1"
+            found = str(merge["row_matches"])
+            restore = f"DELETE FROM {table} WHERE {found} LIMIT 1"
         elif kind == "delete":
             read = f"SELECT {_names(columns)} FROM {table} WHERE {merge['free_where']}"
+            found = str(merge["free_where"])
             restore = str(merge["insert_sql"]).rstrip().rstrip(";")
         else:
             raise MergeRefused(
                 f"refused, nothing was run: the plan's line for {step.get('file')}:{step.get('pos')} has a merge "
                 f"kind {kind!r} (update, insert or delete)"
             )
-        rows.append(Row(step, table, plain_name(table), kind, merge, read + LOCKING, restore))
+        rows.append(
+            Row(
+                step,
+                table,
+                plain_name(plan_table),
+                plan_table.lower(),
+                kind,
+                merge,
+                read + LOCKING,
+                restore,
+                found,
+            )
+        )
     if resolutions is not None:
         _check_columns(rows, resolutions)
     return rows
@@ -301,7 +330,7 @@ def _tally(decision: _Decision, host: Host) -> None:
 
 
 def _write(host: Host, cur: Any, row: Row, decision: _Decision) -> None:
-    if row.table.lower() in host.read_only:
+    if row.plan_table in host.read_only:
         return  # a dry run's non-transactional table: its reads only
     for sql in decision.writes:
         affected = host._execute(cur, sql, row.step)
@@ -313,7 +342,7 @@ def _write(host: Host, cur: Any, row: Row, decision: _Decision) -> None:
 def _one(host: Host, cur: Any, row: Row, resolutions: Resolutions | None) -> None:
     host._execute(cur, row.read, row.step)
     decision = _decide(row, list(cur.fetchall()), host, resolutions)
-    if decision.conflict is None and row.kind == "delete" and row.table.lower() not in host.read_only:
+    if decision.conflict is None and row.kind == "delete" and row.plan_table not in host.read_only:
         if _inserted(host, cur, row):
             _tally(decision, host)
             return
@@ -349,9 +378,10 @@ def _inserted(host: Host, cur: Any, row: Row) -> bool:
 def _applied(host: Host, row: Row, affected: int) -> None:
     host.result.statements += 1
     host.result.rows_affected += affected
-    if row.table.lower() in host.non_transactional:  # stays applied whatever happens next
+    if row.plan_table in host.non_transactional:  # stays applied whatever happens next
         kept = host.result.non_transactional_applied
-        kept[row.table] = kept.get(row.table, 0) + 1
+        named = str(row.step.get("table"))
+        kept[named] = kept.get(named, 0) + 1
 
 
 def _drain(cur: Any) -> None:
@@ -366,38 +396,40 @@ def _drain(cur: Any) -> None:
 
 @dataclass
 class _Group:
-    """Rows of a batch read by one query: a net update's row alone (its columns compared), or consecutive
-    net inserts (or net deletes) of one table, counted at once: all there as the range left them (all keys
-    free), else the batch goes one row at a time."""
+    """Consecutive rows of a batch of one table and one kind, read by one locking count: every net update's
+    changed columns as the range left them, every net insert's row, every net delete's keys free. A count
+    other than expected sends the batch one row at a time, where each row's own read finds which."""
 
     rows: list[Row]
-    read: str
-    count: int | None = None  # the combined read's expected count; None: one update's own read
+    read: str = ""
+    count: int = 0
+
+
+GROUP_ROWS = 100  # rows of one combined read: a net update's count evaluates every row's condition
 
 
 def _groups(rows: list[Row]) -> list[_Group]:
     out: list[_Group] = []
     for row in rows:
-        if row.kind == "update":
-            out.append(_Group([row], row.read))
-            continue
         last = out[-1] if out else None
         if (
             last is None
-            or last.count is None
-            or last.rows[0].kind != row.kind
-            or last.rows[0].table != row.table
+            or len(last.rows) >= GROUP_ROWS
+            or (last.rows[0].kind, last.rows[0].table) != (row.kind, row.table)
         ):
-            last = _Group([], "", 0)
+            last = _Group([])
             out.append(last)
         last.rows.append(row)
     for group in out:
-        if group.count is not None:
-            first = group.rows[0]
-            field = "free_where" if first.kind == "delete" else "row_matches"
-            where = ") OR (".join(str(row.merge[field]) for row in group.rows)
-            group.read = f"SELECT COUNT(*) FROM {first.table} WHERE ({where}){LOCKING}"
-            group.count = 0 if first.kind == "delete" else len(group.rows)
+        first = group.rows[0]
+        where = ") OR (".join(row.found for row in group.rows)
+        counted = "COUNT(*)"
+        if first.kind == "update":
+            # how many of them hold every other column as the range left it too (the rest: kept_later_changes)
+            whole = ") OR (".join(str(row.merge["row_matches"]) for row in group.rows)
+            counted = f"COUNT(*), SUM(({whole}))"
+        group.read = f"SELECT {counted} FROM {first.table} WHERE ({where}){LOCKING}"
+        group.count = 0 if first.kind == "delete" else len(group.rows)
     return out
 
 
@@ -438,16 +470,13 @@ def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | Non
         _drain(cur)
         failed = groups[min(len(found), len(groups) - 1)].rows[0]  # the read the server stopped at
         raise host._refused(exc, failed.read, failed.step) from None
-    decisions = []
+    decisions: list[_Decision] = []
     clean = not host.read_only
     for group, got in zip(groups, found, strict=True):
-        if group.count is None:
-            decision = _decide(group.rows[0], got, host, resolutions)
-            clean = clean and decision.conflict is None
-            decisions.append(decision)
-        else:
-            clean = clean and got[0][0] == group.count
-            decisions.extend(_Decision([row.restore]) for row in group.rows)
+        clean = clean and got[0][0] == group.count
+        # the count of rows whose other columns changed since is what the result says: the first ones take it
+        kept = group.count - int(got[0][1] or 0) if group.rows[0].kind == "update" and clean else 0
+        decisions.extend(_Decision([row.restore], kept_later=n < kept) for n, row in enumerate(group.rows))
     if not clean:
         for row in rows:
             _one(host, cur, row, resolutions)

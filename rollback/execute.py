@@ -392,7 +392,7 @@ class _Pass:
             self.resolutions,
             BATCH_STEPS,
             batch_bytes,
-            lambda row: row.table.lower() in alone,
+            lambda row: row.plan_table in alone,
         )
         self._tell(None)
         unresolved = [c for c in self.result.conflicts if c["resolution"] is None]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from operator import itemgetter
 from typing import Any
 
@@ -31,6 +32,8 @@ WAY_OUT = "generate the full script, without --net"
 
 # Where a change was written: (file, pos, row of the rows event, transaction ordinal, gtid).
 Where = tuple[str | None, int, int, int, str | None]
+# A change for NetFold: (insert | update | delete, its image or (before, after), its order, where)
+Change = tuple[str, Any, int, Where]
 
 
 @dataclass(slots=True)
@@ -67,47 +70,27 @@ class NetFold:
         self.settled: list[NetRow] = []  # deleted rows whose key another row took since
 
     def add(self, kind: str, row: Any, seq: int, where: Where) -> None:
-        file, pos, number, tx, gtid = where
-        self.add_rows(kind, [row], seq, file, pos, [number], tx, gtid)
+        self.add_records([(kind, row, seq, where)])
 
-    def add_rows(
-        self,
-        kind: str,
-        rows: list[Any],
-        seq: int,
-        file: str | None,
-        pos: int,
-        numbers: list[int],
-        tx: int,
-        gtid: str | None,
-    ) -> int:
-        """The changes of one rows event (`numbers`: each row's number in it), the first numbered
-        `seq` in the range's order; returns the number after the last."""
+    def add_records(self, records: list[Change]) -> None:
+        """Changes in the range's order (`seq` increasing), as NetCompactor writes them."""
         key, live = self._key, self.live
-        if kind == "delete":
-            for change, number in zip(rows, numbers, strict=True):
-                before = change if type(change) is tuple else tuple(change)
-                self._delete(before, seq, (file, pos, number, tx, gtid))
-                seq += 1
-            return seq
-        for change, number in zip(rows, numbers, strict=True):
-            where = (file, pos, number, tx, gtid)
+        for kind, change, seq, where in records:
             if kind == "update":
                 before, after = change
-                if type(before) is not tuple:
-                    before, after = tuple(before), tuple(after)
                 old, new = key(before), key(after)
                 row = live.pop(old, None)
                 if row is None or old != new:
                     row = self._moved(row, old, new, before, where)
-            else:
-                after = change if type(change) is tuple else tuple(change)
+            elif kind == "insert":
+                after = change
                 new = key(after)
                 row = self._inserted(new, after, where)
+            else:
+                self._delete(change, seq, where)
+                continue
             row.after, row.seq, row.where = after, seq, where
             live[new] = row
-            seq += 1
-        return seq
 
     def _refuse(self, where: Where, what: str) -> NetRefused:
         return NetRefused(f"{_describe(self.table, where)}: --net cannot follow the row: {what}; {WAY_OUT}")
@@ -147,6 +130,83 @@ class NetFold:
         """The rows whose image after the range differs from the one before it."""
         every = [*self.live.values(), *self.gone.values(), *self.settled]
         return [row for row in every if row.before != row.after]
+
+
+class NetCompactor:
+    """One partition's changes of one table, with the runs of one key that NetFold folds the same
+    way wherever they fall collapsed, so that the driver folds less: UPDATEs that keep the key, after
+    an UPDATE or an INSERT of it (and a DELETE ending UPDATEs: one DELETE of the first image).
+    Whatever else touches the key (an INSERT, a DELETE after an INSERT, an UPDATE moving a key from or
+    onto it) first writes the run out, in its place: NetFold meets every key's changes in their order."""
+
+    def __init__(self, key: tuple[int, ...], first_seq: int):
+        self._key = itemgetter(*key)
+        self.seq = first_seq  # the range's order: the partition's index in the high bits
+        self.pending: dict[Any, list[Any]] = {}  # key -> [kind, before, after, seq, where] of a run
+        self.out: list[Change] = []
+
+    def add(
+        self,
+        kind: str,
+        rows: list[Any],
+        file: str | None,
+        pos: int,
+        numbers: list[int],
+        tx: int,
+        gtid: str | None,
+    ) -> None:
+        """The changes of one rows event (`numbers`: each row's number in the event)."""
+        key, pending, out, seq = self._key, self.pending, self.out, self.seq
+        for change, number in zip(rows, numbers, strict=True):
+            where = (file, pos, number, tx, gtid)
+            if kind == "update":
+                before, after = change
+                if type(before) is not tuple:
+                    before, after = tuple(before), tuple(after)
+                old, new = key(before), key(after)
+                if old == new:
+                    run = pending.get(old)
+                    if run is None:
+                        pending[old] = ["update", before, after, seq, where]
+                    else:
+                        run[2], run[3], run[4] = after, seq, where
+                else:
+                    self._flush(old)
+                    self._flush(new)
+                    out.append(("update", (before, after), seq, where))
+            elif kind == "insert":
+                after = change if type(change) is tuple else tuple(change)
+                new = key(after)
+                self._flush(new)
+                pending[new] = ["insert", None, after, seq, where]
+            else:
+                before = change if type(change) is tuple else tuple(change)
+                run = pending.pop(key(before), None)
+                if run is not None and run[0] == "update":
+                    before = run[1]
+                elif run is not None:
+                    out.append(_written(run))
+                out.append(("delete", before, seq, where))
+            seq += 1
+        self.seq = seq
+
+    def _flush(self, key: Any) -> None:
+        run = self.pending.pop(key, None)
+        if run is not None:
+            self.out.append(_written(run))
+
+    def take(self, end: bool = False) -> list[Change]:
+        """The changes written out so far (at the partition's `end`: every run too)."""
+        if end:
+            self.out.extend(_written(run) for run in self.pending.values())
+            self.pending.clear()
+        out, self.out = self.out, []
+        return out
+
+
+def _written(run: list[Any]) -> Change:
+    kind, before, after, seq, where = run
+    return ("update", (before, after), seq, where) if kind == "update" else ("insert", after, seq, where)
 
 
 _TEXT_TYPES = frozenset(
@@ -253,7 +313,7 @@ class NetStatement:
 
 
 class NetRenderer:
-    """A table's net statements, checks and the plan line's `merge` object (docs/execution.md)."""
+    """A table's net statements, checks and the plan line's `merge` object (docs/cli.md, "Net effects")."""
 
     def __init__(self, renderer: TableRenderer):
         self.renderer = renderer
@@ -277,8 +337,19 @@ class NetRenderer:
         self.unique_keys: UniqueKeys = [
             (k, any(tmap.real_types[i] in _TEXT_TYPES for i in k)) for k in [*self.uniques, *alone]
         ]
+        # DECIMAL values may come as their text (partition.py, _decimals_as_text): Decimals for the renderer
+        self.decimals = [i for i, code in enumerate(tmap.real_types) if code == T.NEWDECIMAL]
         hidden = {i for i, c in enumerate(columns or ()) if c.hidden}
         self.shown = [i for i in range(len(renderer.columns)) if i not in hidden]
+
+    def _decimal(self, image: tuple | None) -> tuple | None:
+        if image is None or not any(type(image[i]) is str for i in self.decimals):
+            return image
+        values = list(image)
+        for i in self.decimals:
+            if type(values[i]) is str:
+                values[i] = Decimal(values[i])
+        return tuple(values)
 
     def _json(self, row: Sequence[Any]) -> dict[str, Any]:
         return image(tuple(row), self.renderer.tmap, self.names, self.members, self.kinds)
@@ -300,7 +371,7 @@ class NetRenderer:
         """The reverse of one net change; None when it sets nothing (only columns no statement sets).
         Without `plan`, only its SQL (no check, no merge object: no plan is written)."""
         r, ops = self.renderer, self.ops
-        before, after = row.before, row.after
+        before, after = self._decimal(row.before), self._decimal(row.after)
         kind = row.kind
         if not plan:
             if before is None:

@@ -25,7 +25,6 @@ from rollback.sql import TableRenderer
 class NetChanges:
     folds: dict[str, NetFold] = field(default_factory=dict)  # quoted table -> its rows' net changes
     renderers: dict[str, NetRenderer] = field(default_factory=dict)
-    seq: int = 0
 
     def read(self, path: str) -> None:
         tables: dict[int, tuple[NetFold, str]] = {}
@@ -40,8 +39,8 @@ class NetChanges:
                         self.folds[name] = NetFold(name, schema.row_key)
                     tables[number] = (self.folds[name], name)
                     continue
-                _, number, (kind, rows, file, pos, numbers), tx, gtid = item
-                self.seq = tables[number][0].add_rows(kind, rows, self.seq, file, pos, numbers, tx, gtid)
+                _, number, changes = item
+                tables[number][0].add_records(changes)
 
     def ordered(self) -> list[NetRow]:
         rows = [row for fold in self.folds.values() for row in fold.rows()]

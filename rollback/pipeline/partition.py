@@ -52,6 +52,7 @@ from rollback.change_lines import ChangeLineCache
 from rollback.ddl import ddl_targets
 from rollback.errors import NetRefused, RollbackError, SchemaMismatch, UnsupportedEvent
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
+from rollback.net import NetCompactor
 from rollback.net import complete as net_complete
 from rollback.pipeline.dependencies import DependencyKeys
 from rollback.pipeline.file_copy import WRITE_BYTES
@@ -230,6 +231,7 @@ class _Run:
         self.event_picked = 0  # rows of the rows event being read that _pick_rows took
         self.net_out: IO[bytes] | None = None
         self.net_tables: dict[int, int] = {}  # renderer id -> its number in part-N.net.pickle
+        self.net_compactors: dict[int, NetCompactor] = {}  # by that number
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -386,12 +388,11 @@ class _Run:
         else (the statements, with a plan their checks and plan lines, with a change log its lines;
         no --where, hold-back or dependency keys; every DECIMAL column rendered by decimal_literal,
         in the statements and in the checks): then DECIMAL values may come as the text both write
-        for them, not as Decimals."""
+        for them, not as Decimals. (--net: the driver makes Decimals of the rows it writes, net.py.)"""
         ok = self.decimals_as_text.get(id(renderer))
         if ok is None:
             ok = (
                 self.hold is None
-                and not self.job.net
                 and self.deps is None
                 and self.selection.predicate is None
                 and hotpath.CORE is not None
@@ -422,6 +423,8 @@ class _Run:
         try:
             with ByteRange(part.location, part.start, part.end) as source:
                 self._read(source.buf)
+            for number, compactor in self.net_compactors.items():
+                self._net_write(number, compactor.take(end=True))
             if self.next_block != part.end_block:
                 raise RuntimeError(
                     f"partition {part.index} ends before block {self.next_block}, "
@@ -755,14 +758,21 @@ class _Run:
             number = self.net_tables[id(renderer)] = len(self.net_tables)
             facts = (renderer.tmap, schema, self.part.flavour, self.job.full_where)
             pickle.dump(("table", number, facts), out, protocol=pickle.HIGHEST_PROTOCOL)
+            # the partition's changes come after every earlier partition's in the range's order
+            self.net_compactors[number] = NetCompactor(schema.row_key, self.part.index << 40)
         rows = batch.rows
         first = batch.first_row
         numbers = self.kept_index or list(range(first, first + len(rows)))
-        change = (batch.kind, rows, batch.file or self.part.file_label, batch.pos, numbers)
-        pickle.dump(
-            ("rows", number, change, current.ordinal, current.tx.gtid), out, protocol=pickle.HIGHEST_PROTOCOL
-        )
+        compactor = self.net_compactors[number]
+        file = batch.file or self.part.file_label
+        compactor.add(batch.kind, rows, file, batch.pos, numbers, current.ordinal, current.tx.gtid)
+        self._net_write(number, compactor.take())
         self.summary.net_changes += len(rows)
+
+    def _net_write(self, number: int, changes: list[Any]) -> None:
+        if changes:
+            assert self.net_out is not None
+            pickle.dump(("rows", number, changes), self.net_out, protocol=pickle.HIGHEST_PROTOCOL)
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:
         block.statements += statements

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from rollback import ExecutionConflict, execute_plan, parse_resolutions
+from rollback import ExecutionConflict, ExecutionRefused, execute_plan, parse_resolutions
 from tests.support.restore import flashback, range_args, run_cli, snapshot
 
 pytestmark = pytest.mark.both_ways_off("rows change after the incident on purpose: the merge keeps them")
@@ -188,3 +188,14 @@ def test_a_merge_batches_its_reads_and_writes(scratch_server, tmp_path):
     execute_plan(plan, scratch_server.dsn, commit=True, merge=True)
     assert snapshot(scratch_server, [table]) == before
     scratch_server.query(f"DROP DATABASE {db}")
+
+
+def test_a_merge_on_a_table_with_triggers_is_refused_as_the_strict_apply_is(incident):
+    server = incident["server"]
+    server.query(f"CREATE TRIGGER {DB}.audit BEFORE UPDATE ON {TABLE} FOR EACH ROW SET NEW.c = NEW.c")
+    now = snapshot(server, [TABLE])
+    with pytest.raises(
+        ExecutionRefused, match=rf"trigger {DB}\.audit .*--accept-triggers runs the plan anyway"
+    ):
+        execute_plan(incident["plan"], server.dsn, commit=True, merge=True)
+    assert snapshot(server, [TABLE]) == now

@@ -83,6 +83,10 @@ def test_net_gives_one_statement_per_row_and_the_full_scripts_tables(scratch_ser
             moved = [s for s in steps if s["merge"]["key"] == {"id": 1021}]
             assert len(moved) == 1 and moved[0]["type"] == "update"
             assert "`id`=21" in moved[0]["sql"] and moved[0]["sql"].endswith("WHERE `id`=1021;")
+            [gone] = [s for s in steps if s["merge"]["kind"] == "delete"]
+            assert gone["merge"]["key"] == {"id": 50} and gone["expect"] == 0
+            decimal = next(c for c in gone["merge"]["columns"] if c["name"] == "d")
+            assert (decimal["before"], decimal["before_sql"], decimal["after"]) == ("1.50", "1.50", None)
             # without a plan, the statements come from the table's full-image functions: the same bytes
             alone = tmp_path / "alone.sql"
             schema = ServerSchema(scratch_server.connect)

@@ -21,7 +21,7 @@ from rollback import Filters, Job, Options, RangeError, RangeSpec
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
 from rollback.errors import NetRefused
-from rollback.net import NetFold, NetRenderer, NetRow, execution_order
+from rollback.net import NetCompactor, NetFold, NetRenderer, NetRow, execution_order
 from rollback.schema import Column, TableSchema
 from rollback.sql import TableRenderer
 
@@ -159,6 +159,34 @@ def test_the_net_reverse_restores_what_the_full_reverse_restores(start, steps):
     assert len({id(r) for r in rows}) == len(rows)
     assert all(r.before != r.after for r in rows)
     assert _apply_reverse(final, rows) == initial
+
+
+def _compacted(changes: list[tuple[str, object]], cuts: list[int]) -> list[NetRow]:
+    """The changes cut into partitions at `cuts`, each partition's runs collapsed (NetCompactor), folded."""
+    fold = NetFold(TABLE, (0,))
+    bounds = [0, *sorted({c % (len(changes) + 1) for c in cuts}), len(changes)]
+    for index, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        compactor = NetCompactor((0,), index << 40)
+        for at in range(start, end):
+            kind, row = changes[at]
+            compactor.add(kind, [row], "binlog.000001", 100 + at, [0], at, None)
+            fold.add_records(compactor.take())
+        fold.add_records(compactor.take(end=True))
+    return execution_order(fold.rows(), UNIQUES)
+
+
+@settings(max_examples=400, deadline=None)
+@given(starts, ops, st.lists(st.integers(0, 30), max_size=4))
+def test_partitions_collapsing_their_runs_give_the_fold_of_every_change(start, steps, cuts):
+    _initial, _final, changes = _run(start, steps)
+    try:
+        whole = [(r.before, r.after, r.where) for r in _fold(changes)]
+    except NetRefused as refused:
+        with pytest.raises(NetRefused) as again:
+            _compacted(changes, cuts)
+        assert "no order" in str(refused.value) and "no order" in str(again.value)
+        return
+    assert [(r.before, r.after, r.where) for r in _compacted(changes, cuts)] == whole
 
 
 # -- statements, checks and the plan's merge object
