@@ -227,59 +227,69 @@ def _loose(value: Any) -> Any:
     return value
 
 
-def _loose_values(image: Sequence[Any], columns: tuple[int, ...], loose: bool) -> tuple | None:
-    """A unique key's values in `image` (as _loose compares them when the key holds text); None when
-    one is NULL (NULLs never collide in a unique index)."""
-    values = tuple(image[i] for i in columns)
-    if None in values:
-        return None
-    return tuple(_loose(v) for v in values) if loose else values
-
-
 # A table's unique keys for execution_order: (columns, whether a column holds text)
 UniqueKeys = list[tuple[tuple[int, ...], bool]]
+
+
+def _key_values(get: Any, single: bool, loose: bool) -> Any:
+    """A function giving a unique key's values in an image (as _loose compares them when the key
+    holds text), None when one is NULL (NULLs never collide in a unique index)."""
+
+    def values(image: Sequence[Any]) -> Any:
+        found = get(image)
+        if single:
+            return found if found is None or not loose else _loose(found)
+        if None in found:
+            return None
+        return tuple(_loose(v) for v in found) if loose else found
+
+    return values
 
 
 def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[NetRow]:
     """The rows' reverse statements in an order that can run: newest change first, except that a row
     whose before image takes a unique value another row holds after the range comes after that row.
     `uniques`: per table, its primary key and NOT NULL unique keys. NetRefused on a cycle."""
-    keys = {
-        table: [(n, columns, loose, itemgetter(*columns)) for n, (columns, loose) in enumerate(found)]
-        for table, found in uniques.items()
-    }
+    keys = {}
+    for table, found in uniques.items():
+        keys[table] = [
+            (n, get, _key_values(get, len(columns) == 1, loose))
+            for n, (columns, loose) in enumerate(found)
+            for get in [itemgetter(*columns)]
+        ]
     # A row that holds after the range the value it held before meets no other row there (none held it
-    # then): only values that change are looked at, first those the rows' before images take.
-    wanted: list[tuple[int, tuple[str, int, tuple]]] = []  # (row, a unique value its before image takes)
+    # then): only values that change are looked at. First those rows take after the range (inserted
+    # rows, moved keys); without any, no row waits for another.
+    holders: dict[tuple[str, int, Any], int] = {}  # (table, key number, values) -> row holding it after
     for index, row in enumerate(rows):
         before, after = row.before, row.after
-        if before is None:
+        if after is None:
             continue
-        for number, columns, loose, get in keys[row.table]:
-            if after is not None and get(before) == get(after):
-                continue
-            if (values := _loose_values(before, columns, loose)) is not None:
-                wanted.append((index, (row.table, number, values)))
-    if not wanted:
-        return sorted(rows, key=lambda row: -row.seq)
-    looked_for = {value for _index, value in wanted}
-    tables = {table for table, _number, _values in looked_for}
-    holders: dict[tuple[str, int, tuple], int] = {}  # (table, key number, values) -> row holding it after
-    for index, row in enumerate(rows):
-        before, after = row.before, row.after
-        if after is None or row.table not in tables:
-            continue
-        for number, columns, loose, get in keys[row.table]:
+        for number, get, values_of in keys[row.table]:
             if before is not None and get(before) == get(after):
                 continue
-            values = _loose_values(after, columns, loose)
-            if values is not None and (found := (row.table, number, values)) in looked_for:
-                holders[found] = index
+            values = values_of(after)
+            if values is not None:
+                holders[(row.table, number, values)] = index
+    if not holders:
+        return sorted(rows, key=lambda row: -row.seq)
+    tables = {table for table, _number, _values in holders}
+    wanted: list[tuple[int, int]] = []  # (row, the row holding a unique value its before image takes)
+    for index, row in enumerate(rows):
+        before, after = row.before, row.after
+        if before is None or row.table not in tables:
+            continue
+        for number, get, values_of in keys[row.table]:
+            if after is not None and get(before) == get(after):
+                continue
+            values = values_of(before)
+            blocker = holders.get((row.table, number, values)) if values is not None else None
+            if blocker is not None:
+                wanted.append((index, blocker))
     waits = [0] * len(rows)
     freed_by: dict[int, list[int]] = {}
-    for index, value in wanted:
-        blocker = holders.get(value)
-        if blocker is not None and blocker != index and index not in freed_by.get(blocker, ()):
+    for index, blocker in wanted:
+        if blocker != index and index not in freed_by.get(blocker, ()):
             waits[index] += 1
             freed_by.setdefault(blocker, []).append(index)
     if not freed_by:
@@ -371,8 +381,10 @@ class NetRenderer:
         """The reverse of one net change; None when it sets nothing (only columns no statement sets).
         Without `plan`, only its SQL (no check, no merge object: no plan is written)."""
         r, ops = self.renderer, self.ops
-        before, after = self._decimal(row.before), self._decimal(row.after)
+        before, after = row.before, row.after
         kind = row.kind
+        if plan or ops is r:  # DECIMAL text only goes to the full-image functions (partition.py)
+            before, after = self._decimal(before), self._decimal(after)
         if not plan:
             if before is None:
                 assert after is not None
