@@ -27,7 +27,7 @@ from app import db as dbmod
 from app.api import allow, openapi
 from app.api.deps import Services
 from app.api.polled_reads import PolledReads
-from app.api.routes import docs, executions, health, jobs, metrics, servers, uploads
+from app.api.routes import docs, executions, health, jobs, metrics, resolutions, servers, uploads
 from app.api.upload_gate import UploadGate
 from app.core.config import Settings, get_settings
 from app.core.headers import SecurityHeaders
@@ -159,6 +159,7 @@ def create_app(settings: Settings | None = None, token_out: TextIO | None = None
     app.include_router(health.router)
     app.include_router(jobs.router)
     app.include_router(executions.router)
+    app.include_router(resolutions.router)
     app.include_router(uploads.router)
     app.include_router(servers.router)
     app.include_router(metrics.router)

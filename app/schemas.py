@@ -199,6 +199,11 @@ class OptionsIn(BaseModel):
     schema_server: str | None = Field(
         None, max_length=64, description="a configured server to read table schemas from (upload jobs)"
     )
+    net: bool = Field(
+        False,
+        description="one statement per row: the net effect of the range on each row (what a merge "
+        "execution needs)",
+    )
     outputs: list[Literal["plan", "changes"]] | None = Field(
         None,
         max_length=2,
@@ -534,6 +539,17 @@ class ExecutionCreate(BaseModel):
         description="commit a job whose reversal was already committed (applied) once more; the conflict "
         "check still runs first",
     )
+    merge: bool = Field(
+        False,
+        description="merge: restore only the columns the range changed, keeping later changes to other "
+        "columns; rows changed since in the same columns are conflicts, resolved by `resolutions` (a job "
+        "with options.net only)",
+    )
+    resolutions: dict[str, Any] | None = Field(
+        None,
+        description="with merge: how conflicts are resolved (the resolutions document, docs/execution.md); "
+        "absent: the job's stored document (PUT /api/jobs/{id}/resolutions), if any",
+    )
 
 
 class ExecutionProgressOut(BaseModel):
@@ -611,6 +627,16 @@ class ExecutionOut(BaseModel):
         description="a check's conflicting rows three ways: `before` and `after` the incident (the change "
         "log's images), `now` on the target (read by key), `changed_since` (columns where now differs from "
         "after); or `{error}` when the target could not be read",
+    )
+    merge: bool = Field(False, description="a merge execution (see ExecutionCreate.merge)")
+    merge_result: dict[str, Any] | None = Field(
+        None,
+        description="a merge execution's result: restored, kept_later_changes, resolved (per choice), "
+        "unresolved; its conflicts (in `conflicts`) each carry before/after/now per column and the "
+        "resolution applied; null outside merge mode",
+    )
+    resolutions: dict[str, Any] | None = Field(
+        None, description="the resolutions document a merge execution applied (null: none)"
     )
     links: dict[str, str] = Field(default_factory=dict)
 

@@ -27,7 +27,7 @@ from app.core.config import ServerConfig
 from app.db import Database
 from app.metrics import Metrics
 from app.models import EXECUTION_FINAL_STATES, Execution, Job, utcnow
-from app.services import execution_process
+from app.services import execution_process, resolutions
 from app.services.conflict_view import three_way
 from app.services.engine import Cancelled
 from app.services.jobs import Scrubber
@@ -69,6 +69,8 @@ class ExecutionOptions:
     # the job's incident ran with foreign_key_checks=0 (its summary's no_fk_checks): so does its reverse
     foreign_key_checks: bool = True
     parallel: int = 1  # connections of a parallel apply (XA); 1: the one-connection apply
+    merge: bool = False  # restore only the columns the range changed (a net plan)
+    resolutions: dict[str, Any] | None = None  # the document the merge applies (None: conflicts abort)
 
     def accepted(self) -> dict[str, Any]:
         return {
@@ -87,6 +89,13 @@ class ExecutionOptions:
             "foreign_key_checks": self.foreign_key_checks,
         }
 
+    def merge_arguments(self) -> dict[str, Any]:
+        """execute_plan's merge keywords (none outside merge mode)."""
+        if not self.merge:
+            return {}
+        document = self.resolutions
+        return {"merge": True, "resolutions": None if document is None else resolutions.parsed(document)}
+
     @classmethod
     def of(cls, record: Execution) -> ExecutionOptions:
         accepted = record.accepted or {}
@@ -99,10 +108,20 @@ class ExecutionOptions:
             lock_wait_timeout=int(details.get("lock_wait_timeout", DEFAULT_LOCK_WAIT_TIMEOUT)),
             foreign_key_checks=details.get("foreign_key_checks", True) is not False,
             parallel=int(details.get("parallel", 1)),
+            merge=bool(details.get("merge")),
+            resolutions=details.get("resolutions"),
         )
 
 
 RESULT_DETAILS = ("transactions_applied", "read_only_tables", "unverified", "non_transactional_applied")
+
+
+def result_details(outcome: dict[str, Any]) -> dict[str, Any]:
+    """The engine result's values kept in the record's details (a merge's result as merge_result)."""
+    kept = {k: outcome[k] for k in RESULT_DETAILS}
+    if outcome.get("merge") is not None:
+        kept["merge_result"] = outcome["merge"]
+    return kept
 
 
 @dataclass
@@ -121,7 +140,8 @@ def conflict_check(
 ) -> dict[str, Any]:
     """A dry run that skips conflicting rows, so that every conflict is listed; changes nothing."""
     arguments = (options or ExecutionOptions()).engine_arguments()
-    result = execute_plan(str(plan), target.dsn, commit=False, on_conflict="skip", **arguments)
+    merge = (options or ExecutionOptions()).merge_arguments()
+    result = execute_plan(str(plan), target.dsn, commit=False, on_conflict="skip", **arguments, **merge)
     return result.to_dict()
 
 
@@ -159,6 +179,8 @@ def new_execution(
             "lock_wait_timeout": options.lock_wait_timeout,
             "foreign_key_checks": options.foreign_key_checks,
             "parallel": options.parallel,
+            "merge": options.merge,
+            "resolutions": options.resolutions,
             "reapply": reapply,
             "check": check,
         },
@@ -394,7 +416,9 @@ class ExecutionRunner(WorkerPool[int]):
             }
         else:
             values = self._run(job, target, run, cancel)
-            if run.details.get("check") and values["state"] == "succeeded" and values["conflicts"]:
+            # a merge's conflicts carry their three versions themselves
+            compare = run.details.get("check") and not run.options.merge
+            if compare and values["state"] == "succeeded" and values["conflicts"]:
                 values["details"] = values["details"] | {
                     "conflict_view": self._compare(job, target, record.id, values)
                 }
@@ -462,6 +486,7 @@ def run_plan(
                 # a one-transaction commit is its own dry run (a conflict rolls it back, nothing applied)
                 check_first=False,
                 **options.engine_arguments(),
+                **options.merge_arguments(),
             )
         outcome = result.to_dict()
         return {
@@ -473,7 +498,7 @@ def run_plan(
             "skipped": result.skipped,
             "conflicts": result.conflicts,
             "side_effects": result.side_effects,
-            "details": details | {k: outcome[k] for k in RESULT_DETAILS},
+            "details": details | result_details(outcome),
             "current_transaction": None,
         }
     except ExecutionCancelled as exc:
@@ -485,7 +510,7 @@ def run_plan(
             "error": scrub(f"{reason}: {exc.one_line()}" if reason else exc.one_line()),
             "statements": exc.result.statements,
             "rows_affected": exc.result.rows_affected,
-            "details": details | {k: outcome[k] for k in RESULT_DETAILS},
+            "details": details | result_details(outcome),
         }
     except ExecutionRefused as exc:
         return {
@@ -502,7 +527,13 @@ def run_plan(
         }
         if isinstance(exc, ExecutionConflict):
             outcome = exc.result.to_dict()
-            values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
+            values["details"] = details | result_details(outcome)
+            if (
+                options.merge
+            ):  # a merge read every row first: all its conflicts, unresolved ones without resolution
+                values["conflicts"] = exc.result.conflicts
+                values["side_effects"] = exc.result.side_effects
+                return values
         try:
             check = conflict_check(plan, target, options)
             values["conflicts"] = check["conflicts"]
@@ -515,7 +546,7 @@ def run_plan(
         if exc.result is not None:
             outcome = exc.result.to_dict()
             values["side_effects"] = exc.result.side_effects
-            values["details"] = details | {k: outcome[k] for k in RESULT_DETAILS}
+            values["details"] = details | result_details(outcome)
         return values
     except RollbackError as exc:
         return {"state": "failed", "exit_code": exc.exit_code, "error": scrub(exc.one_line())}
@@ -536,6 +567,10 @@ def run_plan(
 
 def _execute_parallel(plan: Path, target: ServerConfig, run: RunRequest, recorder: Recorder) -> Any:
     options = run.options
+    if options.merge:
+        raise ExecutionRefused(
+            "refused, nothing was run: a merge execution runs over one connection (parallel: 1)"
+        )
     if options.per_transaction or options.accept_triggers or options.accept_non_transactional:
         raise ExecutionRefused(
             "refused, nothing was run: a parallel apply commits everything at once through XA: it cannot "

@@ -277,6 +277,7 @@ class JobRunner(WorkerPool[str]):
             allow_empty=bool(o.get("allow_empty")),
             trust_schema=bool(o.get("trust_schema")),
             accept_lost_rows=bool(o.get("accept_lost_rows")),
+            net=bool(o.get("net")),
             ddl=str(o.get("ddl") or "refuse"),
             schema=resolved.schema,
             engine=self.settings.engine,

@@ -100,6 +100,7 @@ class Outputs:
         compare = "plan" in missing
         if not compare:
             options.mode = "changes"
+            options.net = False  # the change log lists the range's changes as they happened, net or not
         out = engine.Artifacts(
             out_dir / RERUN_SCRIPT,
             out_dir / PLAN if "plan" in missing else None,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.web.resolution_form import resolution_name
+
 NAMED = 3  # rows named in the cell; the Execute panel and the API list them all
 
 
@@ -15,7 +17,12 @@ def conflict_words(execution: Any) -> str:
         return "none"
     n = len(conflicts)
     rows = "row" if n == 1 else "rows"
-    if execution.check:
+    merge = getattr(execution, "merge", False)
+    if merge and execution.check:
+        fate = f"{rows} to resolve in the three-way view"
+    elif merge and execution.state == "succeeded":
+        fate = f"{rows} resolved" + (" (dry run, rolled back)" if execution.dry_run else "")
+    elif execution.check:
         fate = f"{rows} would be skipped"
     elif execution.on_conflict == "skip" and execution.skipped:
         fate = f"{rows} skipped, left as the target holds {'it' if n == 1 else 'them'}"
@@ -25,9 +32,20 @@ def conflict_words(execution: Any) -> str:
         fate = "stopped there and rolled back" + (
             "" if execution.transactions_applied else ", nothing applied"
         )
-    named = ", ".join(f"{c.get('table')} {row_key(str(c.get('statement') or ''))}" for c in conflicts[:NAMED])
+    named = ", ".join(f"{c.get('table')} {_named(c, not execution.check)}" for c in conflicts[:NAMED])
     more = f" and {n - NAMED} more" if n > NAMED else ""
     return f"{n} conflict{'' if n == 1 else 's'}: {fate} ({named}{more})"
+
+
+def _named(conflict: dict[str, Any], resolved: bool) -> str:
+    """A merge conflict carries its key (and, `resolved`, the resolution applied); another names its
+    row by its statement."""
+    key = conflict.get("key")
+    if isinstance(key, dict):
+        named = ", ".join(f"{k}={v}" for k, v in key.items())
+        resolution = conflict.get("resolution")
+        return named + (f": {resolution_name(resolution)}" if resolution and resolved else "")
+    return row_key(str(conflict.get("statement") or ""))
 
 
 def row_key(statement: str) -> str:

@@ -30,11 +30,12 @@ from app.api.routes.uploads import store_upload
 from app.core.security import Principal, csrf_token
 from app.models import Execution, Job
 from app.schemas import JobCreate, check_job_request
-from app.services import artifacts, change_pages, job_progress, picks
+from app.services import artifacts, change_pages, job_progress, picks, resolutions
 from app.services.change_pages import ChangeFilter
 from app.services.executions import ExecutionOptions
 from app.services.jobs import create_job
 from app.services.sources import asks_server_files, check_server_files, unlisted
+from app.web import resolution_form
 from app.web.conflict_words import conflict_words
 from app.web.visible import visible
 from rollback import RollbackError, SideEffects
@@ -43,6 +44,8 @@ router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 templates.env.filters["side_effect_warnings"] = lambda found: SideEffects(**found).warnings()
 templates.env.filters["conflict_words"] = conflict_words
+templates.env.filters["resolution_name"] = resolution_form.resolution_name
+templates.env.filters["by_resolution"] = resolution_form.by_resolution
 templates.env.finalize = visible
 PREVIEW_LINES = 200
 LIST_FIELDS = ("types", "accept_non_transactional", "tx", "files")
@@ -265,6 +268,7 @@ def job_request_from_form(data: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             "allow_empty": data.get("allow_empty") == "on",
             "trust_schema": data.get("trust_schema") == "on",
             "accept_lost_rows": data.get("accept_lost_rows") == "on",
+            "net": data.get("net") == "on",
             "allow_partial_transactions": data.get("allow_partial_transactions") == "on",
             "ddl": data.get("ddl") or "refuse",
             "schema_server": (data.get("server") or None) if upload else None,
@@ -567,12 +571,17 @@ def _executable(
     return job, target
 
 
-def _options(data: dict[str, Any]) -> ExecutionOptions:
-    """The acceptances the form's checkboxes carry (the web form always commits all or nothing)."""
+def _options(data: dict[str, Any], job: Job, resolved: bool = True) -> ExecutionOptions:
+    """The acceptances the form's checkboxes carry (the web form always commits all or nothing). A
+    merge (a job with a net plan) applies the job's stored resolutions document, unless `resolved` is
+    False (the conflict check: it lists every conflict, for the three-way view to resolve)."""
+    merge = data.get("merge") == "on" and bool((job.options or {}).get("net"))
     return ExecutionOptions(
         accept_triggers=data.get("accept_triggers") == "on",
         accept_cascades=data.get("accept_cascades") == "on",
         accept_non_transactional=[str(t) for t in data.get("accept_non_transactional", []) if t],
+        merge=merge,
+        resolutions=resolutions.read(job) if merge and resolved else None,
     )
 
 
@@ -624,7 +633,13 @@ async def cancel_execution(request: Request, job_id: str, execution_id: int) -> 
 async def dry_run(request: Request, job_id: str) -> Response:
     form = await _execution_form(request, job_id, "operator")
     return await _run_execution(
-        request, form.job, form.target, form.principal, _options(form.data), dry_run=True, on_conflict="abort"
+        request,
+        form.job,
+        form.target,
+        form.principal,
+        _options(form.data, form.job),
+        dry_run=True,
+        on_conflict="abort",
     )
 
 
@@ -641,7 +656,7 @@ async def execute_check(request: Request, job_id: str) -> Response:
         dry_run=True,
         on_conflict="skip",
         who=form.principal.name,
-        options=_options(form.data),
+        options=_options(form.data, form.job, resolved=False),
         check=True,
     )
     return RedirectResponse(f"/jobs/{job_id}/execute/{record.id}", status_code=303)
@@ -659,7 +674,14 @@ def _check_context(services: Services, job_id: str, check_id: int) -> dict[str, 
         ):
             return None
     check = execution_out(record)
+    stored = resolutions.read(job) if check.merge and job.script_path else None
     return {
+        "resolution_rows": resolution_form.view_rows(check.conflicts, stored) if check.merge else [],
+        "resolution_tables": resolution_form.tables(check.conflicts),
+        "resolutions": stored or {},
+        "choices": resolution_form.CHOICES,
+        "row_choices": resolution_form.ROW_CHOICES,
+        "column_choices": resolution_form.COLUMN_CHOICES,
         "job": job_out(job),
         "target": record.target,
         "check": check,
@@ -684,6 +706,30 @@ async def execute_panel(request: Request, job_id: str, check_id: int) -> Respons
             request, "error.html", {"message": "There is no such conflict check."}, 404, principal, sid
         )
     return _render(request, "execute_confirm.html", context, 200, principal, sid)
+
+
+@router.post("/jobs/{job_id}/execute/{check_id}/resolutions")
+@_page
+async def save_resolutions(request: Request, job_id: str, check_id: int) -> Response:
+    """The three-way view's choices stored as the job's resolutions document (the same document as
+    PUT /api/jobs/{id}/resolutions); the panel shows them, and "Execute with merge" applies them."""
+    principal, sid = _principal(request, "admin")
+    data = await _form(request, sid)
+    services = _services(request)
+    context = await run_in_threadpool(_check_context, services, job_id, check_id)
+    if context is None or not context["check"].merge:
+        return _render(
+            request, "error.html", {"message": "There is no such merge conflict check."}, 404, principal, sid
+        )
+    with services.db.session() as session:
+        job = session.get(Job, job_id)
+    assert job is not None
+    document = resolution_form.document_from_form(data, context["check"].conflicts)
+    try:
+        await run_in_threadpool(resolutions.store, job, document)
+    except RollbackError as exc:
+        return _render(request, "error.html", {"message": exc.one_line()}, 422, principal, sid)
+    return RedirectResponse(f"/jobs/{job_id}/execute/{check_id}#resolutions-saved", status_code=303)
 
 
 @router.post("/jobs/{job_id}/execute")
@@ -718,7 +764,7 @@ async def execute(request: Request, job_id: str) -> Response:
         job,
         target,
         principal,
-        _options(data),
+        _options(data, job),
         dry_run=False,
         on_conflict=on_conflict,
         reapply=reapply,

@@ -141,6 +141,11 @@ EXPECT: list[tuple[str, str, str]] = [
     ("docs/tutorial-rest.md", "jq '{state", '"succeeded"'),
     ("docs/tutorial-rest.md", "jq .applied", '"execution"'),
     ("docs/tutorial-ci.md", "jq -r", "shop.orders restored"),
+    ("docs/tutorial-merge.md", 'echo "the incident', "the incident: 0-"),
+    ("docs/tutorial-merge.md", "grep -c", "9"),
+    ("docs/tutorial-merge.md", 'echo "exit code', "exit code: 3"),
+    ("docs/tutorial-merge.md", "jq -c", '"key":{"id":20}'),
+    ("docs/tutorial-merge.md", "--resolutions resolutions.json", "take_before_where_unchanged"),
 ]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Response
 from fastapi import Path as FastAPIPath
@@ -16,9 +16,11 @@ from sqlalchemy.orm import Session
 
 from app.api.deps import Operator, Services, ServicesDep, Viewer
 from app.api.routes.jobs import NOT_FOUND, NOT_READY, finished_job
+from app.api.routes.resolutions import checked
 from app.core.config import ServerConfig
 from app.models import EXECUTION_FINAL_STATES, Execution, Job, utcnow
 from app.schemas import ERRORS, ErrorOut, ExecutionCreate, ExecutionOut, ExecutionProgressOut
+from app.services import resolutions
 from app.services.executions import ExecutionOptions, new_execution
 
 router = APIRouter(prefix="/api/jobs", tags=["executions"])
@@ -86,6 +88,9 @@ def execution_out(record: Execution) -> ExecutionOut:
         parallel=int(details.get("parallel", 1)),
         xa={k: v for k, v in details["xa"].items() if k != "target"} if details.get("xa") else None,
         conflict_view=details.get("conflict_view") or [],
+        merge=bool(details.get("merge")),
+        merge_result=details.get("merge_result"),
+        resolutions=details.get("resolutions"),
         links={"self": base, "cancel": f"{base}/cancel", "job": f"/api/jobs/{record.job_id}"},
     )
 
@@ -196,7 +201,11 @@ def create_execution(
     ends the execution in state `refused` with the reason in `error`. `per_transaction` commits per
     original transaction instead of all or nothing, recording each as it commits; `lock_wait_timeout`
     bounds how long a check waits for a row another session holds; `parallel` applies over that many
-    connections, all or nothing through XA (docs/execution.md). Progress (statements passed of
+    connections, all or nothing through XA (docs/execution.md). `merge` (a job created with
+    `options.net`) restores only the columns the range changed and keeps later changes to other
+    columns; rows whose changed columns changed since are conflicts, resolved by `resolutions` or the
+    job's stored document (PUT /api/jobs/{id}/resolutions); `merge_result` and `conflicts` say what
+    became of each. Progress (statements passed of
     the plan, the transaction being reversed) is in `progress` while it runs.
     """
     if not req.dry_run and not who.has("admin"):
@@ -217,6 +226,10 @@ def create_execution(
         lock_wait_timeout=req.lock_wait_timeout,
         parallel=req.parallel,
     )
+    if req.merge:
+        options.merge, options.resolutions = True, merge_resolutions(job, req.resolutions)
+    elif req.resolutions is not None:
+        raise _invalid("resolutions", "resolutions apply to a merge execution only: send merge: true")
     record = submit_execution(
         services,
         job,
@@ -229,6 +242,23 @@ def create_execution(
     )
     response.headers["Location"] = f"/api/jobs/{job_id}/executions/{record.id}"
     return execution_out(record)
+
+
+def _invalid(field: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ("body", field), "msg": message, "type": "value_error"}])
+
+
+def merge_resolutions(job: Job, given: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a merge execution of the job applies: the body's document, else the job's stored one
+    (None: unresolved conflicts abort). A job without a net plan cannot merge."""
+    if not (job.options or {}).get("net"):
+        raise _invalid(
+            "merge",
+            f"job {job.id}'s plan was not written with net: a merge needs a job created with options.net",
+        )
+    if given is not None:
+        return checked(given, ("body", "resolutions"))
+    return resolutions.read(job)
 
 
 def get_execution(services: Services, job_id: str, execution_id: int) -> Execution:
