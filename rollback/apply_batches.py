@@ -13,17 +13,23 @@ can be undone to its start and run again one step at a time. A group is either
   ...`, when every value is a plain literal; else the UPDATEs one after the other). A key that repeats in a group cuts it (a row changed twice keeps
   its order), and so does a change of table or kind.
 
+  Two combined forms need no read of their own, which the server would otherwise pay for on every row
+  twice: a CASE UPDATE's WHERE is its steps' checks (`WHERE (c1) OR (c2) ...` through the primary key:
+  each row is locked, compared with the image the binlog left and changed in one go), and re-inserts
+  whose checks name their rows by exactly the target's primary key are checked by the INSERT itself (a
+  key that is taken fails it with a duplicate-key error; a check by other columns keeps its read).
+
 In a combined group every check reads a row no other step of the group changes (each check names its
 row by key, and no two keys are alike), so that counting them before the statements, at once, says what
-counting each right before its statement would; a count other than the expected one, or a statement
-count other than the group's size, sends the group back to its savepoint and one step at a time, where
-the row that differs is found and named exactly as before.
+counting each right before its statement would; a count other than the expected one, a statement
+count other than the group's size, or a statement the server refuses, sends the group back to its
+savepoint and one step at a time, where the row that differs is found and named exactly as before.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,7 +67,7 @@ class Group:
 def _key(step: dict[str, Any], kind: str) -> str:
     """Text that names the step's row by its key: a re-insert's key check; the WHERE (by key) that ends
     a DELETE or an UPDATE (from its last " WHERE ", which for one key is always the same text)."""
-    if kind == "insert":
+    if kind.endswith("insert"):
         return str(step["check"])
     sql = str(step["sql"])
     return sql[sql.rindex(" WHERE ") :]
@@ -113,7 +119,18 @@ class _Table:
     and UPDATE form seen. A plan's steps of one table share them, so a step is mostly recognised by a few
     startswith() (shape is the apply's busiest function on big plans)."""
 
-    __slots__ = ("prefix", "table", "insert", "delete", "update", "head", "columns", "pattern", "updates")
+    __slots__ = (
+        "prefix",
+        "table",
+        "insert",
+        "delete",
+        "update",
+        "head",
+        "columns",
+        "pattern",
+        "updates",
+        "by_key",
+    )
 
     def __init__(self, prefix: str):
         self.prefix = prefix
@@ -128,16 +145,20 @@ class _Table:
         self.columns: tuple[str, ...] = ()
         self.pattern: re.Pattern[str] | None = None
         self.updates: tuple[str, str, str] = ("update", self.table, "")
+        # a re-insert's check that names its row by the target's primary key, and nothing else (built
+        # on first need from the key's columns)
+        self.by_key: re.Pattern[str] | None = None
 
 
 _seen: dict[str, _Table] = {}
 _VALUE = r"((?>NULL|-?[0-9]+(?:\.[0-9]+)?|'(?:[^']|'')*'))"
 
 
-def shape(step: dict[str, Any], keyed: Collection[str], separate: set[str]) -> tuple[str, str, str] | None:
+def shape(step: dict[str, Any], keyed: Mapping[str, str], separate: set[str]) -> tuple[str, str, str] | None:
     """(kind, table, INSERT head) of a step a combined group may take, or None (a plain step). `keyed`:
-    the lower-cased tables with a primary key, which the plan's checks and statements name rows by;
-    `separate`: those whose UPDATEs go one after the other (groups)."""
+    the lower-cased tables with a primary key (and its columns), which the plan's checks and statements
+    name rows by; `separate`: those whose UPDATEs go one after the other (groups). The kind: insert
+    (checked by the INSERT itself), checked_insert (by its read), delete or update."""
     return _shape(step, keyed, separate)[0]
 
 
@@ -170,8 +191,18 @@ def _names_column(where: str, column: str) -> bool:
     return where.startswith(f"{column}=") or f" AND {column}=" in where
 
 
+def _by_key(seen: _Table, key: str) -> re.Pattern[str]:
+    """What a re-insert's check is when it names its row by exactly the primary key `key` (its columns,
+    quoted, comma-separated): `SELECT COUNT(*) FROM t WHERE `k1`=v1 AND `k2`=v2`, each value a literal."""
+    if seen.by_key is None:
+        columns = key.split(", ")
+        parts = " AND ".join(re.escape(column) + "=" + _VALUE for column in columns)
+        seen.by_key = re.compile(re.escape(seen.prefix) + parts, re.DOTALL)
+    return seen.by_key
+
+
 def _shape(
-    step: dict[str, Any], keyed: Collection[str], separate: set[str]
+    step: dict[str, Any], keyed: Mapping[str, str], separate: set[str]
 ) -> tuple[tuple[str, str, str] | None, tuple[tuple[str, ...], tuple[str, ...], str] | None]:
     """shape, and a combined UPDATE's columns, values and WHERE."""
     sql, check, expect = step["sql"], step.get("check"), step.get("expect")
@@ -192,6 +223,8 @@ def _shape(
             if not head:
                 return _PLAIN_STEP
             seen.head = head
+        if _by_key(seen, keyed[name.lower()]).fullmatch(check) is None:
+            return ("checked_insert", table, head), None
         return ("insert", table, head), None
     if expect != 1 or sql.endswith(" LIMIT 1;"):  # LIMIT 1: a keyless table, whose checks count duplicates
         return _PLAIN_STEP
@@ -231,7 +264,7 @@ def update_sets(sql: str, start: int) -> tuple[list[tuple[str, str]], int] | Non
         return (sets, at) if sql.startswith(" WHERE ", at) else None
 
 
-def groups(steps: list[dict[str, Any]], keyed: Collection[str], separate: set[str]) -> list[Group]:
+def groups(steps: list[dict[str, Any]], keyed: Mapping[str, str], separate: set[str]) -> list[Group]:
     """The batch's groups. The UPDATEs of a table in `separate` go one after the other: a unique-key
     swap fails in one multi-row UPDATE, which checks each row's unique keys as it changes it."""
     out: list[Group] = []
@@ -277,9 +310,10 @@ def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
         where = len(COUNT_FROM) + len(table) + len(" WHERE ")
         found = ") OR (".join(step["check"][where:] for step in group.steps)
         size = len(group.steps)
-        check = f"{COUNT_FROM}{table}{BY_KEY} WHERE ({found}){LOCKING};"
-        out.append(Piece("checks", n, first, check, 0 if kind == "insert" else size))
-        if kind == "insert":
+        if kind == "checked_insert" or kind == "delete" or (kind == "update" and not head):
+            check = f"{COUNT_FROM}{table}{BY_KEY} WHERE ({found}){LOCKING};"
+            out.append(Piece("checks", n, first, check, 0 if kind == "checked_insert" else size))
+        if kind.endswith("insert"):
             rows = ", ".join(step["sql"][len(head) : -1] for step in group.steps)
             out.append(Piece("statements", n, first, f"{head}{rows};", size))
         elif kind == "delete":
@@ -305,8 +339,7 @@ def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
                 + " END"
                 for i, column in enumerate(group.columns)
             )
-            keys = ") OR (".join(key for _, key in updates)
             out.append(
-                Piece("statements", n, first, f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({keys});", size)
+                Piece("statements", n, first, f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({found});", size)
             )
     return out
