@@ -114,6 +114,13 @@ def _insert_head(sql: str, table: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class _Form:
+    pattern: re.Pattern[str]
+    columns: tuple[str, ...]
+    shape: tuple[str, str, str]
+
+
 class _Table:
     """What the steps of one table share: the check's prefix, the statements' heads, the last INSERT head
     and UPDATE form seen. A plan's steps of one table share them, so a step is mostly recognised by a few
@@ -126,9 +133,7 @@ class _Table:
         "delete",
         "update",
         "head",
-        "columns",
-        "pattern",
-        "updates",
+        "form",
         "by_key",
     )
 
@@ -139,15 +144,14 @@ class _Table:
         self.delete = f"DELETE FROM {self.table} WHERE "
         self.update = f"UPDATE {self.table} SET "
         self.head = ""
-        # the last UPDATE form: its SET columns, a pattern that reads a statement of that form in one
-        # match as update_sets would (each value atomic: the one match update_sets' regex takes), and
-        # the group shape it gives
-        self.columns: tuple[str, ...] = ()
-        self.pattern: re.Pattern[str] | None = None
-        self.updates: tuple[str, str, str] = ("update", self.table, "")
-        # a re-insert's check that names its row by the target's primary key, and nothing else (built
-        # on first need from the key's columns)
-        self.by_key: re.Pattern[str] | None = None
+        # The last UPDATE form: a pattern that reads a statement of that form in one match as
+        # update_sets would (each value atomic: the one match update_sets' regex takes), its SET columns
+        # and the group shape it gives. One attribute, read once: the passes of a parallel apply share
+        # this cache from their threads, and a pattern must never meet another form's columns.
+        self.form: _Form | None = None
+        # the primary key's columns, and what a re-insert's check is when it names its row by exactly
+        # that key (built on first need)
+        self.by_key: tuple[str, re.Pattern[str]] | None = None
 
 
 _seen: dict[str, _Table] = {}
@@ -162,25 +166,27 @@ def shape(step: dict[str, Any], keyed: Mapping[str, str], separate: set[str]) ->
     return _shape(step, keyed, separate)[0]
 
 
-def _update_parts(seen: _Table, sql: str) -> tuple[tuple[str, ...], str] | None:
-    """An UPDATE's SET values and WHERE (by key), or None unless every value is a plain literal
-    (update_sets); seen.columns and seen.updates then name its columns."""
-    if seen.pattern is not None:
-        found = seen.pattern.fullmatch(sql)
+def _update_parts(seen: _Table, sql: str) -> tuple[_Form, tuple[str, ...], str] | None:
+    """An UPDATE's form, SET values and WHERE (by key), or None unless every value is a plain literal
+    (update_sets)."""
+    form = seen.form
+    if form is not None:
+        found = form.pattern.fullmatch(sql)
         if found is not None:
             values = found.groups()
-            return values[:-1], values[-1]
+            return form, values[:-1], values[-1]
     parsed = update_sets(sql, len(seen.update))
     if parsed is None:
         return None
     sets, where = parsed
-    seen.columns = tuple(column for column, _ in sets)
-    seen.updates = ("update", seen.table, ", ".join(seen.columns))
+    columns = tuple(column for column, _ in sets)
     pattern = (
-        re.escape(seen.update) + ", ".join(re.escape(c) + "=" + _VALUE for c in seen.columns) + " WHERE (.*);"
+        re.escape(seen.update) + ", ".join(re.escape(c) + "=" + _VALUE for c in columns) + " WHERE (.*);"
     )
-    seen.pattern = re.compile(pattern, re.DOTALL)
-    return tuple(value for _, value in sets), sql[where + len(" WHERE ") : -1]
+    form = seen.form = _Form(
+        re.compile(pattern, re.DOTALL), columns, ("update", seen.table, ", ".join(columns))
+    )
+    return form, tuple(value for _, value in sets), sql[where + len(" WHERE ") : -1]
 
 
 _PLAIN_STEP: tuple[None, None] = (None, None)
@@ -194,11 +200,11 @@ def _names_column(where: str, column: str) -> bool:
 def _by_key(seen: _Table, key: str) -> re.Pattern[str]:
     """What a re-insert's check is when it names its row by exactly the primary key `key` (its columns,
     quoted, comma-separated): `SELECT COUNT(*) FROM t WHERE `k1`=v1 AND `k2`=v2`, each value a literal."""
-    if seen.by_key is None:
-        columns = key.split(", ")
-        parts = " AND ".join(re.escape(column) + "=" + _VALUE for column in columns)
-        seen.by_key = re.compile(re.escape(seen.prefix) + parts, re.DOTALL)
-    return seen.by_key
+    by_key = seen.by_key
+    if by_key is None or by_key[0] != key:  # another target's table of that name
+        parts = " AND ".join(re.escape(column) + "=" + _VALUE for column in key.split(", "))
+        by_key = seen.by_key = (key, re.compile(re.escape(seen.prefix) + parts, re.DOTALL))
+    return by_key[1]
 
 
 def _shape(
@@ -234,9 +240,10 @@ def _shape(
         parts = _update_parts(seen, sql) if name.lower() not in separate else None
         # The server assigns a row's columns left to right, each CASE seeing the columns set before it:
         # one that sets a column of the key its WHENs find rows by goes one statement a row.
-        if parts is None or any(_names_column(parts[1], column) for column in seen.columns):
+        if parts is None or any(_names_column(parts[2], column) for column in parts[0].columns):
             return ("update", table, ""), None
-        return seen.updates, (seen.columns, *parts)
+        form, values, where = parts
+        return form.shape, (form.columns, values, where)
     return _PLAIN_STEP
 
 
