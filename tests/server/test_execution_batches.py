@@ -289,9 +289,10 @@ def test_a_row_changed_while_its_batch_waits_is_a_conflict_not_a_lost_update(scr
 
 def test_a_deadlock_mid_batch_applies_nothing_and_says_so_in_one_line(scratch_server, tmp_path):
     """The batched apply has no retry for a deadlock: the server rolled the whole transaction back, so
-    it stops with one line that says so, and nothing is applied. The apply's CASE UPDATE locks rows 1
-    to 299 and waits for row 300, which another session holds; that session then asks for row 1. The
-    other session has written more (the server's victim is the transaction with less to undo)."""
+    it stops with one line that says so, and nothing is applied. The apply's CASE UPDATE of the last
+    rows locks them in key order up to 299 and waits for row 300, which another session holds; that
+    session then asks for row 299. The other session has written more (the server's victim is the
+    transaction with less to undo)."""
     data = incident(
         scratch_server,
         tmp_path,
@@ -310,12 +311,12 @@ def test_a_deadlock_mid_batch_applies_nothing_and_says_so_in_one_line(scratch_se
         ],
     )
 
-    def ask_for_row_1() -> None:
+    def ask_for_the_row_before() -> None:
         time.sleep(1.0)  # the apply is waiting for row ROWS by then
         with holder.cursor() as cur:
-            cur.execute(f"SELECT v FROM {DB}.t WHERE id = 1 FOR UPDATE")
+            cur.execute(f"SELECT v FROM {DB}.t WHERE id = {ROWS - 1} FOR UPDATE")
 
-    asking = threading.Thread(target=ask_for_row_1)
+    asking = threading.Thread(target=ask_for_the_row_before)
     asking.start()
     try:
         with pytest.raises(ExecutionFailed) as failed:
@@ -323,7 +324,7 @@ def test_a_deadlock_mid_batch_applies_nothing_and_says_so_in_one_line(scratch_se
                 data["plan"], batched(scratch_server), commit=True, check_first=False, lock_wait_timeout=20
             )
         asking.join(10)
-        assert not asking.is_alive()  # the other session got row 1: the apply was the one rolled back
+        assert not asking.is_alive()  # the other session got its row: the apply was the one rolled back
     finally:
         holder.rollback()
         holder.close()

@@ -68,3 +68,17 @@ def test_a_case_update_finds_its_rows_by_their_checks():
         "UPDATE `db`.`t` FORCE INDEX (PRIMARY) SET `u` = CASE WHEN (`id`=1) THEN 'u1' WHEN (`id`=2) THEN 'u2' "
         "END WHERE (`id`<=>1 AND `u`<=>'new') OR (`id`<=>2 AND `u`<=>'new');"
     )
+
+
+def test_a_case_update_takes_at_most_case_rows_rows():
+    steps = [
+        step(
+            "update",
+            f"SELECT COUNT(*) FROM `db`.`t` WHERE `id`<=>{n} AND `u`<=>'new'",
+            1,
+            f"UPDATE `db`.`t` SET `u`='u{n}' WHERE `id`={n};",
+        )
+        for n in range(1, 2 * apply_batches.CASE_ROWS + 2)
+    ]
+    grouped = apply_batches.groups(steps, KEYED, set())
+    assert [len(group.steps) for group in grouped] == [apply_batches.CASE_ROWS, apply_batches.CASE_ROWS, 1]
