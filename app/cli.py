@@ -66,6 +66,7 @@ def _serve(args: argparse.Namespace) -> int:
     import rollback
     from app.core.first_start import admin_token_once, start_block
     from app.core.http_protocol import JoinedWritesProtocol
+    from app.services import execution_process
 
     settings = _settings()
     JoinedWritesProtocol.header_timeout = settings.header_timeout
@@ -83,6 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
             await super().startup(sockets)
             if not self.started:
                 return
+            execution_process.warm()
             if log_format == "json":  # every line of the output stays a JSON object
                 for line in block.splitlines():
                     text = line.removeprefix("mysql-rollback: ").strip()

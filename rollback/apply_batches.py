@@ -13,17 +13,23 @@ can be undone to its start and run again one step at a time. A group is either
   ...`, when every value is a plain literal; else the UPDATEs one after the other). A key that repeats in a group cuts it (a row changed twice keeps
   its order), and so does a change of table or kind.
 
+  Two combined forms need no read of their own, which the server would otherwise pay for on every row
+  twice: a CASE UPDATE's WHERE is its steps' checks (`WHERE (c1) OR (c2) ...` through the primary key:
+  each row is locked, compared with the image the binlog left and changed in one go), and re-inserts
+  whose checks name their rows by exactly the target's primary key are checked by the INSERT itself (a
+  key that is taken fails it with a duplicate-key error; a check by other columns keeps its read).
+
 In a combined group every check reads a row no other step of the group changes (each check names its
 row by key, and no two keys are alike), so that counting them before the statements, at once, says what
-counting each right before its statement would; a count other than the expected one, or a statement
-count other than the group's size, sends the group back to its savepoint and one step at a time, where
-the row that differs is found and named exactly as before.
+counting each right before its statement would; a count other than the expected one, a statement
+count other than the group's size, or a statement the server refuses, sends the group back to its
+savepoint and one step at a time, where the row that differs is found and named exactly as before.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +41,10 @@ SAVEPOINT = "mysql_rollback_"  # + the group's number in its batch
 # every combined DELETE back to one step at a time); ORDER BY its key with a LIMIT of its rows has the
 # optimizer read the keys it names, where a small table would be scanned, every row locked.
 BY_KEY = " FORCE INDEX (PRIMARY)"
+# Rows of one CASE UPDATE: the server tries a row's WHENs in turn, so a CASE of n rows costs it about
+# n * n / 2 comparisons; 50 took the 100k incident's 16,667 UPDATEs 0.46-0.57 s of server CPU against
+# 0.6-0.98 s in CASEs of 500 (bench/README.md).
+CASE_ROWS = 50
 
 
 @dataclass
@@ -61,7 +71,7 @@ class Group:
 def _key(step: dict[str, Any], kind: str) -> str:
     """Text that names the step's row by its key: a re-insert's key check; the WHERE (by key) that ends
     a DELETE or an UPDATE (from its last " WHERE ", which for one key is always the same text)."""
-    if kind == "insert":
+    if kind.endswith("insert"):
         return str(step["check"])
     sql = str(step["sql"])
     return sql[sql.rindex(" WHERE ") :]
@@ -108,12 +118,28 @@ def _insert_head(sql: str, table: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class _Form:
+    pattern: re.Pattern[str]
+    columns: tuple[str, ...]
+    shape: tuple[str, str, str]
+
+
 class _Table:
     """What the steps of one table share: the check's prefix, the statements' heads, the last INSERT head
     and UPDATE form seen. A plan's steps of one table share them, so a step is mostly recognised by a few
     startswith() (shape is the apply's busiest function on big plans)."""
 
-    __slots__ = ("prefix", "table", "insert", "delete", "update", "head", "columns", "pattern", "updates")
+    __slots__ = (
+        "prefix",
+        "table",
+        "insert",
+        "delete",
+        "update",
+        "head",
+        "form",
+        "by_key",
+    )
 
     def __init__(self, prefix: str):
         self.prefix = prefix
@@ -122,44 +148,49 @@ class _Table:
         self.delete = f"DELETE FROM {self.table} WHERE "
         self.update = f"UPDATE {self.table} SET "
         self.head = ""
-        # the last UPDATE form: its SET columns, a pattern that reads a statement of that form in one
-        # match as update_sets would (each value atomic: the one match update_sets' regex takes), and
-        # the group shape it gives
-        self.columns: tuple[str, ...] = ()
-        self.pattern: re.Pattern[str] | None = None
-        self.updates: tuple[str, str, str] = ("update", self.table, "")
+        # The last UPDATE form: a pattern that reads a statement of that form in one match as
+        # update_sets would (each value atomic: the one match update_sets' regex takes), its SET columns
+        # and the group shape it gives. One attribute, read once: the passes of a parallel apply share
+        # this cache from their threads, and a pattern must never meet another form's columns.
+        self.form: _Form | None = None
+        # the primary key's columns, and what a re-insert's check is when it names its row by exactly
+        # that key (built on first need)
+        self.by_key: tuple[str, re.Pattern[str]] | None = None
 
 
 _seen: dict[str, _Table] = {}
 _VALUE = r"((?>NULL|-?[0-9]+(?:\.[0-9]+)?|'(?:[^']|'')*'))"
 
 
-def shape(step: dict[str, Any], keyed: Collection[str], separate: set[str]) -> tuple[str, str, str] | None:
+def shape(step: dict[str, Any], keyed: Mapping[str, str], separate: set[str]) -> tuple[str, str, str] | None:
     """(kind, table, INSERT head) of a step a combined group may take, or None (a plain step). `keyed`:
-    the lower-cased tables with a primary key, which the plan's checks and statements name rows by;
-    `separate`: those whose UPDATEs go one after the other (groups)."""
+    the lower-cased tables with a primary key (and its columns), which the plan's checks and statements
+    name rows by; `separate`: those whose UPDATEs go one after the other (groups). The kind: insert
+    (checked by the INSERT itself), checked_insert (by its read), delete or update."""
     return _shape(step, keyed, separate)[0]
 
 
-def _update_parts(seen: _Table, sql: str) -> tuple[tuple[str, ...], str] | None:
-    """An UPDATE's SET values and WHERE (by key), or None unless every value is a plain literal
-    (update_sets); seen.columns and seen.updates then name its columns."""
-    if seen.pattern is not None:
-        found = seen.pattern.fullmatch(sql)
+def _update_parts(seen: _Table, sql: str) -> tuple[_Form, tuple[str, ...], str] | None:
+    """An UPDATE's form, SET values and WHERE (by key), or None unless every value is a plain literal
+    (update_sets)."""
+    form = seen.form
+    if form is not None:
+        found = form.pattern.fullmatch(sql)
         if found is not None:
             values = found.groups()
-            return values[:-1], values[-1]
+            return form, values[:-1], values[-1]
     parsed = update_sets(sql, len(seen.update))
     if parsed is None:
         return None
     sets, where = parsed
-    seen.columns = tuple(column for column, _ in sets)
-    seen.updates = ("update", seen.table, ", ".join(seen.columns))
+    columns = tuple(column for column, _ in sets)
     pattern = (
-        re.escape(seen.update) + ", ".join(re.escape(c) + "=" + _VALUE for c in seen.columns) + " WHERE (.*);"
+        re.escape(seen.update) + ", ".join(re.escape(c) + "=" + _VALUE for c in columns) + " WHERE (.*);"
     )
-    seen.pattern = re.compile(pattern, re.DOTALL)
-    return tuple(value for _, value in sets), sql[where + len(" WHERE ") : -1]
+    form = seen.form = _Form(
+        re.compile(pattern, re.DOTALL), columns, ("update", seen.table, ", ".join(columns))
+    )
+    return form, tuple(value for _, value in sets), sql[where + len(" WHERE ") : -1]
 
 
 _PLAIN_STEP: tuple[None, None] = (None, None)
@@ -170,8 +201,18 @@ def _names_column(where: str, column: str) -> bool:
     return where.startswith(f"{column}=") or f" AND {column}=" in where
 
 
+def _by_key(seen: _Table, key: str) -> re.Pattern[str]:
+    """What a re-insert's check is when it names its row by exactly the primary key `key` (its columns,
+    quoted, comma-separated): `SELECT COUNT(*) FROM t WHERE `k1`=v1 AND `k2`=v2`, each value a literal."""
+    by_key = seen.by_key
+    if by_key is None or by_key[0] != key:  # another target's table of that name
+        parts = " AND ".join(re.escape(column) + "=" + _VALUE for column in key.split(", "))
+        by_key = seen.by_key = (key, re.compile(re.escape(seen.prefix) + parts, re.DOTALL))
+    return by_key[1]
+
+
 def _shape(
-    step: dict[str, Any], keyed: Collection[str], separate: set[str]
+    step: dict[str, Any], keyed: Mapping[str, str], separate: set[str]
 ) -> tuple[tuple[str, str, str] | None, tuple[tuple[str, ...], tuple[str, ...], str] | None]:
     """shape, and a combined UPDATE's columns, values and WHERE."""
     sql, check, expect = step["sql"], step.get("check"), step.get("expect")
@@ -192,6 +233,8 @@ def _shape(
             if not head:
                 return _PLAIN_STEP
             seen.head = head
+        if _by_key(seen, keyed[name.lower()]).fullmatch(check) is None:
+            return ("checked_insert", table, head), None
         return ("insert", table, head), None
     if expect != 1 or sql.endswith(" LIMIT 1;"):  # LIMIT 1: a keyless table, whose checks count duplicates
         return _PLAIN_STEP
@@ -201,9 +244,10 @@ def _shape(
         parts = _update_parts(seen, sql) if name.lower() not in separate else None
         # The server assigns a row's columns left to right, each CASE seeing the columns set before it:
         # one that sets a column of the key its WHENs find rows by goes one statement a row.
-        if parts is None or any(_names_column(parts[1], column) for column in seen.columns):
+        if parts is None or any(_names_column(parts[2], column) for column in parts[0].columns):
             return ("update", table, ""), None
-        return seen.updates, (seen.columns, *parts)
+        form, values, where = parts
+        return form.shape, (form.columns, values, where)
     return _PLAIN_STEP
 
 
@@ -231,7 +275,7 @@ def update_sets(sql: str, start: int) -> tuple[list[tuple[str, str]], int] | Non
         return (sets, at) if sql.startswith(" WHERE ", at) else None
 
 
-def groups(steps: list[dict[str, Any]], keyed: Collection[str], separate: set[str]) -> list[Group]:
+def groups(steps: list[dict[str, Any]], keyed: Mapping[str, str], separate: set[str]) -> list[Group]:
     """The batch's groups. The UPDATEs of a table in `separate` go one after the other: a unique-key
     swap fails in one multi-row UPDATE, which checks each row's unique keys as it changes it."""
     out: list[Group] = []
@@ -245,7 +289,12 @@ def groups(steps: list[dict[str, Any]], keyed: Collection[str], separate: set[st
             last.steps.append(step)
             continue
         key = _key(step, form[0])
-        if last is None or last.shape != form or key in last.keys:
+        if (
+            last is None
+            or last.shape != form
+            or key in last.keys
+            or (update and len(last.steps) >= CASE_ROWS)
+        ):
             last = Group(shape=form)
             out.append(last)
         last.steps.append(step)
@@ -277,9 +326,10 @@ def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
         where = len(COUNT_FROM) + len(table) + len(" WHERE ")
         found = ") OR (".join(step["check"][where:] for step in group.steps)
         size = len(group.steps)
-        check = f"{COUNT_FROM}{table}{BY_KEY} WHERE ({found}){LOCKING};"
-        out.append(Piece("checks", n, first, check, 0 if kind == "insert" else size))
-        if kind == "insert":
+        if kind == "checked_insert" or kind == "delete" or (kind == "update" and not head):
+            check = f"{COUNT_FROM}{table}{BY_KEY} WHERE ({found}){LOCKING};"
+            out.append(Piece("checks", n, first, check, 0 if kind == "checked_insert" else size))
+        if kind.endswith("insert"):
             rows = ", ".join(step["sql"][len(head) : -1] for step in group.steps)
             out.append(Piece("statements", n, first, f"{head}{rows};", size))
         elif kind == "delete":
@@ -305,8 +355,7 @@ def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
                 + " END"
                 for i, column in enumerate(group.columns)
             )
-            keys = ") OR (".join(key for _, key in updates)
             out.append(
-                Piece("statements", n, first, f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({keys});", size)
+                Piece("statements", n, first, f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({found});", size)
             )
     return out

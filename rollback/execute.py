@@ -27,6 +27,8 @@ dry run's read-only steps always run one at a time: a batch runs past a failed c
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +62,7 @@ PROGRESS_EVERY = 100  # statements between two progress reports (each commit is 
 # cost of one step at a time (bench/bench_apply.py). A query also stays under max_allowed_packet.
 BATCH_STEPS = 500
 BATCH_BYTES = 1 << 20
+AHEAD = 2  # batches built ahead of the one the server runs
 STEP_OVERHEAD = 48  # bytes a step adds to a query beyond its statement and check: savepoint, separators
 
 
@@ -271,6 +274,7 @@ class _Pass:
     keyed: dict[str, str] = field(default_factory=dict)
     sizes: list[int] = field(default_factory=list)  # each step's bytes in a batch (_check_sizes)
     separate: set[str] = field(default_factory=set)  # tables whose UPDATEs go one by one (apply_batches)
+    version: int = 0  # of `separate`: one more at each table it takes
     # False when the incident itself ran with foreign_key_checks=0 (Report.no_fk_checks): its reverse
     # then runs so too, or rows it left without their parents could not come back in plan order
     foreign_key_checks: bool = True
@@ -351,33 +355,35 @@ class _Pass:
                 self._merge(cur, self.merge)
                 return
             batch = _Batch(self.batch_bytes if _multi_statements(conn) else 0)
+            units = self._units(batch)
             current: dict[str, Any] | None = None
-            alone = self.alone
-            for step, bytes_ in zip(self.plan, self.sizes, strict=True):
-                if current is None or step["tx"] != current["tx"]:
-                    if self.per_transaction and current is not None:
-                        self._flush(cur, batch, current)
-                        self._stop_if_asked()
-                        self._tell(current, committing=current)
-                        self.committing = True
-                        conn.commit()
-                        self.committing = False
-                        self.result.transactions_applied.append(current)
-                        self._tell(current, committed=current)
-                    current = {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
-                    if self.per_transaction:
-                        cur.execute("BEGIN")
-                size = None if alone and str(step.get("table")).lower() in alone else batch.size_of(bytes_)
-                if size is None:
-                    self._flush(cur, batch, current)
+            with _Ahead(self, [item for kind, item in units if kind == "batch"]) as ahead:
+                for kind, item in units:
+                    if kind == "tx":
+                        if self.per_transaction and current is not None:
+                            self._stop_if_asked()
+                            self._tell(current, committing=current)
+                            self.committing = True
+                            conn.commit()
+                            self.committing = False
+                            self.result.transactions_applied.append(current)
+                            self._tell(current, committed=current)
+                        current = item
+                        if self.per_transaction:
+                            cur.execute("BEGIN")
+                        continue
                     self._stop_if_asked()
-                    self._count(1, current)
-                    self._one(cur, step)
-                    continue
-                if not batch.fits(size):
-                    self._flush(cur, batch, current)
-                batch.add(step, size)
-            self._flush(cur, batch, current)
+                    if kind == "one":
+                        self._count(1, current)
+                        self._one(cur, item)
+                        continue
+                    built = ahead.next()
+                    self._count(len(item), current)
+                    if not batch.limit:  # savepoints failed earlier in the pass: one step at a time
+                        for step in item:
+                            self._one(cur, step)
+                        continue
+                    self._send(cur, batch, item, built)
             self._stop_if_asked()
             self._tell(current)
             self.last = current if self.per_transaction else None
@@ -404,6 +410,36 @@ class _Pass:
                 self.result,
             )
 
+    def _units(self, batch: _Batch) -> list[tuple[str, Any]]:
+        """The pass in the order it runs: ("tx", the original transaction that starts: per-transaction
+        mode commits the one before), ("one", a step that runs on its own), ("batch", steps sent as one
+        query)."""
+        units: list[tuple[str, Any]] = []
+        current: Any = None
+        alone = self.alone
+
+        def flush() -> None:
+            steps = batch.take()
+            if steps:
+                units.append(("batch", steps))
+
+        for step, bytes_ in zip(self.plan, self.sizes, strict=True):
+            if current is None or step["tx"] != current["tx"]:
+                if self.per_transaction:
+                    flush()
+                current = {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
+                units.append(("tx", current))
+            size = None if alone and str(step.get("table")).lower() in alone else batch.size_of(bytes_)
+            if size is None:
+                flush()
+                units.append(("one", step))
+                continue
+            if not batch.fits(size):
+                flush()
+            batch.add(step, size)
+        flush()
+        return units
+
     def _count(self, steps: int, current: dict[str, Any] | None) -> None:
         """Steps about to be sent: progress at every PROGRESS_EVERY-th step and at the last one."""
         before, self.done = self.done, self.done + steps
@@ -429,29 +465,25 @@ class _Pass:
             return
         self._applied_one(step, self._execute(cur, step["sql"], step))
 
-    def _flush(self, cur: Any, batch: _Batch, current: dict[str, Any] | None) -> None:
-        """Send the batch as one query (apply_batches: groups, each after its savepoint) and read its
+    def _send(
+        self, cur: Any, batch: _Batch, steps: list[dict[str, Any]], built: _Built | None = None
+    ) -> None:
+        """Send the steps as one query (apply_batches: groups, each after its savepoint; `built`, when
+        the thread of _Ahead built it for the tables' UPDATE forms as they still are) and read its
         results in order. Where a result is not what it must be, a plain step's failure is raised as one
         step at a time raises it; anything else (a skipped conflict, a combined group's count) goes back
         to its group's savepoint and runs that group one step at a time, which finds the row, then the
         rest of the batch again."""
-        steps = batch.take()
-        if not steps:
-            return
-        self._stop_if_asked()
-        self._count(len(steps), current)
-        self._send(cur, batch, steps)
-
-    def _send(self, cur: Any, batch: _Batch, steps: list[dict[str, Any]]) -> None:
         import pymysql
 
-        grouped = apply_batches.groups(steps, self.keyed, self.separate)
-        pieces = apply_batches.pieces(grouped, self.keyed)
+        if built is None or built.version != self.version:
+            built = _Built.of(steps, self.keyed, self.separate, self.version)
+        grouped, pieces = built.groups, built.pieces
         counts: list[tuple[int, int]] = []  # statements and rows affected at each group's start
         again = None  # the group to return to
         piece = pieces[0]
         try:
-            cur.execute("\n".join(piece.sql for piece in pieces))
+            cur.execute(built.sql)
             for n, piece in enumerate(pieces):
                 if n and not cur.nextset():
                     raise ExecutionFailed(
@@ -502,6 +534,7 @@ class _Pass:
         if shape is not None and shape[0] == "update" and shape[2]:
             # the table's UPDATEs one after the other from now on (unique-key swaps fail as one UPDATE)
             self.separate.add(str(grouped[again].steps[0].get("table")).lower())
+            self.version += 1  # what _Ahead built for this table's UPDATEs is built again
             self._send(cur, batch, grouped[again].steps)
         else:
             for step in grouped[again].steps:
@@ -594,6 +627,74 @@ def _drain(cur: Any) -> bool:
     except pymysql.err.MySQLError:
         left = True
     return left
+
+
+@dataclass
+class _Built:
+    """A batch's groups, their statements and the query they make."""
+
+    groups: list[apply_batches.Group]
+    pieces: list[apply_batches.Piece]
+    sql: str
+    version: int  # of the pass's `separate` it was built with
+
+    @staticmethod
+    def of(steps: list[dict[str, Any]], keyed: dict[str, str], separate: set[str], version: int) -> _Built:
+        grouped = apply_batches.groups(steps, keyed, separate)
+        pieces = apply_batches.pieces(grouped, keyed)
+        return _Built(grouped, pieces, "\n".join(piece.sql for piece in pieces), version)
+
+
+class _Ahead:
+    """Builds the queries of the batches ahead in a thread of its own while the server runs the one
+    before (the client's CPU beside the server's, not after it: bench/bench_apply.py). A batch is
+    built with the UPDATE forms as they were (`version`); a pass that changed them since builds it
+    again. A failure here is left for the pass to meet: it builds that batch itself."""
+
+    def __init__(self, one: _Pass, batches: list[list[dict[str, Any]]]):
+        self._one = one
+        self._batches = batches
+        self._ready: queue.Queue[_Built | None] = queue.Queue(maxsize=AHEAD)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._build, name="mysql-rollback-batches", daemon=True)
+
+    def __enter__(self) -> _Ahead:
+        if self._batches:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._ready.get(timeout=0.05)  # a builder waiting to put one ends at its next try
+            except queue.Empty:
+                pass
+
+    def _build(self) -> None:
+        one = self._one
+        for steps in self._batches:
+            try:
+                built: _Built | None = _Built.of(steps, one.keyed, one.separate, one.version)
+            except Exception:
+                built = None
+            while not self._stop.is_set():
+                try:
+                    self._ready.put(built, timeout=0.05)
+                    break
+                except queue.Full:
+                    continue
+            if self._stop.is_set():
+                return
+
+    def next(self) -> _Built | None:
+        """The next batch's query, in the order of the pass's batches (None: the pass builds it)."""
+        while True:
+            try:
+                return self._ready.get(timeout=0.1)
+            except queue.Empty:
+                if not self._thread.is_alive() and self._ready.empty():
+                    return None
 
 
 class _Batch:

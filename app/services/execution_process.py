@@ -57,6 +57,18 @@ def context() -> Any:
         return _context
 
 
+def warm() -> None:
+    """Start the fork server now, in the background, not at the first execution: loading the
+    service's code into it took 1-3 s of that execution's time (bench/bench_apply.py). `serve` calls
+    it once it listens."""
+    import multiprocessing.forkserver
+
+    context()
+    threading.Thread(
+        target=multiprocessing.forkserver.ensure_running, name="mysql-rollback-forkserver", daemon=True
+    ).start()
+
+
 def new_event() -> threading.Event:
     """The service's side of an execution's cancel (or stop): run() passes it on to the process."""
     return threading.Event()

@@ -5,6 +5,8 @@ random plans give the same tables batched and one step at a time."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pymysql
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 from pymysql.constants import CLIENT
 
 from rollback.errors import ConflictError, RollbackError
-from rollback.execute import connect_args, execute_plan
+from rollback.execute import ExecutionFailed, connect_args, execute_plan
 from tests.support.restore import flashback, snapshot
 
 DB = "bx"
@@ -226,3 +228,107 @@ def test_re_deletes_go_in_batches_and_lock_only_the_rows_they_name(scratch_serve
         holder.rollback()
         holder.close()
     assert snapshot(scratch_server, data["tables"]) == data["before"]
+
+
+# ---- other sessions: a change committed while a batch waits, a deadlock mid-batch -------------------
+
+
+def _holding(server: Any, statements: list[str]) -> Any:
+    """Another session with the statements run and not committed."""
+    conn = server.connect(autocommit=False)
+    with conn.cursor() as cur:
+        cur.execute("BEGIN")
+        for sql in statements:
+            cur.execute(sql)
+    return conn
+
+
+@pytest.mark.parametrize("kind", ["update", "re-insert"])
+def test_a_row_changed_while_its_batch_waits_is_a_conflict_not_a_lost_update(scratch_server, tmp_path, kind):
+    """A CASE UPDATE finds its rows by their checks, and a multi-row INSERT checks its keys itself: a
+    row another session holds is waited for, and what that session commits meanwhile is seen (the row
+    no longer as the binlog left it, the key taken), named, and nothing is applied."""
+    change = f"UPDATE {DB}.t SET v = CONCAT(v, '!')" if kind == "update" else f"DELETE FROM {DB}.t"
+    data = incident(
+        scratch_server,
+        tmp_path,
+        [
+            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v VARCHAR(20))",
+            f"INSERT INTO {DB}.t SELECT seq, CONCAT('v', seq) FROM {DB}.seq_1_to_{ROWS}",
+        ],
+        [change],
+    )
+    other = (
+        f"UPDATE {DB}.t SET v = 'other' WHERE id = 150"
+        if kind == "update"
+        else f"INSERT INTO {DB}.t VALUES (150, 'other')"
+    )
+    holder = _holding(scratch_server, [other])
+    timer = threading.Timer(1.0, holder.commit)
+    timer.start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(ConflictError) as conflict:
+            execute_plan(
+                data["plan"], batched(scratch_server), commit=True, check_first=False, lock_wait_timeout=20
+            )
+        assert time.monotonic() - started >= 0.9  # it waited for the other session
+    finally:
+        timer.join()
+        holder.close()
+    message = conflict.value.one_line()
+    assert f"({DB}.t, " in message and "nothing was applied" in message
+    (named,) = conflict.value.result.conflicts  # the row, by its key
+    assert named["table"] == f"{DB}.t" and named["statement"].endswith(
+        "WHERE `id`=150;" if kind == "update" else "VALUES (150, 'v150');"
+    )
+    rows = dict(scratch_server.query(f"SELECT id, v FROM {DB}.t"))
+    assert rows[150] == "other"
+    assert len(rows) == (ROWS if kind == "update" else 1)
+
+
+def test_a_deadlock_mid_batch_applies_nothing_and_says_so_in_one_line(scratch_server, tmp_path):
+    """The batched apply has no retry for a deadlock: the server rolled the whole transaction back, so
+    it stops with one line that says so, and nothing is applied. The apply's CASE UPDATE of the last
+    rows locks them in key order up to 299 and waits for row 300, which another session holds; that
+    session then asks for row 299. The other session has written more (the server's victim is the
+    transaction with less to undo)."""
+    data = incident(
+        scratch_server,
+        tmp_path,
+        [
+            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v INT)",
+            f"CREATE TABLE {DB}.weight (id INT PRIMARY KEY)",
+            f"INSERT INTO {DB}.t SELECT seq, seq FROM {DB}.seq_1_to_{ROWS}",
+        ],
+        [f"UPDATE {DB}.t SET v = v + 1"],
+    )
+    holder = _holding(
+        scratch_server,
+        [
+            f"INSERT INTO {DB}.weight SELECT seq FROM {DB}.seq_1_to_20000",
+            f"SELECT v FROM {DB}.t WHERE id = {ROWS} FOR UPDATE",
+        ],
+    )
+
+    def ask_for_the_row_before() -> None:
+        time.sleep(1.0)  # the apply is waiting for row ROWS by then
+        with holder.cursor() as cur:
+            cur.execute(f"SELECT v FROM {DB}.t WHERE id = {ROWS - 1} FOR UPDATE")
+
+    asking = threading.Thread(target=ask_for_the_row_before)
+    asking.start()
+    try:
+        with pytest.raises(ExecutionFailed) as failed:
+            execute_plan(
+                data["plan"], batched(scratch_server), commit=True, check_first=False, lock_wait_timeout=20
+            )
+        asking.join(10)
+        assert not asking.is_alive()  # the other session got its row: the apply was the one rolled back
+    finally:
+        holder.rollback()
+        holder.close()
+    message = failed.value.one_line()
+    assert message.startswith("deadlock with another session at mysql-bin.") and f"({DB}.t, " in message
+    assert "\n" not in message and "nothing was applied" in message
+    assert snapshot(scratch_server, data["tables"]) == data["after"]
