@@ -216,6 +216,22 @@ def _check_columns(rows: list[Row], resolutions: Resolutions) -> None:
                 )
 
 
+def resolution_statements(rows: list[Row], resolutions: Resolutions | None) -> list[dict[str, Any]]:
+    """The statement kinds a resolution may run beyond the plan's own, as plan steps (table, sql) for the
+    target's side-effect checks: take_before on a re-insert whose key was taken since is a REPLACE, which
+    deletes the row holding the key (its DELETE triggers fire, its ON DELETE cascades run)."""
+    if resolutions is None:
+        return []
+    extra: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.kind != "delete" or row.plan_table in extra:
+            continue
+        choice = resolutions.choice_for(row.name, row.merge["key"])
+        if choice is not None and choice.choice == TAKE_BEFORE:
+            extra[row.plan_table] = {"table": row.step["table"], "sql": "DELETE (REPLACE of a taken key)"}
+    return list(extra.values())
+
+
 def empty_counts() -> dict[str, Any]:
     return {
         "restored": 0,

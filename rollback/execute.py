@@ -861,11 +861,11 @@ def _refusals(
 
 
 def _preflight(
-    factory: Callable[[], Any], plan: list[dict[str, Any]]
+    factory: Callable[[], Any], plan: list[dict[str, Any]], also: list[dict[str, Any]] | None = None
 ) -> tuple[SideEffects, int, dict[str, str], list[int]]:
-    """The target's max_allowed_packet against every statement, and what the statements set off; the
-    max_allowed_packet, the plan's tables with a primary key (lower-cased) and its columns (a combined
-    DELETE's ORDER BY), and each step's bytes."""
+    """The target's max_allowed_packet against every statement, and what the statements (and `also`:
+    statements a merge's resolutions may run) set off; the max_allowed_packet, the plan's tables with a
+    primary key (lower-cased) and its columns (a combined DELETE's ORDER BY), and each step's bytes."""
     import pymysql
 
     conn = factory()
@@ -888,7 +888,7 @@ def _preflight(
                 for table, column in cur.fetchall():
                     quoted = "`" + str(column).replace("`", "``") + "`"
                     keyed[table] = f"{keyed[table]}, {quoted}" if table in keyed else quoted
-        return detect(conn, plan_statement_kinds(plan)), max_packet, keyed, sizes
+        return detect(conn, plan_statement_kinds([*plan, *(also or [])])), max_packet, keyed, sizes
     except pymysql.err.MySQLError as exc:
         reason = exc.args[-1] if exc.args else exc
         raise ExecutionFailed(
@@ -976,7 +976,8 @@ def execute_plan(
     rows = _merge_rows(plan, merge, resolutions, single_transaction)
     factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
     try:
-        found, max_packet, keyed, sizes = _preflight(factory, plan)
+        also = apply_merge.resolution_statements(rows, resolutions) if rows is not None else None
+        found, max_packet, keyed, sizes = _preflight(factory, plan, also)
     except ExecutionFailed as exc:
         if observer.cancelled():  # the cancel stopped the preflight's query (KILL QUERY) or cut its session
             raise ExecutionCancelled(

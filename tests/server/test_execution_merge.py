@@ -13,7 +13,14 @@ import uuid
 
 import pytest
 
-from rollback import ExecutionConflict, ResolutionsError, RollbackError, execute_plan, parse_resolutions
+from rollback import (
+    ExecutionConflict,
+    ExecutionRefused,
+    ResolutionsError,
+    RollbackError,
+    execute_plan,
+    parse_resolutions,
+)
 from tests.support.merge_plans import rows_of, write_net_plan
 from tests.support.restore import snapshot
 
@@ -280,3 +287,29 @@ def test_a_column_choice_naming_an_unchanged_column_is_refused_before_anything_r
     doc = {"rows": [{"table": table, "key": {"id": 2}, "choice": "column", "columns": {"c": "take_before"}}]}
     with pytest.raises(ResolutionsError, match=r"rows\[0\]: column 'c' of .* is not one the range changed"):
         execute_plan(plan, server.dsn, merge=True, resolutions=parse_resolutions(doc))
+
+
+def test_take_before_on_a_taken_key_counts_as_a_delete_for_the_trigger_check(incident):
+    # REPLACE deletes the row that took the key: its DELETE triggers fire, which the plan's own statements
+    # (an INSERT, UPDATEs) never set off; the execution is refused unless accepted
+    server, table = incident["server"], incident["table"]
+    # without the incident's INSERT of row 5, whose reverse DELETE would meet the trigger on its own
+    steps = [json.loads(line) for line in incident["plan"].read_text().splitlines()]
+    plan = incident["plan"].with_name("no-insert.plan.jsonl")
+    plan.write_text("".join(json.dumps(s) + "\n" for s in steps if s["merge"]["kind"] != "insert"))
+    audit = table + "_audit"
+    server.query(f"CREATE TABLE {audit} (id INT) ENGINE=InnoDB")
+    server.query(
+        f"CREATE TRIGGER {table}_gone AFTER DELETE ON {table} FOR EACH ROW INSERT INTO {audit} VALUES (OLD.id)"
+    )
+    later(server, f"INSERT INTO {table} VALUES (6, 6, 'n', 60, 400)")  # takes row 4's unique key u=400
+    now = snapshot(server, [table, audit])
+    replace = parse_resolutions({"default": "take_before"})
+    with pytest.raises(ExecutionRefused, match="trigger"):
+        execute_plan(plan, server.dsn, commit=True, merge=True, resolutions=replace)
+    assert snapshot(server, [table, audit]) == now
+    kept = execute_plan(
+        plan, server.dsn, commit=True, merge=True, resolutions=parse_resolutions({"default": "keep_now"})
+    )
+    assert kept.committed and kept.conflicts[0]["resolution"] == "keep_now"
+    assert server.query(f"SELECT id FROM {audit}") == []
