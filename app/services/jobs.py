@@ -1,7 +1,8 @@
 """Jobs: creation, the bounded worker pool that runs them through the engine, cancellation, recovery.
 
-A job is queued in the database first; one of `workers` threads takes it, resolves its source,
-runs the engine, and records progress as it goes. At start-up, jobs left `running` by a previous
+A job is queued in the database first; one of `workers` threads takes it and runs it in a process
+of its own (job_process.py), which resolves its source and runs the engine, and records the
+progress that process sends. At start-up, jobs left `running` by a previous
 process are marked failed with the reason, and queued jobs are queued again.
 """
 
