@@ -255,13 +255,16 @@ def run(runner: JobRunner, job_id: str, out_dir: Path, cancel: threading.Event) 
             if here.poll(WAIT_SECONDS):
                 try:
                     outcome = relay.take(here.recv())
-                except EOFError:
+                except (EOFError, BrokenPipeError, ConnectionResetError):
                     break  # it ended without an outcome
             elif not process.is_alive() and not here.poll(0):
                 break
     finally:
         here.close()
-        process.join(30)
+        process.join(5)
+        if process.is_alive():  # it has nothing more to say, or the service stopped listening
+            process.kill()
+            process.join()
     if outcome is None:
         raise RollbackError(f"the job's process ended without an outcome (exit code {process.exitcode})")
     kind = outcome[0]
