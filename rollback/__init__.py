@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from rollback.hotpath import describe as hot_path
     from rollback.job import Job, generate
     from rollback.logs import configure_logging
+    from rollback.pipeline.engines.spark import SparkEngine
     from rollback.pipeline.session import spark_status
     from rollback.pipeline.storage import missing_local_files
     from rollback.pipeline.warm import warm_spark
@@ -133,6 +134,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "Job": ("rollback.job", "Job"),
     "generate": ("rollback.job", "generate"),
     "configure_logging": ("rollback.logs", "configure_logging"),
+    "SparkEngine": ("rollback.pipeline.engines.spark", "SparkEngine"),
     "spark_status": ("rollback.pipeline.session", "spark_status"),
     "missing_local_files": ("rollback.pipeline.storage", "missing_local_files"),
     "warm_spark": ("rollback.pipeline.warm", "warm_spark"),
@@ -189,6 +191,7 @@ __all__ = [
     "Progress",
     "ProgressCallback",
     "Report",
+    "SparkEngine",
     "spark_status",
     "warm_spark",
     "file_records",

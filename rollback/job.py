@@ -41,6 +41,7 @@ from rollback.pipeline.contents import held, table_hints
 from rollback.pipeline.dependencies import DEPENDENTS_KEPT, Seen, dependents, merge_lines
 from rollback.pipeline.dependencies import describe as describe_dependency
 from rollback.pipeline.engines import choose_engine, engine_for
+from rollback.pipeline.engines.base import LentSpark
 from rollback.pipeline.engines.local import FORK_BYTES, usable_cpus
 from rollback.pipeline.holdback import Taints, load_taints, merge_taints, taints_before
 from rollback.pipeline.partition import JobSpec
@@ -71,11 +72,12 @@ RunPartitions = Callable[[list[Partition]], list[Summary]]
 
 
 class Job:
-    def __init__(self, rng: RangeSpec, filters: Filters, options: Options):
+    def __init__(self, rng: RangeSpec, filters: Filters, options: Options, spark: LentSpark | None = None):
         check_request(rng, filters, options)
         self.rng = rng
         self.filters = filters
         self.options = options
+        self._spark = spark  # another process's session, in place of one of this process
         self.report = Report()
         self._unchecked: list[str] = []  # files without event checksums (a header note each)
         self._times: list[int] = []  # event timestamps at the ends of each file's range
@@ -111,7 +113,8 @@ class Job:
         if self.options.partition_bytes:
             self._target = self.options.partition_bytes
         elif self._engine == EngineKind.SPARK:
-            self._target = partition_target(size, spark_slots(self.options.spark_master))
+            slots = self._spark.slots() if self._spark is not None else spark_slots(self.options.spark_master)
+            self._target = partition_target(size, slots)
         else:
             self._target = TARGET_BYTES
         if self._engine == EngineKind.LOCAL and (self.options.partition_bytes or size >= FORK_BYTES):
@@ -263,7 +266,11 @@ class Job:
         if chosen == EngineKind.SPARK and len(plan.partitions) == 1:
             chosen = EngineKind.LOCAL  # nothing to distribute
             report.engine_reason = "the range fits in one partition"
-        engine = engine_for(chosen, self.options.spark_master, self.options.work_dir, self._local_processes)
+        engine = (
+            self._spark
+            if chosen == EngineKind.SPARK and self._spark is not None
+            else engine_for(chosen, self.options.spark_master, self.options.work_dir, self._local_processes)
+        )
         report.engine = chosen.value
         note = None
         if progress is not None:
@@ -715,8 +722,11 @@ def generate(
     plan_path: str | Path | None = None,
     changes_path: str | Path | None = None,
     progress: ProgressCallback | None = None,
+    spark: LentSpark | None = None,
 ) -> Report:
     """Write the script (and plan, change log) for a range; files appear only when the job succeeds.
 
-    `progress` is called now and then with a Progress; an exception it raises cancels the job."""
-    return Job(rng, filters, options).generate(script_path, plan_path, changes_path, progress)
+    `progress` is called now and then with a Progress; an exception it raises cancels the job.
+    `spark`: the Spark engine runs the partitions on that session (another process's) instead of
+    starting one in this process."""
+    return Job(rng, filters, options, spark).generate(script_path, plan_path, changes_path, progress)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import rollback
 from rollback import Filters, Options, RangeSpec, Report
@@ -55,10 +56,12 @@ def run(
     out: Artifacts,
     on_progress: Callable[[Progress], None],
     cancelled: Callable[[], bool],
+    spark: Any = None,
     interval: float = 0.5,
 ) -> tuple[Report, Progress]:
     """Write the script (and the plan and change log when `out` names them); on any failure none
-    of them exists."""
+    of them exists. `spark`: another process's Spark session for the Spark engine
+    (app/services/job_process.py), None: this process's."""
     last = [0.0]
 
     def note(p: rollback.Progress) -> None:
@@ -69,5 +72,7 @@ def run(
             last[0] = now
             on_progress(Progress(p.bytes_done, p.bytes_total, p.events_done, p.events_total))
 
-    report = rollback.generate(rng, filters, options, out.script, out.plan, out.changes, progress=note)
+    report = rollback.generate(
+        rng, filters, options, out.script, out.plan, out.changes, progress=note, spark=spark
+    )
     return report, Progress(report.bytes_total, report.bytes_total, report.events_total, report.events_total)

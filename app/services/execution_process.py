@@ -44,14 +44,19 @@ _lock = threading.Lock()
 
 
 def context() -> Any:
-    """The fork server's context: executions and the outputs produced on first need
-    (output_process.py) start from it, with the service's code already loaded."""
+    """The fork server's context: executions, jobs (job_process.py) and the outputs produced on
+    first need (output_process.py) start from it, with the service's code already loaded."""
     global _context
     with _lock:
         if _context is None:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(
-                ["app.services.execution_process", "app.services.executions", "app.services.output_process"]
+                [
+                    "app.services.execution_process",
+                    "app.services.executions",
+                    "app.services.output_process",
+                    "app.services.job_process",
+                ]
             )
             _context = context
         return _context

@@ -1,7 +1,8 @@
 """Jobs: creation, the bounded worker pool that runs them through the engine, cancellation, recovery.
 
-A job is queued in the database first; one of `workers` threads takes it, resolves its source,
-runs the engine, and records progress as it goes. At start-up, jobs left `running` by a previous
+A job is queued in the database first; one of `workers` threads takes it and runs it in a process
+of its own (job_process.py), which resolves its source and runs the engine, and records the
+progress that process sends. At start-up, jobs left `running` by a previous
 process are marked failed with the reason, and queued jobs are queued again.
 """
 
@@ -118,6 +119,8 @@ class JobRunner(WorkerPool[str]):
         # Whether the service's Spark session is warm (app/services/spark_warm.py sets it): `auto`
         # then moves to Spark at settings.auto_spark_bytes_warm instead of auto_spark_bytes.
         self.spark_ready: Callable[[], bool] = lambda: False
+        # In a job's process (app/services/job_process.py): the service's Spark session, lent.
+        self.spark: Any = None
 
     # ---- life cycle
 
@@ -204,7 +207,11 @@ class JobRunner(WorkerPool[str]):
         values: dict[str, Any] = {}
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
-            values = self._execute(job, out_dir, cancel.is_set)
+            from app.services import job_process  # (it imports this module)
+
+            values = job_process.run(self, job_id, out_dir, cancel)
+            self.metrics.bytes_decoded.inc(values["progress_bytes"])
+            self.metrics.rows_emitted.inc(values["rows_emitted"])
             outcome = "succeeded"
             # As the CLI exits: 3 when --allow-partial left irreversible changes out of the script.
             values["exit_code"] = EXIT_INCOMPLETE if values.get("irreversible") else 0
@@ -322,6 +329,7 @@ class JobRunner(WorkerPool[str]):
             out,
             progress,
             lambda: cancelled() or self.stopping.is_set(),
+            self.spark,
         )
         # The line indexes of the script and change log are built by the first page that reads
         # them (artifacts.iter_lines): a job that nobody pages through never pays for them.
@@ -329,8 +337,6 @@ class JobRunner(WorkerPool[str]):
         rows = sum(item["rows"] for item in summary["counts"])
         summary["transactions_list"] = picks.script_transactions(out.script)
         summary["bytes"] = done.bytes_total
-        self.metrics.bytes_decoded.inc(done.bytes_total)
-        self.metrics.rows_emitted.inc(rows)
         return {
             "progress_bytes": done.bytes_total,
             "progress_total": done.bytes_total,

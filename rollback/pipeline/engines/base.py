@@ -19,3 +19,13 @@ class Engine(Protocol):
     ) -> list[Summary]:
         """Summaries of the partitions, in partition order (the local engine stops after a failure)."""
         ...
+
+
+class LentSpark(Engine, Protocol):
+    """A Spark session held by another process, lent to a job that runs in a process of its own (the
+    service's warm session, for its jobs' processes): the job's partitions run there, and its slots
+    are counted there, so that the job's process starts no JVM of its own."""
+
+    def slots(self) -> int:
+        """Tasks the session runs at once."""
+        ...

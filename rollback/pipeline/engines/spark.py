@@ -38,7 +38,7 @@ from rollback.pipeline.engines.base import JobProgress
 from rollback.pipeline.partition import JobSpec, run_partition
 from rollback.pipeline.parts import Summary
 from rollback.pipeline.plan import Partition
-from rollback.pipeline.session import get_spark, is_local_master
+from rollback.pipeline.session import get_spark, is_local_master, spark_slots
 from rollback.pipeline.staging import Staged
 
 POLL_SECONDS = 0.25
@@ -109,6 +109,9 @@ class SparkEngine:
         self, job: JobSpec, partitions: list[Partition], progress: JobProgress | None = None
     ) -> list[Summary]:
         return run_spark(job, partitions, progress, self.master, self.work_dir)
+
+    def slots(self) -> int:
+        return spark_slots(self.master)
 
 
 def run_spark(
