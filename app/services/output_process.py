@@ -10,6 +10,7 @@ session of its own (a second JVM): it runs the local engine, whose forked worker
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from multiprocessing.connection import Connection
 from typing import Any
@@ -29,6 +30,9 @@ def _child(
     alive: Connection,
 ) -> None:
     os.nice(execution_process.NICENESS)
+    # Planning several large files starts a pool of processes (rollback/pipeline/plan.py), which a daemon
+    # process may not (as in job_process); this one still ends with the service (`alive`).
+    multiprocessing.current_process().daemon = False
     options.engine = EngineKind.LOCAL
 
     def service_gone() -> bool:
