@@ -82,6 +82,33 @@ def sakila(corpus_file) -> Path:
 HUGE_ROWS = 100_000
 
 
+def bulk_job(scratch_server: Any, database: str, rows: int) -> dict[str, Any]:
+    """A job body whose range inserts `rows` rows of 300 bytes into `database`.t (about 12 MB for 40,000:
+    the engine reports progress, where a cancel is noticed, every MB); each call adds rows after the last."""
+    scratch_server.run_sql(
+        [
+            f"CREATE DATABASE IF NOT EXISTS {database}",
+            f"CREATE TABLE IF NOT EXISTS {database}.t (id INT PRIMARY KEY, v TEXT)",
+        ]
+    )
+    base = scratch_server.query(f"SELECT IFNULL(MAX(id), 0) FROM {database}.t")[0][0]
+    done = scratch_server.run_sql(
+        [
+            f"INSERT INTO {database}.t SELECT {base} + seq, REPEAT(CHAR(65 + seq % 26), 300) FROM seq_1_to_{rows}"
+        ],
+        database=database,
+    )
+    return {
+        "server": "scratch",
+        "range": {
+            "start_file": done.start_file,
+            "start_position": done.start_position,
+            "stop_file": done.stop_file,
+            "stop_position": done.stop_position,
+        },
+    }
+
+
 @pytest.fixture(scope="session")
 def huge_delete(scratch_server):
     """A table of 100k mixed-type rows, then `DELETE FROM` it in one transaction: (range, tables, before)."""

@@ -87,6 +87,14 @@ class Service:
             assert time.monotonic() < deadline, f"job still {job['state']}: {job}"
             time.sleep(0.1)
 
+    def wait_warm(self, timeout: float = 240.0) -> str:
+        """The Spark warm-up's end state in /health (`ready`, or what it ended as) once it stops starting."""
+        deadline = time.monotonic() + timeout
+        while (warm := self.request("GET", "/health").json()["spark"]["warm"]) == "starting":
+            assert time.monotonic() < deadline, "Spark did not get warm"
+            time.sleep(0.5)
+        return str(warm)
+
     def execute(self, job_id: str, token: str, body: dict[str, Any], timeout: float = 90.0) -> dict[str, Any]:
         """POST an execution (202 with its Location) and wait until it ends."""
         created = self.request("POST", f"/api/jobs/{job_id}/executions", token, json=body)

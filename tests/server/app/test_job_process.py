@@ -11,27 +11,12 @@ from typing import Any
 import psutil
 
 from tests.support.app import FINAL, OPERATOR, servers_json
+from tests.support.jobs import bulk_job
 from tests.support.service import Service, service_env
 
 
 def _range(scratch_server, rows: int) -> dict[str, Any]:
-    scratch_server.run_sql(
-        ["CREATE DATABASE IF NOT EXISTS jp", "CREATE TABLE IF NOT EXISTS jp.t (id INT PRIMARY KEY, v TEXT)"]
-    )
-    base = scratch_server.query("SELECT IFNULL(MAX(id), 0) FROM jp.t")[0][0]
-    done = scratch_server.run_sql(
-        [f"INSERT INTO jp.t SELECT {base} + seq, REPEAT(CHAR(65 + seq % 26), 300) FROM seq_1_to_{rows}"],
-        database="jp",
-    )
-    return {
-        "server": "scratch",
-        "range": {
-            "start_file": done.start_file,
-            "start_position": done.start_position,
-            "stop_file": done.stop_file,
-            "stop_position": done.stop_position,
-        },
-    }
+    return bulk_job(scratch_server, "jp", rows)
 
 
 def _job_processes(service: Service) -> list[psutil.Process]:
@@ -61,10 +46,7 @@ def test_a_spark_job_runs_its_partitions_on_the_services_warm_session(
     )
     service = service_process(tmp_path / "data", env, tmp_path / "service.log").start()
     try:
-        deadline = time.monotonic() + 240
-        while (warm := service.request("GET", "/health").json()["spark"]["warm"]) == "starting":
-            assert time.monotonic() < deadline, "Spark did not get warm"
-            time.sleep(0.5)
+        warm = service.wait_warm()
         assert warm == "ready", warm
         jvm = _javas(service)
         assert len(jvm) == 1

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.app import ADMIN, FINAL, OPERATOR
+from tests.support.jobs import bulk_job
 
 DB = "svc"
 TABLES = {
@@ -117,26 +118,7 @@ def test_rollback_through_the_service_restores_the_snapshot(service, scratch_ser
 
 def _long_range(scratch_server, rows: int = 40_000) -> dict[str, Any]:
     """A range of about 12 MB (the engine reports progress, where a cancel is noticed, every MB)."""
-    scratch_server.run_sql(
-        [
-            "CREATE DATABASE IF NOT EXISTS bulk",
-            "CREATE TABLE IF NOT EXISTS bulk.t (id INT PRIMARY KEY, v TEXT)",
-        ]
-    )
-    base = scratch_server.query("SELECT IFNULL(MAX(id), 0) FROM bulk.t")[0][0]
-    done = scratch_server.run_sql(
-        [f"INSERT INTO bulk.t SELECT {base} + seq, REPEAT(CHAR(65 + seq % 26), 300) FROM seq_1_to_{rows}"],
-        database="bulk",
-    )
-    return {
-        "server": "scratch",
-        "range": {
-            "start_file": done.start_file,
-            "start_position": done.start_position,
-            "stop_file": done.stop_file,
-            "stop_position": done.stop_position,
-        },
-    }
+    return bulk_job(scratch_server, "bulk", rows)
 
 
 def test_a_long_job_can_be_cancelled_while_it_runs(service, scratch_server):

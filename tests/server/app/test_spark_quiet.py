@@ -5,7 +5,6 @@ logging; MYSQL_ROLLBACK_SPARK_LOG_LEVEL (docs/reference/configuration.md) lets t
 from __future__ import annotations
 
 import re
-import time
 
 from tests.support.service import Service, service_env
 
@@ -22,10 +21,7 @@ def _warm_service_log(service_process: type[Service], tmp_path, **extra: str) ->
     )
     service = service_process(tmp_path / "data", env, tmp_path / "service.log").start()
     try:
-        deadline = time.monotonic() + 240
-        while (warm := service.request("GET", "/health").json()["spark"]["warm"]) == "starting":
-            assert time.monotonic() < deadline, "Spark did not get warm"
-            time.sleep(0.5)
+        warm = service.wait_warm()
         assert warm == "ready", warm
     finally:
         service.stop()
