@@ -102,22 +102,32 @@ class ScratchServer:
         install_db = _find_binary("mariadb-install-db", "/usr/bin/mariadb-install-db")
         self.base_dir = Path(tempfile.mkdtemp(prefix="mrb-db-"))
         self.binlog_dir.mkdir()
+        # A private temporary directory: a starting mariadbd (the bootstrap of mariadb-install-db too) removes
+        # every `#sql*` file of its tmpdir, so two servers starting at once in /tmp (the suite's two processes
+        # do) deleted each other's temporary tables ("Unknown table 'mysql.tmp_user_sys'", 2 bootstraps in 12).
+        tmpdir = self.base_dir / "tmp"
+        tmpdir.mkdir()
         self.port = _free_port()
         self.password = secrets.token_hex(12)
         user_args = ["--user=root"] if os.geteuid() == 0 else []
-        subprocess.run(
+        installed = subprocess.run(
             [
                 install_db,
                 "--no-defaults",
                 f"--datadir={self.datadir}",
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
+                f"--tmpdir={tmpdir}",
                 *user_args,
             ],
-            check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            text=True,
         )
+        if installed.returncode != 0:
+            raise RuntimeError(
+                f"mariadb-install-db failed ({installed.returncode}):\n{installed.stderr[-2000:]}"
+            )
         cmd = [
             mariadbd,
             "--no-defaults",
@@ -125,6 +135,7 @@ class ScratchServer:
             f"--socket={self.socket_path}",
             f"--pid-file={self.base_dir / 'mysqld.pid'}",
             f"--log-error={self.error_log}",
+            f"--tmpdir={tmpdir}",
             f"--port={self.port}",
             f"--bind-address={self.host}",
             f"--log-bin={self.binlog_dir / 'mysql-bin'}",
