@@ -97,7 +97,7 @@ class Job(Base):
     warnings: Mapped[list[str] | None] = mapped_column(JSONText())
     irreversible: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONText())
     error: Mapped[str | None] = mapped_column(Text)
-    # what the CLI would have exited with (rollback.errors.EXIT_*); None until the job ends
+    # what the CLI would have exited with (rollback.base.errors.EXIT_*); None until the job ends
     exit_code: Mapped[int | None] = mapped_column(Integer)
     script_path: Mapped[str | None] = mapped_column(String(1024))
     plan_path: Mapped[str | None] = mapped_column(String(1024))
@@ -136,7 +136,7 @@ class Execution(Base):
     error: Mapped[str | None] = mapped_column(Text)
     # what the request accepted: {triggers, cascades, non_transactional: [db.table]}
     accepted: Mapped[dict[str, Any] | None] = mapped_column(JSONText())
-    # what the target said the statements set off (rollback.side_effects.SideEffects.to_dict())
+    # what the target said the statements set off (rollback.schema.side_effects.SideEffects.to_dict())
     side_effects: Mapped[dict[str, Any] | None] = mapped_column(JSONText())
     # per_transaction, lock_wait_timeout, and the result's transactions_applied, read_only_tables,
     # unverified, non_transactional_applied

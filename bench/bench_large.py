@@ -79,7 +79,7 @@ def run_tool(tool: str, files: list[Path], out: Path) -> tuple[Timing, str, int]
         cmd = [
             PYTHON,
             "-m",
-            "rollback.cli",
+            "rollback.cli.commands",
             "flashback",
             *map(str, files),
             "--engine",

@@ -148,7 +148,7 @@ def _timed(phases: dict[str, Any], name: str, fn: Any, keep: bool = False) -> An
 def child(files: list[str], config: str) -> None:
     """One configuration (`spark:MASTER` or `local`), warm: a job per request line (JSON: for the
     local engine {"processes": N}), one JSON line of measures per job on stdout."""
-    import rollback.job as job_module
+    import rollback.job.run as job_module
     from rollback import Filters, Options, RangeSpec, generate
     from rollback.pipeline.engines.local import LocalEngine
     from rollback.pipeline.engines.spark import SparkEngine
@@ -279,7 +279,7 @@ def contention(files: list[str], rounds: int = 3) -> dict[str, float]:
     import tempfile
 
     from rollback import Filters, Options, RangeSpec
-    from rollback.job import Job
+    from rollback.job.run import Job
     from rollback.pipeline.partition import JobSpec, run_partition
     from rollback.pipeline.plan import partition_target, plan_range, range_bytes
 
@@ -326,7 +326,8 @@ def serial_floor(files: list[str], rounds: int = 3) -> dict[str, float]:
     import tempfile
     import threading
 
-    from rollback import RangeSpec, hotpath
+    from rollback import RangeSpec
+    from rollback.base import hotpath
     from rollback.binlog.reader import BinlogFile, iter_events, skip_run
     from rollback.pipeline.plan import partition_target, plan_range, range_bytes
 

@@ -286,7 +286,7 @@ def best(
 def warm_bytecode(cache: Path) -> None:
     CHILD_ENV["PYTHONPYCACHEPREFIX"] = PURE_ENV["PYTHONPYCACHEPREFIX"] = str(cache)
     subprocess.run(
-        [PYTHON, "-m", "rollback.cli", "--version"], env=CHILD_ENV, check=True, capture_output=True
+        [PYTHON, "-m", "rollback.cli.commands", "--version"], env=CHILD_ENV, check=True, capture_output=True
     )
 
 
@@ -309,7 +309,7 @@ def instructions(cmd: list[str], env: dict[str, str] | None = None) -> int:
 def decode_only(path: Path, compiled: bool) -> tuple[int, float, float]:
     """(row images decoded, seconds, CPU seconds) in this process, without rendering: the hot
     path's decode."""
-    from rollback import hotpath
+    from rollback.base import hotpath
     from rollback.binlog.decode import StreamState, decode_stream, rows_batch
     from rollback.binlog.reader import BinlogFile
     from rollback.binlog.rows import RowsEvent
@@ -394,7 +394,7 @@ def serve() -> None:
 
 
 def cli(file: Path, out: Path, engine: str) -> list[str]:
-    return [PYTHON, "-m", "rollback.cli", "flashback", str(file), "--engine", engine, "-o", str(out)]
+    return [PYTHON, "-m", "rollback.cli.commands", "flashback", str(file), "--engine", engine, "-o", str(out)]
 
 
 def row_changes(path: Path) -> int:

@@ -159,7 +159,17 @@ def generate(families: list[str], rows: int, out: Path) -> dict[str, Path]:
 
 
 def cli(file: Path, out: Path, *options: str) -> list[str]:
-    return [PYTHON, "-m", "rollback.cli", "flashback", str(file), "--quiet", *options, "-o", str(out)]
+    return [
+        PYTHON,
+        "-m",
+        "rollback.cli.commands",
+        "flashback",
+        str(file),
+        "--quiet",
+        *options,
+        "-o",
+        str(out),
+    ]
 
 
 def profile(path: Path, top: int = 18) -> str:

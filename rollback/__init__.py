@@ -18,14 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rollback.apply_parallel import default_record_dir as default_xa_record_dir
-    from rollback.apply_parallel import execute_parallel
-    from rollback.apply_parallel import read_records as read_xa_records
-    from rollback.apply_parallel import recover as recover_xa
-    from rollback.binlog.events import gtid_of
-    from rollback.binlog.reader import BinlogFile
-    from rollback.decode_files import file_records
-    from rollback.dsn import (
+    from rollback.base.dsn import (
         DEFAULT_CONNECT_TIMEOUT,
         DEFAULT_READ_TIMEOUT,
         DEFAULT_WRITE_TIMEOUT,
@@ -36,7 +29,7 @@ if TYPE_CHECKING:
         parse_dsn,
         redact,
     )
-    from rollback.errors import (
+    from rollback.base.errors import (
         EXIT_INCOMPLETE,
         EXIT_INTERNAL,
         EXIT_INTERRUPTED,
@@ -47,28 +40,21 @@ if TYPE_CHECKING:
         RollbackError,
         SourceError,
     )
-    from rollback.execute import (
-        DEFAULT_LOCK_WAIT_TIMEOUT,
-        ExecutionCancelled,
-        ExecutionConflict,
-        ExecutionFailed,
-        ExecutionObserver,
-        ExecutionProgress,
-        ExecutionRefused,
-        connect,
-        execute_plan,
-    )
-    from rollback.hotpath import describe as hot_path
-    from rollback.job import Job, generate
-    from rollback.logs import configure_logging
+    from rollback.base.hotpath import describe as hot_path
+    from rollback.base.logs import configure_logging
+    from rollback.base.render_text import check_plain
+    from rollback.base.version import __version__
+    from rollback.binlog.events import gtid_of
+    from rollback.binlog.reader import BinlogFile
+    from rollback.job.report import Progress, ProgressCallback, Report
+    from rollback.job.run import Job, generate
     from rollback.pipeline.engines.spark import SparkEngine
     from rollback.pipeline.session import spark_status
     from rollback.pipeline.storage import missing_local_files
     from rollback.pipeline.warm import warm_spark
-    from rollback.records import record_json, record_text
-    from rollback.render_text import check_plain
-    from rollback.report import Progress, ProgressCallback, Report
-    from rollback.request import (
+    from rollback.render.decode_files import file_records
+    from rollback.render.records import record_json, record_text
+    from rollback.request.spec import (
         AUTO_SPARK_BYTES,
         DEFAULT_ENGINE,
         EngineKind,
@@ -82,91 +68,105 @@ if TYPE_CHECKING:
         parse_engine,
         parse_size,
     )
-    from rollback.resolutions import CONFLICT_CHOICES, Resolutions, ResolutionsError, parse_resolutions
-    from rollback.schema import SchemaSource, ServerSchema, schema_from_file
-    from rollback.side_effects import SideEffects
+    from rollback.schema.side_effects import SideEffects
+    from rollback.schema.tables import SchemaSource, ServerSchema, schema_from_file
     from rollback.sources.resolve import ServerSource, default_spool_dir, resolve_server_range
     from rollback.sources.spool import MANIFEST_SUFFIX
-    from rollback.target_rows import RowNow, rows_now
-    from rollback.version import __version__
+    from rollback.target.execute import (
+        DEFAULT_LOCK_WAIT_TIMEOUT,
+        ExecutionCancelled,
+        ExecutionConflict,
+        ExecutionFailed,
+        ExecutionObserver,
+        ExecutionProgress,
+        ExecutionRefused,
+        connect,
+        execute_plan,
+    )
+    from rollback.target.parallel import default_record_dir as default_xa_record_dir
+    from rollback.target.parallel import execute_parallel
+    from rollback.target.parallel import read_records as read_xa_records
+    from rollback.target.parallel import recover as recover_xa
+    from rollback.target.resolutions import CONFLICT_CHOICES, Resolutions, ResolutionsError, parse_resolutions
+    from rollback.target.rows import RowNow, rows_now
 
 # door name -> (module, name in it)
 _WHERE: dict[str, tuple[str, str]] = {
     "gtid_of": ("rollback.binlog.events", "gtid_of"),
     "BinlogFile": ("rollback.binlog.reader", "BinlogFile"),
-    "file_records": ("rollback.decode_files", "file_records"),
-    "Dsn": ("rollback.dsn", "Dsn"),
-    "DsnError": ("rollback.dsn", "DsnError"),
-    "parse_dsn": ("rollback.dsn", "parse_dsn"),
-    "redact": ("rollback.dsn", "redact"),
-    "DEFAULT_CONNECT_TIMEOUT": ("rollback.dsn", "DEFAULT_CONNECT_TIMEOUT"),
-    "DEFAULT_READ_TIMEOUT": ("rollback.dsn", "DEFAULT_READ_TIMEOUT"),
-    "DEFAULT_WRITE_TIMEOUT": ("rollback.dsn", "DEFAULT_WRITE_TIMEOUT"),
-    "interrupt_thread": ("rollback.dsn", "interrupt_thread"),
-    "kill_queries": ("rollback.dsn", "kill_queries"),
-    "EXIT_INCOMPLETE": ("rollback.errors", "EXIT_INCOMPLETE"),
-    "EXIT_INTERNAL": ("rollback.errors", "EXIT_INTERNAL"),
-    "EXIT_INTERRUPTED": ("rollback.errors", "EXIT_INTERRUPTED"),
-    "EXIT_OK": ("rollback.errors", "EXIT_OK"),
-    "EXIT_REFUSED": ("rollback.errors", "EXIT_REFUSED"),
-    "ConflictError": ("rollback.errors", "ConflictError"),
-    "RangeError": ("rollback.errors", "RangeError"),
-    "RollbackError": ("rollback.errors", "RollbackError"),
-    "SourceError": ("rollback.errors", "SourceError"),
-    "DEFAULT_LOCK_WAIT_TIMEOUT": ("rollback.execute", "DEFAULT_LOCK_WAIT_TIMEOUT"),
-    "ExecutionCancelled": ("rollback.execute", "ExecutionCancelled"),
-    "ExecutionConflict": ("rollback.execute", "ExecutionConflict"),
-    "ExecutionFailed": ("rollback.execute", "ExecutionFailed"),
-    "ExecutionObserver": ("rollback.execute", "ExecutionObserver"),
-    "ExecutionProgress": ("rollback.execute", "ExecutionProgress"),
-    "ExecutionRefused": ("rollback.execute", "ExecutionRefused"),
-    "connect": ("rollback.execute", "connect"),
-    "execute_plan": ("rollback.execute", "execute_plan"),
-    "execute_parallel": ("rollback.apply_parallel", "execute_parallel"),
-    "CONFLICT_CHOICES": ("rollback.resolutions", "CONFLICT_CHOICES"),
-    "Resolutions": ("rollback.resolutions", "Resolutions"),
-    "ResolutionsError": ("rollback.resolutions", "ResolutionsError"),
-    "parse_resolutions": ("rollback.resolutions", "parse_resolutions"),
-    "recover_xa": ("rollback.apply_parallel", "recover"),
-    "read_xa_records": ("rollback.apply_parallel", "read_records"),
-    "default_xa_record_dir": ("rollback.apply_parallel", "default_record_dir"),
-    "hot_path": ("rollback.hotpath", "describe"),
-    "Job": ("rollback.job", "Job"),
-    "generate": ("rollback.job", "generate"),
-    "configure_logging": ("rollback.logs", "configure_logging"),
+    "file_records": ("rollback.render.decode_files", "file_records"),
+    "Dsn": ("rollback.base.dsn", "Dsn"),
+    "DsnError": ("rollback.base.dsn", "DsnError"),
+    "parse_dsn": ("rollback.base.dsn", "parse_dsn"),
+    "redact": ("rollback.base.dsn", "redact"),
+    "DEFAULT_CONNECT_TIMEOUT": ("rollback.base.dsn", "DEFAULT_CONNECT_TIMEOUT"),
+    "DEFAULT_READ_TIMEOUT": ("rollback.base.dsn", "DEFAULT_READ_TIMEOUT"),
+    "DEFAULT_WRITE_TIMEOUT": ("rollback.base.dsn", "DEFAULT_WRITE_TIMEOUT"),
+    "interrupt_thread": ("rollback.base.dsn", "interrupt_thread"),
+    "kill_queries": ("rollback.base.dsn", "kill_queries"),
+    "EXIT_INCOMPLETE": ("rollback.base.errors", "EXIT_INCOMPLETE"),
+    "EXIT_INTERNAL": ("rollback.base.errors", "EXIT_INTERNAL"),
+    "EXIT_INTERRUPTED": ("rollback.base.errors", "EXIT_INTERRUPTED"),
+    "EXIT_OK": ("rollback.base.errors", "EXIT_OK"),
+    "EXIT_REFUSED": ("rollback.base.errors", "EXIT_REFUSED"),
+    "ConflictError": ("rollback.base.errors", "ConflictError"),
+    "RangeError": ("rollback.base.errors", "RangeError"),
+    "RollbackError": ("rollback.base.errors", "RollbackError"),
+    "SourceError": ("rollback.base.errors", "SourceError"),
+    "DEFAULT_LOCK_WAIT_TIMEOUT": ("rollback.target.execute", "DEFAULT_LOCK_WAIT_TIMEOUT"),
+    "ExecutionCancelled": ("rollback.target.execute", "ExecutionCancelled"),
+    "ExecutionConflict": ("rollback.target.execute", "ExecutionConflict"),
+    "ExecutionFailed": ("rollback.target.execute", "ExecutionFailed"),
+    "ExecutionObserver": ("rollback.target.execute", "ExecutionObserver"),
+    "ExecutionProgress": ("rollback.target.execute", "ExecutionProgress"),
+    "ExecutionRefused": ("rollback.target.execute", "ExecutionRefused"),
+    "connect": ("rollback.target.execute", "connect"),
+    "execute_plan": ("rollback.target.execute", "execute_plan"),
+    "execute_parallel": ("rollback.target.parallel", "execute_parallel"),
+    "CONFLICT_CHOICES": ("rollback.target.resolutions", "CONFLICT_CHOICES"),
+    "Resolutions": ("rollback.target.resolutions", "Resolutions"),
+    "ResolutionsError": ("rollback.target.resolutions", "ResolutionsError"),
+    "parse_resolutions": ("rollback.target.resolutions", "parse_resolutions"),
+    "recover_xa": ("rollback.target.parallel", "recover"),
+    "read_xa_records": ("rollback.target.parallel", "read_records"),
+    "default_xa_record_dir": ("rollback.target.parallel", "default_record_dir"),
+    "hot_path": ("rollback.base.hotpath", "describe"),
+    "Job": ("rollback.job.run", "Job"),
+    "generate": ("rollback.job.run", "generate"),
+    "configure_logging": ("rollback.base.logs", "configure_logging"),
     "SparkEngine": ("rollback.pipeline.engines.spark", "SparkEngine"),
     "spark_status": ("rollback.pipeline.session", "spark_status"),
     "missing_local_files": ("rollback.pipeline.storage", "missing_local_files"),
     "warm_spark": ("rollback.pipeline.warm", "warm_spark"),
-    "record_json": ("rollback.records", "record_json"),
-    "record_text": ("rollback.records", "record_text"),
-    "check_plain": ("rollback.render_text", "check_plain"),
-    "Progress": ("rollback.report", "Progress"),
-    "ProgressCallback": ("rollback.report", "ProgressCallback"),
-    "Report": ("rollback.report", "Report"),
-    "AUTO_SPARK_BYTES": ("rollback.request", "AUTO_SPARK_BYTES"),
-    "parse_size": ("rollback.request", "parse_size"),
-    "DEFAULT_ENGINE": ("rollback.request", "DEFAULT_ENGINE"),
-    "EngineKind": ("rollback.request", "EngineKind"),
-    "Filters": ("rollback.request", "Filters"),
-    "GtidFilter": ("rollback.request", "GtidFilter"),
-    "Options": ("rollback.request", "Options"),
-    "RangeSpec": ("rollback.request", "RangeSpec"),
-    "check_server_range": ("rollback.request", "check_server_range"),
-    "check_window": ("rollback.request", "check_window"),
-    "parse_datetime": ("rollback.request", "parse_datetime"),
-    "parse_engine": ("rollback.request", "parse_engine"),
-    "SchemaSource": ("rollback.schema", "SchemaSource"),
-    "ServerSchema": ("rollback.schema", "ServerSchema"),
-    "schema_from_file": ("rollback.schema", "schema_from_file"),
-    "SideEffects": ("rollback.side_effects", "SideEffects"),
+    "record_json": ("rollback.render.records", "record_json"),
+    "record_text": ("rollback.render.records", "record_text"),
+    "check_plain": ("rollback.base.render_text", "check_plain"),
+    "Progress": ("rollback.job.report", "Progress"),
+    "ProgressCallback": ("rollback.job.report", "ProgressCallback"),
+    "Report": ("rollback.job.report", "Report"),
+    "AUTO_SPARK_BYTES": ("rollback.request.spec", "AUTO_SPARK_BYTES"),
+    "parse_size": ("rollback.request.spec", "parse_size"),
+    "DEFAULT_ENGINE": ("rollback.request.spec", "DEFAULT_ENGINE"),
+    "EngineKind": ("rollback.request.spec", "EngineKind"),
+    "Filters": ("rollback.request.spec", "Filters"),
+    "GtidFilter": ("rollback.request.spec", "GtidFilter"),
+    "Options": ("rollback.request.spec", "Options"),
+    "RangeSpec": ("rollback.request.spec", "RangeSpec"),
+    "check_server_range": ("rollback.request.spec", "check_server_range"),
+    "check_window": ("rollback.request.spec", "check_window"),
+    "parse_datetime": ("rollback.request.spec", "parse_datetime"),
+    "parse_engine": ("rollback.request.spec", "parse_engine"),
+    "SchemaSource": ("rollback.schema.tables", "SchemaSource"),
+    "ServerSchema": ("rollback.schema.tables", "ServerSchema"),
+    "schema_from_file": ("rollback.schema.tables", "schema_from_file"),
+    "SideEffects": ("rollback.schema.side_effects", "SideEffects"),
     "ServerSource": ("rollback.sources.resolve", "ServerSource"),
     "default_spool_dir": ("rollback.sources.resolve", "default_spool_dir"),
     "resolve_server_range": ("rollback.sources.resolve", "resolve_server_range"),
     "MANIFEST_SUFFIX": ("rollback.sources.spool", "MANIFEST_SUFFIX"),
-    "RowNow": ("rollback.target_rows", "RowNow"),
-    "rows_now": ("rollback.target_rows", "rows_now"),
-    "__version__": ("rollback.version", "__version__"),
+    "RowNow": ("rollback.target.rows", "RowNow"),
+    "rows_now": ("rollback.target.rows", "rows_now"),
+    "__version__": ("rollback.base.version", "__version__"),
 }
 
 __all__ = [

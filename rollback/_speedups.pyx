@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The compiled hot path: row images -> values, values -> SQL statements, and the planner's walk over
-runs of rows events (rollback/hotpath.py).
+runs of rows events (rollback/base/hotpath.py).
 
 Nothing here decides anything: which kind of value a column holds and which literal renders it is
 decided in Python (``rowdecoder.compiled_layout``, ``sql.compiled_statements``), once per table,

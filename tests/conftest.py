@@ -164,10 +164,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_configure(config: pytest.Config) -> None:
     # Before any test module imports it: every execute_plan on a scratch server is checked both ways.
-    import rollback.execute
+    import rollback.target.execute
 
-    if not hasattr(rollback.execute.execute_plan, "__wrapped__"):
-        rollback.execute.execute_plan = both_ways.checked_execute_plan(rollback.execute.execute_plan)
+    if not hasattr(rollback.target.execute.execute_plan, "__wrapped__"):
+        rollback.target.execute.execute_plan = both_ways.checked_execute_plan(
+            rollback.target.execute.execute_plan
+        )
 
 
 @pytest.fixture(autouse=True)

@@ -188,8 +188,8 @@ def mutant(seed: int, number: int) -> tuple[str, bytes]:
 
 
 def _schema_of(tmap: Any) -> Any:
-    from rollback.charsets import charset_of_collation
-    from rollback.schema import Column, TableSchema
+    from rollback.schema.charsets import charset_of_collation
+    from rollback.schema.tables import Column, TableSchema
 
     charsets = tmap.charsets or (None,) * tmap.column_count
     columns = [
@@ -204,8 +204,8 @@ def _decoded(path: Path) -> list[Any]:
     from rollback.binlog.decode import StreamState, decode_stream, rows_batch
     from rollback.binlog.reader import read_file_facts
     from rollback.binlog.rows import RowsEvent
-    from rollback.records import batch_records, record_json
-    from rollback.sql import TableRenderer
+    from rollback.render.records import batch_records, record_json
+    from rollback.render.sql import TableRenderer
 
     buf = memoryview(path.read_bytes())
     facts, _ = read_file_facts(buf, str(path))
@@ -237,7 +237,7 @@ def _generated(path: Path, mode: str) -> tuple[bytes, ...]:
 
 
 def _outcome(call: Any, *args: Any) -> tuple[Any, ...]:
-    from rollback.errors import RollbackError
+    from rollback.base.errors import RollbackError
 
     try:
         return "ok", call(*args)
@@ -251,7 +251,7 @@ def check(path: Path) -> str | None:
     """None, or what is wrong with the mutant at `path`: a divergence or an internal error."""
     import importlib
 
-    from rollback import hotpath
+    from rollback.base import hotpath
 
     core = importlib.import_module("rollback._speedups")
     results = []

@@ -110,7 +110,7 @@ def _command_section(path: str, summary: str, parser: argparse.ArgumentParser, l
 
 def cli_reference() -> str:
     with _plain_environment():
-        from rollback.cli import build_parser
+        from rollback.cli.commands import build_parser
 
         parser = build_parser()
         commands = _subcommands(parser)

@@ -139,7 +139,7 @@ class Settings(BaseSettings):
     servers: Any = "{}"  # JSON object: name -> DSN, or name -> {dsn, binlog_dir}
     api_tokens: str = ""  # name:role:token,...
     spark_master: str = "local[*]"
-    engine: str = DEFAULT_ENGINE.value  # auto | spark | local (see rollback.request.EngineKind)
+    engine: str = DEFAULT_ENGINE.value  # auto | spark | local (see rollback.request.spec.EngineKind)
     auto_spark_bytes: int = AUTO_SPARK_BYTES  # auto: ranges of at least this many bytes run on Spark
     # auto, once the service's Spark is warm (no JVM start to pay): the same threshold, lower.
     # Measured on 2 cores (bench/README.md): a 226 MB range runs faster on warm Spark, a 45 MB one

@@ -1,7 +1,7 @@
 """The job page's view of the change log: pages of row changes filtered by table, type and
 transaction and searched, UPDATEs column by column, and one row's history across the range.
 
-The change log (JSON lines, rollback.records) is read only through app.services.artifacts. An
+The change log (JSON lines, rollback.render.records) is read only through app.services.artifacts. An
 unfiltered page seeks straight to its lines; a filtered one scans the log in chunks of whole lines,
 looks for the filter's most telling byte string with bytes.find (the change log's own spelling of a
 table, a type, a GTID, a key column's value), parses only the lines around a hit, and stops as soon

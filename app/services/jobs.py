@@ -47,7 +47,7 @@ RESTART_REASON = (
 STOP_REASON = "the service stopped while this job was running; start the job again"
 
 # A job's files in its directory: the script always, the others when asked for or first needed.
-SCRIPT = "rollback.sql"
+SCRIPT = "rollback.render.sql"
 PLAN = "plan.jsonl"
 CHANGES = "changes.jsonl"
 

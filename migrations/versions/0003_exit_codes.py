@@ -1,4 +1,4 @@
-"""jobs and executions: the exit code the CLI would have given (rollback.errors.EXIT_*)
+"""jobs and executions: the exit code the CLI would have given (rollback.base.errors.EXIT_*)
 
 Revision ID: 0003
 Revises: 0002

@@ -56,8 +56,8 @@ from decimal import Decimal
 from functools import cache
 from typing import Any, Final
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.constants import ColumnType as T
-from rollback.errors import BinlogFormatError
 
 __all__ = [
     "MISSING",

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollback import hotpath
+from rollback.base import hotpath
+from rollback.base.errors import BinlogFormatError, RangeError, SchemaMismatch, UnsupportedEvent
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ColumnType, EventType
@@ -33,7 +34,6 @@ from rollback.binlog.rows import (
     decode_rows_event,
 )
 from rollback.binlog.table_map import TableMap, decode_table_map
-from rollback.errors import BinlogFormatError, RangeError, SchemaMismatch, UnsupportedEvent
 
 DECODERS: dict[int, ev.Decoder] = {
     **ev.SMALL_EVENT_DECODERS,

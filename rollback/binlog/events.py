@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rollback.base.errors import BinlogFormatError, UnsupportedEvent
 from rollback.binlog.constants import EventType
 from rollback.binlog.gtid import GtidSet, decode_mysql_gtid_set
 from rollback.binlog.packed import read_lenenc, read_varlen_signed, read_varlen_unsigned
 from rollback.binlog.reader import FormatFacts, RawEvent, parse_format_description
-from rollback.errors import BinlogFormatError, UnsupportedEvent
 
 
 @dataclass(slots=True)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import NamedTuple
 
-from rollback.errors import BinlogFormatError, RangeError, RollbackError
+from rollback.base.errors import BinlogFormatError, RangeError, RollbackError
 
 MAX_GNO = 2**63 - 2
 TAG_MAX_LENGTH = 32

@@ -43,8 +43,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.constants import ColumnType
-from rollback.errors import BinlogFormatError
 
 __all__ = ["JsonDiff", "MAX_DEPTH", "apply_json_diffs", "decode_json", "decode_json_diff"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rollback.errors import BinlogFormatError
+from rollback.base.errors import BinlogFormatError
 
 
 def read_lenenc(buf: bytes | memoryview, pos: int) -> tuple[int, int]:

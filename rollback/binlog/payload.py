@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import zstandard
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.constants import EventType
 from rollback.binlog.events import Query, decode_query
 from rollback.binlog.packed import read_lenenc
 from rollback.binlog.reader import EVENT_HEADER, MAX_EVENT_LENGTH, FormatFacts, RawEvent, iter_events
 from rollback.binlog.rows import mariadb_uncompress
-from rollback.errors import BinlogFormatError
 
 COMPRESSION_ZSTD = 0
 COMPRESSION_NONE = 255

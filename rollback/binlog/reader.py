@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.constants import (
     BINLOG_MAGIC,
     LOG_EVENT_BINLOG_IN_USE_F,
@@ -29,7 +30,6 @@ from rollback.binlog.constants import (
     ChecksumAlg,
     EventType,
 )
-from rollback.errors import BinlogFormatError
 
 # The v4 event header: timestamp, type code, server id, event length, next position, flags.
 EVENT_HEADER = struct.Struct("<IBIIIH")

@@ -15,7 +15,7 @@ Any overrun or invalid value makes the compiled code hand the row to a slow, che
 (``columns.read_value`` per column) that raises ``BinlogFormatError`` naming the column and
 the offset where its value starts. Nothing is returned for a row that does not fit.
 
-With the compiled core (``rollback/hotpath.py``), a decoder also carries a *layout*: one
+With the compiled core (``rollback/base/hotpath.py``), a decoder also carries a *layout*: one
 (kind, width, argument, converter) per present column, decided here from the same column facts,
 which the core runs over every row in C. A rows event it cannot decode whole (an overrun, a value
 its inline code does not take) is decoded again by the generated Python code, which gives the
@@ -29,11 +29,11 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final
 
-from rollback import hotpath
+from rollback.base import hotpath
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog import columns as C
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ColumnType as T
-from rollback.errors import BinlogFormatError
 
 __all__ = ["RowDecoder", "get_row_decoder"]
 

@@ -25,13 +25,13 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.columns import MISSING, ColumnSpec, read_value
 from rollback.binlog.constants import ColumnType, EventType
 from rollback.binlog.json_binary import JsonDiff, apply_json_diffs, decode_json, decode_json_diff
 from rollback.binlog.packed import read_lenenc
 from rollback.binlog.reader import MAX_EVENT_LENGTH, FormatFacts, RawEvent
 from rollback.binlog.rowdecoder import RowDecoder
-from rollback.errors import BinlogFormatError
 
 INSERT, UPDATE, DELETE = "insert", "update", "delete"
 

@@ -16,11 +16,11 @@ import struct
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.columns import ColumnSpec, parse_column_metadata
 from rollback.binlog.constants import ColumnType, EventType
 from rollback.binlog.packed import read_lenenc
 from rollback.binlog.reader import FormatFacts, RawEvent
-from rollback.errors import BinlogFormatError
 
 
 class OptionalMetadata(IntEnum):

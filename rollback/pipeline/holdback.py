@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from rollback.binlog.columns import MISSING
-from rollback.invert import current_image
+from rollback.render.invert import current_image
 
 HELD_REASON = "an older change to this row cannot be restored"
 

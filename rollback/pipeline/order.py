@@ -18,9 +18,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from rollback.base.errors import RangeError
 from rollback.binlog import events as ev
 from rollback.binlog.gtid import GtidSet
-from rollback.errors import RangeError
 
 _NUMBERED = re.compile(r"^(?P<base>.+)\.(?P<number>\d+)$")
 

@@ -32,7 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
-from rollback import hotpath
+from rollback.base import hotpath
+from rollback.base.errors import NetRefused, RollbackError, SchemaMismatch, UnsupportedEvent
+from rollback.base.render_text import comment_line
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType
@@ -48,11 +50,6 @@ from rollback.binlog.decode import (
 )
 from rollback.binlog.rows import JsonPartial, RowsEvent
 from rollback.binlog.table_map import TableMap
-from rollback.change_lines import ChangeLineCache
-from rollback.ddl import ddl_targets
-from rollback.errors import NetRefused, RollbackError, SchemaMismatch, UnsupportedEvent
-from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
-from rollback.net import complete as net_complete
 from rollback.pipeline.dependencies import DependencyKeys
 from rollback.pipeline.file_copy import WRITE_BYTES
 from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
@@ -71,11 +68,14 @@ from rollback.pipeline.savepoints import VoidSet
 from rollback.pipeline.selection import Selection
 from rollback.pipeline.spill import SpillBuffer
 from rollback.pipeline.storage import ByteRange
-from rollback.render_text import comment_line
-from rollback.request import Filters, GtidFilter
-from rollback.schema import TableSchema, legacy_temporal_specs
-from rollback.sql import TableRenderer, decimal_literal
-from rollback.statement_batches import join_statements, join_updates
+from rollback.render.change_lines import ChangeLineCache
+from rollback.render.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
+from rollback.render.net import complete as net_complete
+from rollback.render.sql import TableRenderer, decimal_literal
+from rollback.render.statement_batches import join_statements, join_updates
+from rollback.request.spec import Filters, GtidFilter
+from rollback.schema.ddl import ddl_targets
+from rollback.schema.tables import TableSchema, legacy_temporal_specs
 
 # (bytes done, events done) within the partition; called now and then while it runs.
 PartitionProgress = Callable[[int, int], None]
@@ -93,7 +93,7 @@ class JobSpec:
     filters: Filters
     mode: str = "flashback"  # flashback | forward | changes (the change log only: nothing rendered)
     full_where: bool = False
-    rows_per_statement: int = 1  # the script's joined statements (rollback/statement_batches.py)
+    rows_per_statement: int = 1  # the script's joined statements (rollback/render/statement_batches.py)
     verify_checksums: bool = True
     gtid: GtidFilter | None = None
     since: float | None = None
@@ -110,7 +110,7 @@ class JobSpec:
     # Note the row keys of selected and excluded changes (dependencies.py): when the job picks
     # transactions or rows inside the range.
     track_dependencies: bool = False
-    # --ddl keep | reverse (rollback.ddl_modes): per signature, the schema of each schema epoch
+    # --ddl keep | reverse (rollback.job.ddl_modes): per signature, the schema of each schema epoch
     # (from the epoch's first (file index, position)), and the inverse DDL a reverse writes in place
     # of each DDL of the range.
     epochs: dict[SchemaKey, list[tuple[tuple[int, int], TableSchema | str | None]]] = field(

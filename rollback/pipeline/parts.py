@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollback import errors
-from rollback.errors import BinlogFormatError, RollbackError
-from rollback.render_text import comment_line
+from rollback.base import errors
+from rollback.base.errors import BinlogFormatError, RollbackError
+from rollback.base.render_text import comment_line
 
 PARTIAL_NOTE = "note: filters selected only part of this transaction's changes"
 

@@ -24,7 +24,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollback import errors, hotpath
+from rollback.base import errors, hotpath
+from rollback.base.errors import (
+    BinlogFormatError,
+    RangeError,
+    RollbackError,
+    SavepointError,
+    UndecidedTransaction,
+)
 from rollback.binlog import events as ev
 from rollback.binlog.constants import EventType
 from rollback.binlog.decode import (
@@ -46,7 +53,6 @@ from rollback.binlog.reader import (
 )
 from rollback.binlog.rows import ROWS_EVENT_TYPES, RowsEvent
 from rollback.binlog.table_map import TableMap, decode_table_map
-from rollback.errors import BinlogFormatError, RangeError, RollbackError, SavepointError, UndecidedTransaction
 from rollback.pipeline import storage
 from rollback.pipeline.order import FileTrail, check_order, identity
 from rollback.pipeline.savepoints import (
@@ -60,7 +66,7 @@ from rollback.pipeline.savepoints import (
     xa_event,
     xa_outcomes,
 )
-from rollback.request import FIRST_EVENT, RangeSpec, check_positions
+from rollback.request.spec import FIRST_EVENT, RangeSpec, check_positions
 
 TARGET_BYTES = 64 << 20  # default partition size, and the largest a job picks by itself
 MIN_PARTITION_BYTES = 1 << 20  # the smallest a job picks by itself: below it, fixed costs dominate

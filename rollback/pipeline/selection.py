@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rollback.base.errors import RangeError
 from rollback.binlog.decode import TxContext
-from rollback.errors import RangeError
-from rollback.request import Filters, GtidFilter, parse_pattern, parse_position
-from rollback.schema import TableSchema
+from rollback.request.spec import Filters, GtidFilter, parse_pattern, parse_position
+from rollback.schema.tables import TableSchema
 
 if TYPE_CHECKING:
-    from rollback.predicate import Predicate, RowTest
+    from rollback.request.predicate import Predicate, RowTest
 
 
 class Selection:
@@ -34,7 +34,7 @@ class Selection:
         )
         self.predicate: Predicate | None = None
         if filters.where:
-            from rollback.predicate import Predicate  # sqlglot: only for a --where
+            from rollback.request.predicate import Predicate  # sqlglot: only for a --where
 
             self.predicate = Predicate(filters.where)
         self._tests: dict[int, RowTest] = {}
@@ -110,7 +110,7 @@ class Selection:
     def row_selected(test: RowTest, kind: str, row: Any, where: str) -> bool:
         """Whether --where takes a row change: the inserted or deleted image, or for an UPDATE either
         image (the row as it was or as it became)."""
-        from rollback.predicate import MissingColumn, selects
+        from rollback.request.predicate import MissingColumn, selects
 
         try:
             if kind == "update":

@@ -19,7 +19,7 @@ import shutil
 import uuid
 from typing import Any
 
-from rollback.errors import RangeError
+from rollback.base.errors import RangeError
 from rollback.pipeline import storage
 from rollback.pipeline.plan import Partition
 

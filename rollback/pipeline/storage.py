@@ -14,10 +14,10 @@ import tempfile
 from typing import Any
 from urllib.parse import urlparse
 
+from rollback.base.errors import BinlogFormatError, SourceError
 from rollback.binlog.constants import V4_HEADER_LEN
 from rollback.binlog.reader import EVENT_HEADER, BinlogFile, read_file_facts
 from rollback.binlog.rows import ROWS_EVENT_TYPES
-from rollback.errors import BinlogFormatError, SourceError
 
 _CHUNK = 8 << 20
 

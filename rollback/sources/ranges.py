@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+from rollback.base.errors import RangeError, SourceError
 from rollback.binlog.gtid import GtidSet, MariaGtidPos, MariaGtidRange
-from rollback.errors import RangeError, SourceError
 from rollback.sources.server import FileHeader, ServerInfo
 
 

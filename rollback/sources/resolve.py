@@ -29,11 +29,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rollback.base.dsn import open_connection
+from rollback.base.errors import RangeError, SourceError
 from rollback.binlog.gtid import MariaGtidPos, MariaGtidRange
-from rollback.dsn import open_connection
-from rollback.errors import RangeError, SourceError
-from rollback.request import GtidFilter, RangeSpec, check_server_range, parse_datetime
-from rollback.schema import SchemaSource, ServerSchema
+from rollback.request.spec import GtidFilter, RangeSpec, check_server_range, parse_datetime
+from rollback.schema.tables import SchemaSource, ServerSchema
 from rollback.sources.ranges import (
     LogIndex,
     ServerRange,

@@ -32,6 +32,8 @@ from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rollback.base.dsn import open_connection, parse_dsn, server_timeouts
+from rollback.base.errors import BinlogFormatError, RangeError, RollbackError, SourceError
 from rollback.binlog.constants import LOG_EVENT_BINLOG_IN_USE_F, V4_HEADER_LEN, EventType
 from rollback.binlog.gtid import (
     GtidSet,
@@ -41,8 +43,6 @@ from rollback.binlog.gtid import (
     decode_mysql_gtid_set,
 )
 from rollback.binlog.reader import EVENT_HEADER, FormatFacts, parse_format_description
-from rollback.dsn import open_connection, parse_dsn, server_timeouts
-from rollback.errors import BinlogFormatError, RangeError, RollbackError, SourceError
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15

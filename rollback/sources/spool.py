@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from rollback.base.errors import BinlogFormatError, RangeError, SourceError
 from rollback.binlog.constants import BINLOG_MAGIC, EventType
 from rollback.binlog.reader import EVENT_HEADER, BinlogFile, FormatFacts, parse_format_description
-from rollback.errors import BinlogFormatError, RangeError, SourceError
 from rollback.sources.ranges import BinlogPosition, ServerRange
 from rollback.sources.server import LOG_EVENT_ARTIFICIAL_F, BinlogServer, DumpedEvent, restore_fde, same_fde
 

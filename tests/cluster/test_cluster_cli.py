@@ -18,7 +18,7 @@ from tests.support.cluster import ClusterBinlog
 
 def cli(env: dict[str, str], *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "rollback.cli", *argv],
+        [sys.executable, "-m", "rollback.cli.commands", *argv],
         cwd=REPO,
         env=env,
         capture_output=True,

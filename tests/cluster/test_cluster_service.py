@@ -60,7 +60,7 @@ def test_a_service_job_on_the_cluster_writes_the_local_engines_script_and_leaves
         # core the service left. Only the deletes: most partitions have no statement (empty parts).
         local = tmp_path / "local.sql"
         on_cluster = tmp_path / "cluster.sql"
-        argv = [sys.executable, "-m", "rollback.cli", "flashback", str(binlog.path)]
+        argv = [sys.executable, "-m", "rollback.cli.commands", "flashback", str(binlog.path)]
         argv += ["--start-position", str(binlog.start), "--stop-position", str(binlog.stop)]
         for out, engine in ((local, ["--engine", "local"]), (on_cluster, ["--engine", "spark"])):
             done = subprocess.run(

@@ -47,5 +47,5 @@ def test_the_readme_cluster_commands_write_the_local_engines_script(spark_cluste
     assert "mysql-rollback: engine spark (asked for)" in done.stderr
     expected = tmp_path / "expected.sql"
     generate(RangeSpec([str(binlog)]), Filters(), Options(engine="local"), expected)
-    assert (tmp_path / "rollback.sql").read_bytes() == expected.read_bytes()
+    assert (tmp_path / "rollback.render.sql").read_bytes() == expected.read_bytes()
     assert list((spark_cluster.shared / "mysql-rollback").iterdir()) == []

@@ -123,7 +123,7 @@ def test_a_table_renamed_after_the_incident_is_refused_naming_it(scratch_server,
     )
     rng = scratch_server.run_sql([f"DELETE FROM {db}.t WHERE id = 2"])
     scratch_server.run_sql([f"RENAME TABLE {db}.t TO {db}.t_old"])
-    script = tmp_path / "rollback.sql"
+    script = tmp_path / "rollback.render.sql"
     out = run_cli("flashback", *range_args(rng), "--schema-dsn", scratch_server.dsn, "-o", str(script))
     assert out.returncode != 0 and out.stderr.count("\n") == 1, out.stderr
     assert f"{db}.t" in out.stderr and "Traceback" not in out.stderr

@@ -371,7 +371,7 @@ def test_p_alone_asks_on_the_terminal_without_echo(scratch_server, incident, tmp
         [
             sys.executable,
             "-m",
-            "rollback.cli",
+            "rollback.cli.commands",
             "flashback",
             "-R",
             *_connection(scratch_server),
@@ -420,7 +420,7 @@ def test_p_alone_asks_on_the_terminal_without_echo(scratch_server, incident, tmp
 
 
 def test_p_alone_without_a_terminal_is_one_line(scratch_server, incident, capsys, monkeypatch):
-    monkeypatch.setattr("rollback.cli_connection.terminal_available", lambda: False)
+    monkeypatch.setattr("rollback.cli.connection.terminal_available", lambda: False)
     code, out, err = run_cli_in_process(
         capsys, "flashback", *_connection(scratch_server), "-p", *_window(incident)
     )

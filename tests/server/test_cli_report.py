@@ -32,7 +32,7 @@ def test_flashback_execute_reports_its_execution_and_conflicts(scratch_server, t
         "--engine",
         "local",
         "-o",
-        str(tmp_path / "rollback.sql"),
+        str(tmp_path / "rollback.render.sql"),
         "--execute",
         "--target",
         scratch_server.dsn,

@@ -92,7 +92,12 @@ def test_the_terminal_shows_phases_and_no_jvm_log_line(scratch_server, workload,
 
 def test_off_a_terminal_nothing_but_the_result(scratch_server, workload, tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "rollback.cli", *_args(scratch_server, workload, "--engine", "local")],
+        [
+            sys.executable,
+            "-m",
+            "rollback.cli.commands",
+            *_args(scratch_server, workload, "--engine", "local"),
+        ],
         cwd=REPO,
         env=_env(tmp_path),
         capture_output=True,
@@ -111,7 +116,7 @@ def test_debug_lets_the_jvm_log_lines_through(scratch_server, workload, tmp_path
         [
             sys.executable,
             "-m",
-            "rollback.cli",
+            "rollback.cli.commands",
             *_args(scratch_server, workload, "--engine", "spark", "--partition-size", "64k", "--debug"),
         ],
         cwd=REPO,

@@ -15,8 +15,8 @@ import re
 
 import pytest
 
-from rollback.errors import DDLInRange, SchemaMismatch, SchemaUnproven
-from rollback.execute import ExecutionRefused, execute_plan
+from rollback.base.errors import DDLInRange, SchemaMismatch, SchemaUnproven
+from rollback.target.execute import ExecutionRefused, execute_plan
 from tests.support.restore import apply_with_client, flashback, range_args, run_cli, snapshot, span
 
 CREATE = "CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT, b VARCHAR(20), c DATE)"
@@ -183,7 +183,7 @@ def test_reverse_refuses_an_irreversible_ddl_naming_it(scratch_server, tmp_path,
         flashback(scratch_server, span(scratch_server, first, last), tmp_path, ddl="reverse")
     message = str(refused.value)
     assert named in message and f"{db}.t" in message and "mysql-bin." in message
-    assert not (tmp_path / "rollback.sql").exists()
+    assert not (tmp_path / "rollback.render.sql").exists()
 
 
 def test_keep_reverses_changes_on_both_sides_of_a_ddl_in_the_range(scratch_server, tmp_path):
@@ -447,7 +447,7 @@ def test_reverse_refuses_what_it_cannot_put_back_naming_it(scratch_server, tmp_p
         flashback(scratch_server, span(scratch_server, first, last), tmp_path, ddl="reverse")
     message = str(refused.value)
     assert named in message and "--ddl reverse" in message and "mysql-bin." in message, message
-    assert not (tmp_path / "rollback.sql").exists()
+    assert not (tmp_path / "rollback.render.sql").exists()
 
 
 def test_reverse_refuses_a_modify_whose_old_definition_the_binlog_read_lacks(

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from rollback import Filters, Options, generate
-from rollback.errors import ConflictError
-from rollback.execute import execute_plan
-from rollback.schema import ServerSchema
+from rollback.base.errors import ConflictError
+from rollback.schema.tables import ServerSchema
+from rollback.target.execute import execute_plan
 from tests.support.restore import apply_with_client, flashback, range_spec, snapshot
 
 DB = "exact"

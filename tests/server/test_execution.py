@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from rollback import cli
-from rollback.errors import ConflictError
-from rollback.execute import ExecutionFailed, execute_plan
+from rollback.base.errors import ConflictError
+from rollback.cli import commands as cli
+from rollback.target.execute import ExecutionFailed, execute_plan
 from tests.support.restore import flashback, range_args, run_cli, snapshot
 
 DB = "ex"

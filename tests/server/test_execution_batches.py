@@ -1,4 +1,4 @@
-"""Batched verified apply: steps go to the server many a round trip (rollback/execute.py's _Batch), and
+"""Batched verified apply: steps go to the server many a round trip (rollback/target/execute.py's _Batch), and
 the outcome is the one of one step at a time: a conflict inside a batch applies nothing and names its
 row, a row changed twice is restored in order, unique keys swap, keyless duplicates come back, and
 random plans give the same tables batched and one step at a time."""
@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pymysql.constants import CLIENT
 
-from rollback.errors import ConflictError, RollbackError
-from rollback.execute import ExecutionFailed, connect_args, execute_plan
+from rollback.base.errors import ConflictError, RollbackError
+from rollback.target.execute import ExecutionFailed, connect_args, execute_plan
 from tests.support.restore import flashback, snapshot
 
 DB = "bx"

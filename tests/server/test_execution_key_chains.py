@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollback.execute import execute_plan
+from rollback.target.execute import execute_plan
 from tests.support.restore import apply_with_client, flashback, snapshot
 
 DB = "key_chains"

@@ -1,4 +1,4 @@
-"""The verified apply over several connections (rollback/apply_parallel.py), all or nothing through XA:
+"""The verified apply over several connections (rollback/target/parallel.py), all or nothing through XA:
 it restores what the one-connection apply restores, a conflict in one partition applies nothing in
 any, and a process killed between prepare and commit leaves a record that names what is prepared,
 which `mysql-rollback xa-recover` finishes (commit or roll back) as the record says."""
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from rollback.apply_parallel import PAUSE_AT, XID_PREFIX, execute_parallel, prepared_xids
-from rollback.errors import ConflictError
-from rollback.execute import ExecutionObserver, ExecutionProgress, ExecutionRefused, execute_plan
+from rollback.base.errors import ConflictError
+from rollback.target.execute import ExecutionObserver, ExecutionProgress, ExecutionRefused, execute_plan
+from rollback.target.parallel import PAUSE_AT, XID_PREFIX, execute_parallel, prepared_xids
 from tests.support import REPO
 from tests.support.restore import flashback, range_args, run_cli, snapshot
 
@@ -156,7 +156,7 @@ def _killed_between_prepare_and_commit(
     args = [*range_args(incident["range"]), "--schema-dsn", server.dsn, "-o", os.devnull]
     args += ["--execute", "--target", server.dsn, "--commit", "--parallel", "2"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rollback.cli", "flashback", *args],
+        [sys.executable, "-m", "rollback.cli.commands", "flashback", *args],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

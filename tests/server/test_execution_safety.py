@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rollback.errors import ConflictError
-from rollback.execute import ExecutionFailed, ExecutionRefused, execute_plan
+from rollback.base.errors import ConflictError
+from rollback.target.execute import ExecutionFailed, ExecutionRefused, execute_plan
 from tests.support.restore import flashback, range_args, run_cli, snapshot
 
 

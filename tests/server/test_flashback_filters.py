@@ -13,8 +13,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from rollback import Filters, cli
-from rollback.errors import PartialTransaction
+from rollback import Filters
+from rollback.base.errors import PartialTransaction
+from rollback.cli import commands as cli
 from tests.support.mariadb import BinlogRange
 from tests.support.restore import apply_with_client, flashback, range_args
 

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from rollback.errors import ConflictError, IrreversibleChange
-from rollback.execute import execute_plan
+from rollback.base.errors import ConflictError, IrreversibleChange
+from rollback.target.execute import execute_plan
 from tests.support.restore import apply_with_client, flashback, range_args, run_cli
 from tests.support.workloads import TABLES, checksums, rows, workload
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from rollback.errors import ConflictError, DDLInRange, IrreversibleChange, SchemaMismatch
-from rollback.execute import execute_plan
-from rollback.schema import schema_from_file
+from rollback.base.errors import ConflictError, DDLInRange, IrreversibleChange, SchemaMismatch
+from rollback.schema.tables import schema_from_file
+from rollback.target.execute import execute_plan
 from tests.support.restore import apply_with_client, digest, flashback, range_args, run_cli, snapshot, span
 from tests.support.workloads import ALTER_STEP, SEED_STEPS, T1_ROWS, T2_ROWS
 

@@ -13,8 +13,8 @@ from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.decode import decode_stream, state_at
 from rollback.binlog.reader import read_file_facts
 from rollback.binlog.table_map import TableMap
-from rollback.execute import execute_plan
-from rollback.schema import schema_from_file
+from rollback.schema.tables import schema_from_file
+from rollback.target.execute import execute_plan
 from tests.support.mariadb import BinlogRange, ScratchServer
 from tests.support.restore import (
     apply_with_client,

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rollback import Filters, Options, generate
-from rollback.errors import NetRefused
-from rollback.execute import ExecutionRefused, execute_plan
-from rollback.schema import ServerSchema
+from rollback.base.errors import NetRefused
+from rollback.schema.tables import ServerSchema
+from rollback.target.execute import ExecutionRefused, execute_plan
 from tests.support.restore import (
     apply_with_client,
     flashback,

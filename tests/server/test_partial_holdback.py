@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from rollback import Filters, Options, generate
-from rollback.schema import ServerSchema
+from rollback.schema.tables import ServerSchema
 from tests.support.restore import apply_with_client, range_args, range_spec, run_cli
 
 DB = "hold"

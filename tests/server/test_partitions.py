@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rollback.pipeline import spill
-from rollback.schema import ServerSchema
+from rollback.schema.tables import ServerSchema
 from tests.support.jobs import (
     HUGE_ROWS,
     UNSPLIT,

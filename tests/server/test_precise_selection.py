@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from rollback import ConflictError, Filters, Options, ServerSchema, cli, execute_plan, generate
+from rollback import ConflictError, Filters, Options, ServerSchema, execute_plan, generate
+from rollback.cli import commands as cli
 from tests.support.mariadb import BinlogRange
 from tests.support.restore import apply_with_client, range_args, range_spec, snapshot
 

@@ -13,11 +13,11 @@ import re
 import pytest
 
 from rollback import Filters, Options, generate
+from rollback.base.errors import SavepointError
 from rollback.binlog.decode import decode_stream, state_at
 from rollback.binlog.reader import BinlogFile
 from rollback.binlog.rows import RowsEvent
-from rollback.errors import SavepointError
-from rollback.schema import ServerSchema
+from rollback.schema.tables import ServerSchema
 from tests.support.mariadb import BinlogRange
 from tests.support.restore import (
     apply_with_client,

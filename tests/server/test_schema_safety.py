@@ -17,8 +17,8 @@ import shutil
 import pytest
 
 from rollback import Filters, Options, RangeSpec, generate
-from rollback.errors import DDLInRange, SchemaMismatch, SchemaUnproven
-from rollback.schema import ServerSchema, schema_from_file
+from rollback.base.errors import DDLInRange, SchemaMismatch, SchemaUnproven
+from rollback.schema.tables import ServerSchema, schema_from_file
 from tests.support.restore import apply_with_client, flashback, range_args, run_cli
 
 
@@ -78,7 +78,7 @@ def test_ddl_on_the_table_after_the_range_refuses_a_source_matched_by_position(
     assert f"table {db}.t: DDL after the range at mysql-bin." in message and "--trust-schema" in message
     statement = message.split("since the binlog wrote them: ", 1)[1]
     assert statement.startswith(" ".join(ddl.split())[:60]), message
-    assert not (tmp_path / "rollback.sql").exists()
+    assert not (tmp_path / "rollback.render.sql").exists()
     out = run_cli(
         "flashback", *range_args(rng), "--schema-dsn", scratch_server.dsn, "-o", str(tmp_path / "c.sql")
     )

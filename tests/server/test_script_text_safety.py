@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from rollback import Filters, Options, RangeSpec, generate
-from rollback.render_text import comment_line
-from rollback.schema import ServerSchema
+from rollback.base.render_text import comment_line
+from rollback.schema.tables import ServerSchema
 from tests.support.restore import client_command, snapshot
 
 SENTINEL = "sentinel_db"

@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ColumnType, EventType
 from rollback.binlog.decode import RowsBatch, decode_stream, state_at
 from rollback.binlog.reader import read_file_facts
 from rollback.binlog.table_map import TableMap
-from rollback.errors import BinlogFormatError
 from tests.support.decoding import iter_row_batches
 
 SESSION = ["SET SESSION time_zone = '+05:30'", "SET SESSION sql_mode = ''"]

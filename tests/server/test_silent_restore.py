@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollback.execute import ExecutionFailed, execute_plan
-from rollback.schema import schema_from_file
+from rollback.schema.tables import schema_from_file
+from rollback.target.execute import ExecutionFailed, execute_plan
 from tests.support.restore import (
     apply_with_client,
     flashback,

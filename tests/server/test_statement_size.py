@@ -8,8 +8,8 @@ import json
 import pytest
 
 from rollback import Filters, Options, generate
-from rollback.render_text import comment_line
-from rollback.schema import ServerSchema
+from rollback.base.render_text import comment_line
+from rollback.schema.tables import ServerSchema
 from tests.support.restore import apply_with_client, flashback, range_spec, snapshot
 
 

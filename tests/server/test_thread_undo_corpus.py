@@ -188,7 +188,7 @@ def test_undoing_one_threads_transactions_equals_replaying_only_the_others(
         Options(engine="local", schema=ServerSchema(scratch_server.connect), trust_schema=True),
         script,
     )
-    # the range notes (rollback/range_notes.py) on these bytes: both connections, with their transactions
+    # the range notes (rollback/job/range_notes.py) on these bytes: both connections, with their transactions
     both = generate(
         RangeSpec(files=[str(path)]),
         Filters(),

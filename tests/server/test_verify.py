@@ -10,8 +10,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from rollback import cli
-from rollback.checksum import load
+from rollback.cli import commands as cli
+from rollback.target.checksum import load
 from tests.support.restore import range_args, snapshot
 
 DB = "vfy"

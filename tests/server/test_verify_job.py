@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from rollback import cli
+from rollback.cli import commands as cli
 from tests.support import REPO
 from tests.support.app import OPERATOR, VIEWER, servers_json
 from tests.support.service import service_env
@@ -72,7 +72,7 @@ def _verify(scratch_server, job, *extra: str, token: str | None = VIEWER) -> tup
         [
             sys.executable,
             "-m",
-            "rollback.cli",
+            "rollback.cli.commands",
             "verify",
             "--service",
             job["service"].url,

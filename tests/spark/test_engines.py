@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from rollback import Filters, Options, Progress, RangeSpec, generate
+from rollback.base.errors import BinlogFormatError, RollbackError, SchemaMismatch
 from rollback.binlog.constants import EventType
 from rollback.binlog.reader import BinlogFile
-from rollback.errors import BinlogFormatError, RollbackError, SchemaMismatch
-from rollback.schema import ServerSchema
+from rollback.schema.tables import ServerSchema
 from tests.support.corpus import lane_ids, lanes_and
 from tests.support.jobs import (
     UNSPLIT,
@@ -227,7 +227,7 @@ def test_the_change_log_as_parquet_holds_the_json_lines_changes(corpus_file, tmp
 def test_the_cli_runs_flashback_on_spark_with_partitions_and_parquet(
     scratch_server, mixed, tmp_path, spark, capsys
 ):
-    from rollback.cli import main
+    from rollback.cli.commands import main
 
     binlog_range, _tables, _before = mixed
     # named as the CLI names its --schema-dsn server: the scripts' headers say which schema source

@@ -142,7 +142,7 @@ def run_db_command(cwd: Path, *args: str, **env: str) -> subprocess.CompletedPro
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
     environment.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "db", *args],
+        [sys.executable, "-m", "rollback.cli.commands", "db", *args],
         cwd=cwd,
         env=environment,
         capture_output=True,

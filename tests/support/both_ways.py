@@ -229,9 +229,11 @@ def checked_execute_plan(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _dry_run(server: ScratchServer, script: Path, plan: Path, inspect: Any = None) -> Any:
     """The plan's dry run as the script would run (conflicts listed, not raised); None when refused."""
-    import rollback.execute
+    import rollback.target.execute
 
-    original = getattr(rollback.execute.execute_plan, "__wrapped__", rollback.execute.execute_plan)
+    original = getattr(
+        rollback.target.execute.execute_plan, "__wrapped__", rollback.target.execute.execute_plan
+    )
     try:
         return original(
             plan,
@@ -244,7 +246,7 @@ def _dry_run(server: ScratchServer, script: Path, plan: Path, inspect: Any = Non
             not in script.read_text(encoding="utf-8"),
             inspect=inspect,
         )
-    except rollback.execute.ExecutionRefused:
+    except rollback.target.execute.ExecutionRefused:
         COUNTS["plans the verified apply refuses"] += 1
         return None
 

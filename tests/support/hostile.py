@@ -83,7 +83,7 @@ def run_cli(args: list[str | Path], address_space: int | None = None, timeout: f
     """`mysql-rollback ARGS` in a child process (its address space capped to `address_space` bytes);
     returns what it printed and its peak resident memory (tools.fuzz_decoder.wait_measured)."""
     command = shutil.which("mysql-rollback", path=str(Path(sys.executable).parent))
-    prefix = [command] if command else [sys.executable, "-m", "rollback.cli"]
+    prefix = [command] if command else [sys.executable, "-m", "rollback.cli.commands"]
 
     def limit() -> None:
         if address_space is not None:

@@ -1,4 +1,4 @@
-"""Running the engine on one hot path or the other in the same process (rollback/hotpath.py)."""
+"""Running the engine on one hot path or the other in the same process (rollback/base/hotpath.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from rollback import hotpath
+from rollback.base import hotpath
 
 
 def compiled_core() -> ModuleType:

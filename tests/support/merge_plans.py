@@ -2,7 +2,7 @@
 
 A table's rows before and after an incident (read with `rows_of`) become one plan line per row whose net
 change is not nothing, carrying today's keys (`sql`, `check`, `expect`, ...) and the `"merge"` object a
-`--net` plan line carries (rollback/net.py writes it; rollback/apply_merge.py reads it), for tables of INT
+`--net` plan line carries (rollback/render/net.py writes it; rollback/target/merge_columns.py reads it), for tables of INT
 and VARCHAR columns with an INT primary key and unique keys. `rollback flashback --net` writes such plans from a binlog; these stand in
 where a test needs only the row images.
 """

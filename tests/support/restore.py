@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rollback import Filters, Options, RangeSpec, Report, generate
-from rollback.schema import SchemaSource, ServerSchema
+from rollback.schema.tables import SchemaSource, ServerSchema
 from tests.support import REPO
 from tests.support.mariadb import BinlogRange, ScratchServer
 
@@ -131,7 +131,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     from tests.support.both_ways import check_cli_script
 
     done = subprocess.run(
-        [sys.executable, "-m", "rollback.cli", *args], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-m", "rollback.cli.commands", *args], capture_output=True, text=True, cwd=REPO
     )
     check_cli_script(args, done.returncode)
     return done
@@ -156,7 +156,7 @@ def restore_both_ways(
     """Run `incident` twice from the same state: the first rollback is applied with the `mariadb` client, the
     second through `--execute` (execute_plan, committed); after each, every table is as before it, by
     CHECKSUM TABLE ... EXTENDED and by its rows."""
-    from rollback.execute import execute_plan
+    from rollback.target.execute import execute_plan
 
     tables = list(tables)
     before = snapshot(server, tables)

@@ -51,7 +51,7 @@ class Service:
             self.port = s.getsockname()[1]
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [*self.prefix, sys.executable, "-m", "rollback.cli", "serve", "--port", str(self.port)],
+            [*self.prefix, sys.executable, "-m", "rollback.cli.commands", "serve", "--port", str(self.port)],
             cwd=REPO,
             env=self.env,
             stdout=log,

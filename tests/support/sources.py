@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rollback import cli
 from rollback.binlog.reader import BinlogFile
-from rollback.cli_fetch import add_fetch_command
+from rollback.cli import commands as cli
+from rollback.cli.fetch import add_fetch_command
 
 _tables = itertools.count(1)
 
@@ -28,7 +28,7 @@ def table(scratch_server) -> str:
 
 @pytest.fixture
 def fetch_cli(monkeypatch, capsys) -> Callable[..., tuple[int, str, str]]:
-    """Run `mysql-rollback fetch ...` through rollback.cli.main; returns (exit code, stdout, stderr)."""
+    """Run `mysql-rollback fetch ...` through rollback.cli.commands.main; returns (exit code, stdout, stderr)."""
 
     def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         parser = argparse.ArgumentParser(prog="mysql-rollback")

@@ -15,10 +15,10 @@ from tests.support import REPO
 
 
 def run_on_terminal(argv: Sequence[str], env: dict[str, str], timeout: float = 300) -> tuple[int, str, str]:
-    """`python -m rollback.cli ARGV` with stdin and stderr on a pty: (exit code, stdout, terminal text)."""
+    """`python -m rollback.cli.commands ARGV` with stdin and stderr on a pty: (exit code, stdout, terminal text)."""
     primary, secondary = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rollback.cli", *argv],
+        [sys.executable, "-m", "rollback.cli.commands", *argv],
         cwd=REPO,
         env=env,
         stdin=secondary,

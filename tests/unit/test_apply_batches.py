@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollback import apply_batches
+from rollback.target import batches as apply_batches
 
 KEYED = {"db.t": "`id`"}
 

@@ -1,4 +1,4 @@
-"""How a parallel apply splits a plan (rollback/apply_parallel.py's partition): the steps of one row
+"""How a parallel apply splits a plan (rollback/target/parallel.py's partition): the steps of one row
 stay together and in order, a key an UPDATE moves joins its two rows, and tables a split could break
 (another unique key, foreign keys, no primary key) stay whole."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollback.apply_parallel import TableFacts, partition
+from rollback.target.parallel import TableFacts, partition
 
 
 def insert(table: str, key: int) -> dict[str, Any]:

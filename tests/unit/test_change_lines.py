@@ -1,4 +1,4 @@
-"""The change log's lines built without a dict per row (rollback.change_lines) are the bytes that
+"""The change log's lines built without a dict per row (rollback.render.change_lines) are the bytes that
 record_json(batch_records(...)) writes: on hand-built rows that take every branch (MISSING columns,
 members, bytes that are not UTF-8, JSON, booleans, floats) and on every rows event of the corpus,
 from the generated Python encoder and from the compiled core's (ChangeImages)."""
@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from rollback.base.errors import RollbackError
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.decode import RowsBatch, TxContext, decode_stream, rows_batch, state_at
 from rollback.binlog.reader import BinlogFile
 from rollback.binlog.rows import JsonText, RowsEvent
 from rollback.binlog.table_map import TableMap
-from rollback.change_lines import ChangeLineCache
-from rollback.errors import RollbackError
-from rollback.records import batch_records, record_json
-from rollback.schema import Column
+from rollback.render.change_lines import ChangeLineCache
+from rollback.render.records import batch_records, record_json
+from rollback.schema.tables import Column
 from tests.support.hotpath import compiled_core, hot_path
 
 CORE = compiled_core()  # not built: the module fails, it is never skipped

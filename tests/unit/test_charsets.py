@@ -8,8 +8,8 @@ import codecs
 
 import pytest
 
-from rollback.charsets import CHARSET_OF_COLLATION, PYTHON_CODEC, charset_of_collation
-from rollback.sql import string_literal
+from rollback.render.sql import string_literal
+from rollback.schema.charsets import CHARSET_OF_COLLATION, PYTHON_CODEC, charset_of_collation
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from rollback import cli
+from rollback.cli import commands as cli
 
 
 def _complete(script: str, words: list[str], tmp_path) -> list[str]:

@@ -10,9 +10,10 @@ from urllib.parse import quote
 
 import pytest
 
-from rollback import DsnError, cli, parse_dsn
-from rollback.cli_connection import PROMPT_FLAG, bare_password, build_dsn, complete_dsn, server_from_options
-from rollback.cli_option_files import read_option_files
+from rollback import DsnError, parse_dsn
+from rollback.cli import commands as cli
+from rollback.cli.connection import PROMPT_FLAG, bare_password, build_dsn, complete_dsn, server_from_options
+from rollback.cli.option_files import read_option_files
 
 PASSWORD = "p@ss:w/rd%40#?& x"
 

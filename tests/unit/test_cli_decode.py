@@ -22,7 +22,7 @@ MARIADB = "blackbeam__rust_mysql_common/test-data/binlogs/mariadb-bin.000001"
 
 def run(*args: str | Path) -> subprocess.CompletedProcess:
     command = shutil.which("mysql-rollback", path=str(Path(sys.executable).parent))
-    prefix = [command] if command else [sys.executable, "-m", "rollback.cli"]
+    prefix = [command] if command else [sys.executable, "-m", "rollback.cli.commands"]
     return subprocess.run(
         [*prefix, "decode", *map(str, args)], capture_output=True, text=True, timeout=120, encoding="utf-8"
     )
@@ -201,7 +201,7 @@ def test_mariadb_hires_temporal_needs_the_schema(corpus_dir):
 
 def test_output_to_a_closed_pipe_stops_quietly(corpus_dir):
     command = shutil.which("mysql-rollback", path=str(Path(sys.executable).parent))
-    prefix = [command] if command else [sys.executable, "-m", "rollback.cli"]
+    prefix = [command] if command else [sys.executable, "-m", "rollback.cli.commands"]
     big = corpus_dir / "rust-us__mysql-cdc-rs/tests/events/8.0/folder/binlog.000693"  # 2.2 MB, 524 row events
     process = subprocess.Popen([*prefix, "decode", str(big)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None and process.stderr is not None

@@ -1,9 +1,9 @@
-"""The words `flashback --execute --merge` says on a terminal (rollback/cli_summary.py)."""
+"""The words `flashback --execute --merge` says on a terminal (rollback/cli/summary.py)."""
 
 from __future__ import annotations
 
-from rollback.cli_summary import merge_conflict_lines, text_lines
-from rollback.execute import ExecutionResult
+from rollback.cli.summary import merge_conflict_lines, text_lines
+from rollback.target.execute import ExecutionResult
 
 ENGINE = {"name": "local", "reason": "small range", "partitions": 1}
 CONFLICT = {

@@ -13,7 +13,7 @@ from tests.support import REPO
 def test_a_plain_flashback_imports_neither_structlog_nor_the_service(corpus_dir, tmp_path):
     binlog = corpus_dir / "blackbeam__rust_mysql_common/test-data/binlogs/mariadb-bin.000001"
     probe = (
-        "import sys; from rollback.cli import main; "
+        "import sys; from rollback.cli.commands import main; "
         f"code = main(['flashback', {str(binlog)!r}, '--engine', 'local', '-o', {str(tmp_path / 'r.sql')!r}]); "
         "heavy = ('structlog', 'rich', 'pydantic', 'app.cli', 'sqlglot', 'pyspark', 'pymysql'); "
         "print(code, sorted(m for m in heavy if m in sys.modules))"
@@ -28,7 +28,7 @@ def test_a_plain_flashback_imports_neither_structlog_nor_the_service(corpus_dir,
 def test_the_other_packages_commands_still_load_when_asked_for_or_listed(capsys):
     import pytest
 
-    from rollback.cli import build_parser, main
+    from rollback.cli.commands import build_parser, main
 
     assert "serve" not in build_parser("flashback")._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     for argv in (["--help"], ["serve", "--help"], ["db", "--help"]):

@@ -68,7 +68,7 @@ def _default(name: str) -> str:
 
 def test_cli_and_service_share_the_engine_default(monkeypatch):
     from app.core.config import Settings
-    from rollback.cli import build_parser
+    from rollback.cli.commands import build_parser
 
     monkeypatch.delenv("MYSQL_ROLLBACK_ENGINE", raising=False)
     cli = build_parser().parse_args(["flashback", "x"]).engine
@@ -106,8 +106,8 @@ def test_cli_and_service_spool_under_the_same_data_dir(monkeypatch, tmp_path):
     ],
 )
 def test_log_settings_defaults_are_documented(name, value, monkeypatch):
-    """The CLI and the service read these through the same function (rollback.logs.log_settings)."""
-    from rollback import logs
+    """The CLI and the service read these through the same function (rollback.base.logs.log_settings)."""
+    from rollback.base import logs
 
     monkeypatch.delenv(name, raising=False)
     assert getattr(logs, value) == _default(name)

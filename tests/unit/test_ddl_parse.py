@@ -1,11 +1,11 @@
-"""rollback.ddl_parse: every DDL form the schema history reads, statement -> operations (sqlglot's MySQL
+"""rollback.schema.operations: every DDL form the schema history reads, statement -> operations (sqlglot's MySQL
 dialect underneath), and what it refuses to guess."""
 
 from __future__ import annotations
 
 import pytest
 
-from rollback.ddl_parse import (
+from rollback.schema.operations import (
     AddColumn,
     AddKey,
     AlterTable,

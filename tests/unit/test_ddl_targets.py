@@ -1,11 +1,11 @@
-"""Which tables a DDL statement may change (rollback.ddl): every form, read conservatively."""
+"""Which tables a DDL statement may change (rollback.schema.ddl): every form, read conservatively."""
 
 from __future__ import annotations
 
 import pytest
 
 from rollback.binlog.events import classify_sql
-from rollback.ddl import DdlTargets, ddl_targets
+from rollback.schema.ddl import DdlTargets, ddl_targets
 
 CASES = [
     # (statement, default database, touched tables, untouched tables)

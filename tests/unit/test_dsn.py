@@ -1,4 +1,4 @@
-"""The one DSN parser (rollback/dsn.py), and the three places that read DSNs through it."""
+"""The one DSN parser (rollback/base/dsn.py), and the three places that read DSNs through it."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 
 from app.core.config import ConfigError, parse_server
 from rollback import DsnError, SourceError, parse_dsn, redact
-from rollback.execute import connect_args
 from rollback.sources.server import ServerAddress
+from rollback.target.execute import connect_args
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from rollback.execute import (
+from rollback.schema.side_effects import SideEffects
+from rollback.target.execute import (
     LOCKING,
     ExecutionRefused,
     ExecutionResult,
@@ -18,7 +19,6 @@ from rollback.execute import (
     _refusals,
     read_plan,
 )
-from rollback.side_effects import SideEffects
 
 PLAN = [
     {"file": "binlog.000002", "pos": 400, "table": "shop.orders", "type": "delete", "sql": "INSERT ...;"},

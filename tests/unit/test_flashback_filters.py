@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rollback import Filters, Options, RangeSpec, generate
-from rollback.errors import EmptyRange
+from rollback.base.errors import EmptyRange
 
 MYSQL_57 = "osheroff__mysql-binlog-connector-java/src/test/resources/mysql-bin.checksum-crc32"  # vendored
 MYSQL_57_LONG = "GoDannyLai__binlog_rollback/tmp/mysql-bin.000008"  # the extended corpus only

@@ -17,18 +17,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rollback
-from rollback import hotpath
+from rollback.base import hotpath
 from rollback.binlog.columns import ColumnSpec, decimal_groups
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.decode import RowsBatch, TxContext
 from rollback.binlog.rowdecoder import RowDecoder
 from rollback.binlog.table_map import TableMap
-from rollback.change_lines import ChangeLineCache
-from rollback.invert import Reverse, forward_row, invert_rows
 from rollback.pipeline.plan_lines import PlanLines
-from rollback.records import image, record_json
-from rollback.schema import Column, TableSchema
-from rollback.sql import TableRenderer, _compile_full_images, compiled_plan
+from rollback.render.change_lines import ChangeLineCache
+from rollback.render.invert import Reverse, forward_row, invert_rows
+from rollback.render.records import image, record_json
+from rollback.render.sql import TableRenderer, _compile_full_images, compiled_plan
+from rollback.schema.tables import Column, TableSchema
 from tests.support import REPO
 from tests.support.examples import examples
 from tests.support.hotpath import compiled_core, hot_path, outcome, same_values
@@ -46,7 +46,7 @@ def test_the_compiled_core_is_built_from_the_current_source():
 
 
 def test_version_says_which_path_runs_and_the_environment_variable_forces_the_pure_one():
-    version = [sys.executable, "-m", "rollback.cli", "--version"]
+    version = [sys.executable, "-m", "rollback.cli.commands", "--version"]
     env = {key: value for key, value in os.environ.items() if key != hotpath.PURE_ENV}
     compiled = subprocess.run(version, env=env, capture_output=True, text=True, check=True, cwd=REPO)
     assert compiled.stdout == f"mysql-rollback {rollback.__version__}, hot path: compiled\n"

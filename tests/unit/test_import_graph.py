@@ -18,80 +18,32 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 # The layers, left to right; a module belongs to the layer of the longest prefix it starts with
-# (a prefix names a module and every module below it). Keep in step with docs/ARCHITECTURE.md.
+# (a prefix names a package or module and every module below it). Keep in step with docs/ARCHITECTURE.md.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "foundations",
-        (
-            "rollback.errors",
-            "rollback.version",
-            "rollback.charsets",
-            "rollback.render_text",
-            "rollback.binlog",
-            "rollback.ddl",
-            "rollback.ddl_parse",
-            "rollback.schema_history",
-            "rollback.dsn",
-            "rollback.schema",
-            "rollback.side_effects",
-            "rollback.predicate",
-            "rollback.hotpath",
-            "rollback.logs",
-            "rollback.output_files",
-        ),
-    ),
+    ("foundations", ("rollback.base", "rollback.binlog", "rollback.schema", "rollback.request.predicate")),
     ("request", ("rollback.request",)),
     ("source", ("rollback.pipeline.storage", "rollback.sources")),
     ("plan", ("rollback.pipeline.order", "rollback.pipeline.savepoints", "rollback.pipeline.plan")),
-    ("decode", ("rollback.records", "rollback.change_lines", "rollback.decode_files")),
-    ("invert and render", ("rollback.invert", "rollback.sql", "rollback.statement_batches", "rollback.net")),
-    # every other module of rollback/pipeline/: holdback, selection, plan_lines, spill, file_copy, parts,
-    # partition, contents, session, engines/, changes
+    ("decode", ("rollback.render.records", "rollback.render.change_lines", "rollback.render.decode_files")),
+    # the rest of rollback/render/: invert, sql, statement_batches, net
+    ("invert and render", ("rollback.render",)),
+    # the rest of rollback/pipeline/: holdback, selection, dependencies, plan_lines, spill, file_copy, parts,
+    # partition, contents, session, warm, staging, engines/, changes
     ("partition and engines", ("rollback.pipeline",)),
-    (
-        "merge and checks",
-        (
-            "rollback.report",
-            "rollback.header",
-            "rollback.merge",
-            "rollback.net_script",
-            "rollback.ddl_guard",
-            "rollback.ddl_modes",
-            "rollback.schema_proof",
-            "rollback.range_notes",
-        ),
-    ),
-    (
-        "execute",
-        (
-            "rollback.execute",
-            "rollback.apply_batches",
-            "rollback.apply_parallel",
-            "rollback.apply_merge",
-            "rollback.resolutions",
-            "rollback.checksum",
-            "rollback.verify",
-            "rollback.target_rows",
-        ),
-    ),
-    ("job", ("rollback.job",)),
+    # every module of rollback/job/ but run: report, header, merge, net_script, guard, ddl_modes,
+    # schema_proof, range_notes
+    ("merge and checks", ("rollback.job",)),
+    ("execute", ("rollback.target",)),
+    ("job", ("rollback.job.run",)),
     ("door", ("rollback",)),
-    (
-        "cli",
-        (
-            "rollback.cli",
-            "rollback.cli_fetch",
-            "rollback.cli_verify",
-            "rollback.cli_connection",
-            "rollback.cli_option_files",
-            "rollback.cli_habits",
-            "rollback.cli_report",
-            "rollback.cli_progress",
-            "rollback.cli_summary",
-            "rollback.cli_service",
-        ),
-    ),
+    ("cli", ("rollback.cli",)),
 ]
+
+# The engine's packages, left to right in the data flow: a package imports its own modules and those of
+# the packages to its left, never one to its right. `job` and `target` are both sinks of `pipeline`'s
+# parts and neither imports the other; the door (`rollback/__init__.py`) imports every package, and only
+# `cli` (and the service) import the door.
+PACKAGES = ["base", "binlog", "schema", "request", "sources", "render", "pipeline", "job", "target", "cli"]
 
 
 def module_name(path: Path) -> str:
@@ -161,6 +113,41 @@ def test_no_module_imports_one_to_its_right_in_the_data_flow():
     assert not bad, "\n".join(bad)
 
 
+def package_of(name: str) -> str | None:
+    """The engine package a module belongs to (None for the door and the compiled core)."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in PACKAGES) else None
+
+
+def test_every_engine_module_is_in_a_package_and_the_top_level_stays_small():
+    loose = sorted(n for n in modules("rollback") if n != "rollback" and package_of(n) is None)
+    assert not loose, f"modules outside the packages {PACKAGES}: {loose}"
+    top = sorted(p.name for p in (REPO / "rollback").iterdir() if not p.name.startswith((".", "__pycache__")))
+    tracked = [n for n in top if not n.endswith((".so", ".c"))]  # build outputs of _speedups.pyx
+    assert len(tracked) <= 12, tracked
+
+
+def test_every_package_says_what_it_owns_and_what_it_may_import():
+    for package in PACKAGES:
+        doc = ast.get_docstring(
+            ast.parse((REPO / "rollback" / package / "__init__.py").read_text(encoding="utf-8"))
+        )
+        assert doc and "May import" in doc, f"rollback/{package}/__init__.py: say what it owns and may import"
+
+
+def test_no_package_imports_one_to_its_right():
+    bad = []
+    for module, targets in engine_graph().items():
+        source = package_of(module)
+        for target in targets:
+            into = package_of(target) if target.startswith("rollback.") else None
+            if source is None or into is None or into == source:
+                continue
+            if PACKAGES.index(into) > PACKAGES.index(source) or {source, into} == {"job", "target"}:
+                bad.append(f"{module} ({source}) imports {target} ({into})")
+    assert not bad, "\n".join(bad)
+
+
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle of the graph, as the modules along it, or None."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -211,10 +198,10 @@ def test_the_service_imports_the_engine_only_through_its_door(name):
 def test_the_cli_imports_the_engine_only_through_its_door():
     bad = sorted(
         i
-        for i in imports_of("rollback.cli", modules("rollback")["rollback.cli"])
-        if i.startswith("rollback.") and layer_of(i) != layer_of("rollback.cli")
+        for i in imports_of("rollback.cli.commands", modules("rollback")["rollback.cli.commands"])
+        if i.startswith("rollback.") and layer_of(i) != layer_of("rollback.cli.commands")
     )
-    assert not bad, f"rollback.cli imports {bad}; import from `rollback` instead"
+    assert not bad, f"rollback.cli.commands imports {bad}; import from `rollback` instead"
 
 
 def test_the_door_lists_every_name_it_exports_and_nothing_more():

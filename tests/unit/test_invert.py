@@ -14,9 +14,9 @@ from __future__ import annotations
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
-from rollback.invert import Irreversible, Reverse, current_image, forward_row, invert_row, invert_rows
-from rollback.schema import Column, TableSchema
-from rollback.sql import TableRenderer
+from rollback.render.invert import Irreversible, Reverse, current_image, forward_row, invert_row, invert_rows
+from rollback.render.sql import TableRenderer
+from rollback.schema.tables import Column, TableSchema
 
 ITEMS = "`shop`.`items`"
 # the conflict check of a row (7, 'pen', qty): every column byte-exact and NULL-safe

@@ -1,4 +1,4 @@
-"""rollback.logs: the text and JSON lines, the bound ids, a bad setting; the CLI's error line as JSON."""
+"""rollback.base.logs: the text and JSON lines, the bound ids, a bad setting; the CLI's error line as JSON."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 import pytest
 import structlog
 
-from rollback.logs import LogSettingError, configure_logging
+from rollback.base.logs import LogSettingError, configure_logging
 from tests.support import REPO
 
 
@@ -80,7 +80,7 @@ def test_the_cli_error_line_is_json_when_asked():
     env = {k: v for k, v in os.environ.items() if not k.startswith("MYSQL_ROLLBACK_")}
     env["MYSQL_ROLLBACK_LOG_FORMAT"] = "json"
     done = subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "flashback", "no-such-binlog.000001"],
+        [sys.executable, "-m", "rollback.cli.commands", "flashback", "no-such-binlog.000001"],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import os
 
-from rollback.merge import copy_range
+from rollback.job.merge import copy_range
 
 
 def test_file_to_file_copies_equal_the_copy_through_memory(tmp_path):
@@ -26,7 +26,7 @@ def test_file_to_file_copies_equal_the_copy_through_memory(tmp_path):
 
 
 def test_the_merge_removes_each_copied_part_when_asked_and_writes_the_same_bytes(tmp_path):
-    from rollback.merge import merge_parts
+    from rollback.job.merge import merge_parts
     from rollback.pipeline.parts import Summary, part_path
 
     def parts(name: str) -> tuple[str, list[Summary]]:

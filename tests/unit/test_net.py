@@ -1,4 +1,4 @@
-"""Net effects (--net, rollback/net.py): the fold of a table's changes, the order of their reverses, and
+"""Net effects (--net, rollback/render/net.py): the fold of a table's changes, the order of their reverses, and
 their statements, checks and `merge` objects.
 
 The model: a table (id PRIMARY KEY, u NOT NULL UNIQUE, v) as a dict id -> (id, u, v). A random
@@ -18,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rollback import Filters, Job, Options, RangeError, RangeSpec
+from rollback.base.errors import NetRefused
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
-from rollback.errors import NetRefused
-from rollback.net import NetFold, NetRenderer, NetRow, execution_order
-from rollback.schema import Column, TableSchema
-from rollback.sql import TableRenderer
+from rollback.render.net import NetFold, NetRenderer, NetRow, execution_order
+from rollback.render.sql import TableRenderer
+from rollback.schema.tables import Column, TableSchema
 
 TABLE = "`shop`.`items`"
 UNIQUES = {TABLE: [((0,), False), ((1,), False)]}

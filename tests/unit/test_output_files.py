@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rollback import cli
-from rollback.output_files import OutputPath, OutputRefused, Way, write_bytes
+from rollback.base.output_files import OutputPath, OutputRefused, Way, write_bytes
+from rollback.cli import commands as cli
 
 BINLOG = "blackbeam__rust_mysql_common/test-data/binlogs/mariadb-bin.000001"
 ROOT = os.geteuid() == 0
@@ -137,7 +137,7 @@ def test_flashback_to_dev_null_leaves_dev_null_a_device(corpus_dir, tmp_path, ca
 
 def test_flashback_to_dev_stdout_writes_the_script_to_the_pipe_and_keeps_the_link(corpus_dir, tmp_path):
     code = (
-        "import sys; from rollback.cli import main; "
+        "import sys; from rollback.cli.commands import main; "
         f"sys.exit(main(['flashback', {str(corpus_dir / BINLOG)!r}, '--engine', 'local', '--quiet', '-o', '/dev/stdout']))"
     )
     link = os.readlink("/dev/stdout")

@@ -11,10 +11,10 @@ from decimal import Decimal
 
 import pytest
 
+from rollback.base.errors import RangeError
 from rollback.binlog.columns import MISSING
-from rollback.errors import RangeError
-from rollback.predicate import MissingColumn, Predicate, selects
-from rollback.schema import Column
+from rollback.request.predicate import MissingColumn, Predicate, selects
+from rollback.schema.tables import Column
 
 COLUMNS = [
     Column("id", "int"),

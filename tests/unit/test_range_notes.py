@@ -3,9 +3,9 @@ transactions per connection (thread id)."""
 
 from __future__ import annotations
 
+from rollback.job.range_notes import range_notes
 from rollback.pipeline.parts import Summary
-from rollback.range_notes import range_notes
-from rollback.request import Filters, RangeSpec
+from rollback.request.spec import Filters, RangeSpec
 
 
 def _summary(index: int, threads: dict[int | None, int]) -> Summary:

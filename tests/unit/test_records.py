@@ -11,7 +11,7 @@ from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.decode import RowsBatch, TxContext
 from rollback.binlog.rows import JsonText
 from rollback.binlog.table_map import TableMap
-from rollback.records import (
+from rollback.render.records import (
     batch_records,
     column_members,
     column_names,
@@ -20,7 +20,7 @@ from rollback.records import (
     record_text,
     utc_text,
 )
-from rollback.schema import Column
+from rollback.schema.tables import Column
 
 UTF8MB4_0900, BINARY, LATIN1 = 255, 63, 8
 # (id INT, note VARCHAR utf8mb4, raw VARBINARY, doc JSON, price DECIMAL(6,2), shape GEOMETRY, l1 VARCHAR latin1)

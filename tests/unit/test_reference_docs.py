@@ -20,7 +20,7 @@ def test_reference_is_what_the_code_generates(rel):
 
 
 def test_cli_reference_names_every_subcommand_and_flag():
-    from rollback.cli import build_parser
+    from rollback.cli.commands import build_parser
 
     text = reference.cli_reference()
     parser = build_parser()

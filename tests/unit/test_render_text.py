@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rollback.errors import RangeError
-from rollback.render_text import check_plain, comment_line, comment_text, unsafe_character
+from rollback.base.errors import RangeError
+from rollback.base.render_text import check_plain, comment_line, comment_text, unsafe_character
 
 HOSTILE = [
     "a\nDROP DATABASE x;",

@@ -1,11 +1,17 @@
-"""The request's rules and parsers (rollback/request.py): table-driven, no server, no JVM."""
+"""The request's rules and parsers (rollback/request/spec.py): table-driven, no server, no JVM."""
 
 from __future__ import annotations
 
 import pytest
 
 from rollback import DEFAULT_ENGINE, EngineKind, Filters, Options, RangeError, RangeSpec, parse_engine
-from rollback.request import check_positions, check_request, check_server_range, check_window, parse_datetime
+from rollback.request.spec import (
+    check_positions,
+    check_request,
+    check_server_range,
+    check_window,
+    parse_datetime,
+)
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from rollback.base.errors import SchemaMismatch
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
-from rollback.errors import SchemaMismatch
-from rollback.schema import Column, SchemaResolver, StaticSchema, TableSchema, check_schema, parse_ddl
+from rollback.schema.tables import Column, SchemaResolver, StaticSchema, TableSchema, check_schema, parse_ddl
 
 # Printed by MariaDB 10.11 for the restore proof's table of every type (tests/server/test_flashback_workloads.py).
 MARIADB_TYPES = """CREATE TABLE `keyed` (

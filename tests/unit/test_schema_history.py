@@ -1,14 +1,13 @@
-"""rollback.schema_history: a table's definitions rebuilt backwards from the schema source (the anchor)
+"""rollback.schema.history: a table's definitions rebuilt backwards from the schema source (the anchor)
 through the DDL, with the table maps settling what a DDL alone cannot say; and the --ddl keep mapping
-of old definitions onto today's table (rollback.ddl_modes)."""
+of old definitions onto today's table (rollback.job.ddl_modes)."""
 
 from __future__ import annotations
 
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
-from rollback.ddl_modes import _keep, _lossy
-from rollback.schema import Column, TableSchema, parse_ddl
-from rollback.schema_history import (
+from rollback.job.ddl_modes import _keep, _lossy
+from rollback.schema.history import (
     BEFORE_RANGE,
     DdlEvent,
     Timeline,
@@ -16,6 +15,7 @@ from rollback.schema_history import (
     fill_from_creates,
     forward_timeline,
 )
+from rollback.schema.tables import Column, TableSchema, parse_ddl
 
 TYPES = {"int": (T.LONG, 0), "bigint": (T.LONGLONG, 0), "varchar": (T.VARCHAR, 80), "date": (T.DATE, 0)}
 

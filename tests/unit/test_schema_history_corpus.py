@@ -17,8 +17,8 @@ from rollback.binlog import events as ev
 from rollback.binlog.decode import StreamState, decode_stream
 from rollback.binlog.reader import BinlogFile
 from rollback.binlog.table_map import TableMap
-from rollback.schema import check_schema
-from rollback.schema_history import DdlEvent, Timeline, forward_timeline
+from rollback.schema.history import DdlEvent, Timeline, forward_timeline
+from rollback.schema.tables import check_schema
 from tests.support import REPO
 
 CORPUS = REPO / "tests" / "corpus"

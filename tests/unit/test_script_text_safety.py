@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rollback import cli
+from rollback.cli import commands as cli
 
 ATTACK = "DROP DATABASE sentinel_db;"  # were it ever run
 

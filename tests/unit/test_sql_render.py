@@ -12,12 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rollback.base.errors import RollbackError
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.table_map import TableMap
-from rollback.errors import RollbackError
-from rollback.schema import Column, TableSchema
-from rollback.sql import (
+from rollback.render.sql import (
     TableRenderer,
     bit_literal,
     column_literals,
@@ -30,6 +29,7 @@ from rollback.sql import (
     quote_text,
     string_literal,
 )
+from rollback.schema.tables import Column, TableSchema
 
 F32 = struct.Struct("<f")
 FLT_MAX = 3.4028234663852886e38

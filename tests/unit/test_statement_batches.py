@@ -3,8 +3,8 @@ tests/server/test_rows_per_statement.py prove the joined script restores the sam
 
 from __future__ import annotations
 
-from rollback import statement_batches
-from rollback.statement_batches import join_statements
+from rollback.render import statement_batches
+from rollback.render.statement_batches import join_statements
 
 INSERT = b"INSERT INTO `d`.`t` (`id`, `a`) VALUES ("
 DELETE = b"DELETE FROM `d`.`t` WHERE "

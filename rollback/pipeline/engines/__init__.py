@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rollback.pipeline.engines.base import Engine
 from rollback.pipeline.session import is_local_master
-from rollback.request import EngineKind
+from rollback.request.spec import EngineKind
 
 
 def engine_for(

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Iterator
 from typing import IO, Any
 
-from rollback.errors import SparkFailure
+from rollback.base.errors import SparkFailure
 from rollback.pipeline.engines.base import JobProgress
 from rollback.pipeline.partition import JobSpec, run_partition
 from rollback.pipeline.parts import Summary

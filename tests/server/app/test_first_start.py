@@ -33,7 +33,7 @@ def _block(log_path) -> str:
 
 def _token_create(env, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "token", "create", *args],
+        [sys.executable, "-m", "rollback.cli.commands", "token", "create", *args],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -44,7 +44,7 @@ def test_a_job_writes_the_script_only_and_the_rest_on_first_need(
     data = tmp_path / "lazy-data"
     client = make_client(servers=servers_json(scratch_server), data_dir=data)
     job, out = _job(client, data, {"server": "scratch", "range": small_range})
-    assert sorted(p.name for p in out.iterdir()) == ["rollback.sql"]  # its line index on first page
+    assert sorted(p.name for p in out.iterdir()) == ["rollback.render.sql"]  # its line index on first page
     summary = client.get(f"/api/jobs/{job['id']}/summary", headers=auth(VIEWER)).json()
     # the largest transactions come from the engine's report, not from a plan
     assert [t["statements"] for t in summary["largest_transactions"]] == [5, 5] + [1] * 8
@@ -80,7 +80,7 @@ def test_a_job_that_asks_for_the_plan_and_changes_writes_them_at_once(
     client = make_client(servers=servers_json(scratch_server), data_dir=data)
     body = {"server": "scratch", "range": small_range, "options": {"outputs": ["plan", "changes"]}}
     job, out = _job(client, data, body)
-    assert {"rollback.sql", "plan.jsonl", "changes.jsonl"} <= {p.name for p in out.iterdir()}
+    assert {"rollback.render.sql", "plan.jsonl", "changes.jsonl"} <= {p.name for p in out.iterdir()}
     plan = (out / "plan.jsonl").read_text().splitlines()
     assert len(plan) == 30 and all(json.loads(line)["check"] for line in plan)
     bad = client.post("/api/jobs", json={**body, "options": {"outputs": ["script"]}}, headers=auth(OPERATOR))

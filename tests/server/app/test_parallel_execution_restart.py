@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rollback.apply_parallel import PAUSE_AT, XID_PREFIX, prepared_xids
+from rollback.target.parallel import PAUSE_AT, XID_PREFIX, prepared_xids
 from tests.support.app import ADMIN, OPERATOR, servers_json
 from tests.support.service import Service, service_env
 

@@ -107,4 +107,4 @@ def test_jobs_past_retention_expire_unless_applied(make_client, scratch_server, 
     )
     for kept in (applied, fresh):
         assert client.get(f"/api/jobs/{kept['id']}", headers=auth(VIEWER)).status_code == 200
-        assert (jobs / kept["id"] / "rollback.sql").exists()
+        assert (jobs / kept["id"] / "rollback.render.sql").exists()

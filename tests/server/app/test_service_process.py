@@ -175,6 +175,8 @@ def test_no_password_in_any_response_log_line_or_the_job_database(service, scrat
         assert password not in body
     assert password not in service.log_path.read_bytes()
     files = [p for p in service.data_dir.rglob("*") if p.is_file()]  # job database, scripts, spool
-    assert any("jobs.sqlite3" in p.name for p in files) and any(p.name == "rollback.sql" for p in files)
+    assert any("jobs.sqlite3" in p.name for p in files) and any(
+        p.name == "rollback.render.sql" for p in files
+    )
     for path in files:
         assert password not in path.read_bytes(), path

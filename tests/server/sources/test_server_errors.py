@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from rollback.base.errors import RangeError
 from rollback.binlog.gtid import MariaGtidPos, MariaGtidRange
-from rollback.errors import RangeError
 from rollback.sources.ranges import maria_gtid_range
 from rollback.sources.server import BinlogServer
 

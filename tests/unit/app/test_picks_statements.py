@@ -28,7 +28,7 @@ COMMIT;
 
 
 def test_each_transaction_lists_its_original_statements(tmp_path):
-    script = tmp_path / "rollback.sql"
+    script = tmp_path / "rollback.render.sql"
     script.write_text(SCRIPT)
     listed = script_transactions(script)
     assert [(t["gtid"], t["statements"]) for t in listed] == [

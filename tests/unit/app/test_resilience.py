@@ -14,8 +14,8 @@ import pymysql
 import pytest
 
 from rollback import interrupt_thread
-from rollback.dsn import open_connection
-from rollback.errors import SourceError
+from rollback.base.dsn import open_connection
+from rollback.base.errors import SourceError
 from tests.support.app import OPERATOR, VIEWER, auth
 
 MAGIC = b"\xfebin"
@@ -249,7 +249,7 @@ def test_the_change_view_shows_a_hostile_table_name_and_value_escaped(make_clien
     job_id = "c" * 32
     out = services.settings.jobs_dir / job_id
     out.mkdir(parents=True)
-    (out / "rollback.sql").write_text("-- nothing\n")
+    (out / "rollback.render.sql").write_text("-- nothing\n")
     record = {
         "file": "mysql-bin.000001",
         "pos": 1000,
@@ -270,7 +270,7 @@ def test_the_change_view_shows_a_hostile_table_name_and_value_escaped(make_clien
             job_row(
                 id=job_id,
                 state="succeeded",
-                script_path=str(out / "rollback.sql"),
+                script_path=str(out / "rollback.render.sql"),
                 changes_path=str(out / "changes.jsonl"),
                 counts=[{"table": "shop.orders\u202elqs.", "type": "insert", "rows": 1}],
             )

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.constants import EventType
 from rollback.binlog.decode import StreamState, decode_stream
 from rollback.binlog.reader import BinlogFile, read_file_facts
 from rollback.binlog.rows import mariadb_uncompress
-from rollback.errors import BinlogFormatError
 from tests.support.decoding import iter_row_batches
 from tests.support.examples import examples
 

@@ -17,6 +17,7 @@ from decimal import Decimal
 import pytest
 from hypothesis import given, settings
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.columns import (
     MISSING,
     ColumnSpec,
@@ -28,7 +29,6 @@ from rollback.binlog.columns import (
     timestamp_text,
 )
 from rollback.binlog.constants import ColumnType as T
-from rollback.errors import BinlogFormatError
 from tests.support.columns import (
     char_meta,
     encode_datetime2,

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from rollback.base.errors import BinlogFormatError, UnsupportedEvent
 from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING, ColumnSpec
 from rollback.binlog.constants import ChecksumAlg, ColumnType, EventType
@@ -41,8 +42,7 @@ from rollback.binlog.reader import FormatFacts, read_file_facts
 from rollback.binlog.rowdecoder import get_row_decoder
 from rollback.binlog.rows import JsonPartial, JsonText, RowsEvent, decode_partial_pairs
 from rollback.binlog.table_map import TableMap
-from rollback.errors import BinlogFormatError, UnsupportedEvent
-from rollback.records import batch_records
+from rollback.render.records import batch_records
 from tests.support.corpus import (
     JSON_OPAQUE_AS_MYSQL_PRINTS,
     LANES,

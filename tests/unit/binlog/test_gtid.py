@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rollback.base.errors import BinlogFormatError, RangeError, RollbackError
 from rollback.binlog.constants import EventType
 from rollback.binlog.decode import DECODERS
 from rollback.binlog.events import MariaGtid as MariaGtidEvent
@@ -32,7 +33,6 @@ from rollback.binlog.gtid import (
     encode_mysql_gtid_set,
 )
 from rollback.binlog.reader import BinlogFile, RawEvent, iter_events
-from rollback.errors import BinlogFormatError, RangeError, RollbackError
 from tests.support import REPO
 from tests.support.corpus import LANES, VENDORED, Corpus
 from tests.support.raw_events import (

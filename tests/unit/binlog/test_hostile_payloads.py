@@ -10,11 +10,11 @@ import zlib
 
 import pytest
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.decode import StreamState
 from rollback.binlog.payload import ZSTD_MAX_RATIO
 from rollback.binlog.reader import read_file_facts
 from rollback.binlog.rows import mariadb_uncompress
-from rollback.errors import BinlogFormatError
 from tests.support.decoding import iter_row_batches
 from tests.support.hostile import (
     COMPRESSED,

@@ -1,4 +1,4 @@
-"""The conformance corpus through both hot paths (rollback/hotpath.py): for every vendored binlog with
+"""The conformance corpus through both hot paths (rollback/base/hotpath.py): for every vendored binlog with
 row events, the decoded records, the flashback and forward scripts with their plans and change logs
 (and the change log of the `changes` mode) are the same bytes on the compiled core and on the
 pure-Python code, or both stop with the same error. Most corpus files carry
@@ -16,11 +16,11 @@ from rollback import Filters, Options, RangeSpec, generate
 from rollback.binlog.decode import StreamState
 from rollback.binlog.reader import read_file_facts
 from rollback.binlog.table_map import TableMap
-from rollback.charsets import charset_of_collation
 from rollback.pipeline.plan_lines import PlanLines
-from rollback.records import batch_records, record_json
-from rollback.schema import Column, TableSchema
-from rollback.sql import TableRenderer
+from rollback.render.records import batch_records, record_json
+from rollback.render.sql import TableRenderer
+from rollback.schema.charsets import charset_of_collation
+from rollback.schema.tables import Column, TableSchema
 from tests.support.corpus import VENDORED
 from tests.support.decoding import iter_row_batches
 from tests.support.hotpath import compiled_core, hot_path, outcome

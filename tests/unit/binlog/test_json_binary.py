@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.json_binary import JsonDiff, apply_json_diffs, decode_json, decode_json_diff
-from rollback.errors import BinlogFormatError
 from tests.support.corpus import JSON_OPAQUE_AS_MYSQL_PRINTS, VENDORED
 from tests.support.examples import examples
 

@@ -25,13 +25,13 @@ import sys
 
 import pytest
 
-from rollback import hotpath
+from rollback.base import hotpath
+from rollback.base.errors import SchemaMismatch
 from rollback.binlog.columns import ColumnSpec
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.rowdecoder import get_row_decoder
 from rollback.binlog.table_map import TableMap
-from rollback.errors import SchemaMismatch
-from rollback.schema import Column, TableSchema, legacy_temporal_specs, parse_ddl, temporal_precision
+from rollback.schema.tables import Column, TableSchema, legacy_temporal_specs, parse_ddl, temporal_precision
 from tests.support.columns import encode_datetime2, encode_time2
 from tests.support.hotpath import compiled_core, hot_path
 
@@ -211,7 +211,7 @@ def test_temporal_precision_reads_the_type_text_of_either_source():
 
 def _flashback(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "rollback.cli", "flashback", *args], capture_output=True, text=True
+        [sys.executable, "-m", "rollback.cli.commands", "flashback", *args], capture_output=True, text=True
     )
 
 

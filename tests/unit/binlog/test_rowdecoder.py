@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog.columns import MISSING, ColumnSpec, parse_column_metadata
 from rollback.binlog.constants import ColumnType as T
 from rollback.binlog.rowdecoder import RowDecoder, get_row_decoder
-from rollback.errors import BinlogFormatError
 from tests.support.columns import Kind, encode_datetime2, kinds, unhex
 from tests.support.examples import examples
 

@@ -24,6 +24,7 @@ import zlib
 
 import pytest
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog import events as ev
 from rollback.binlog.constants import BINLOG_MAGIC, ChecksumAlg, ColumnType, EventType
 from rollback.binlog.decode import StreamState
@@ -31,7 +32,6 @@ from rollback.binlog.gtid import GtidSet
 from rollback.binlog.reader import FormatFacts, iter_events, parse_format_description, read_file_facts
 from rollback.binlog.rows import RowsEvent
 from rollback.binlog.table_map import TableMap
-from rollback.errors import BinlogFormatError
 from tests.support import REPO
 from tests.support.decoding import iter_row_batches
 

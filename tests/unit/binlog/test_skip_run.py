@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rollback.base.errors import BinlogFormatError
 from rollback.binlog import reader
 from rollback.binlog.constants import ChecksumAlg
 from rollback.binlog.reader import BinlogFile, FormatFacts, iter_events, read_file_facts
 from rollback.binlog.rows import ROWS_EVENT_TYPES
-from rollback.errors import BinlogFormatError
 from tests.support.corpus import VENDORED
 from tests.support.examples import examples
 from tests.support.hotpath import compiled_core, outcome

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from rollback import Filters, Options, RangeSpec, generate
-from rollback.errors import SparkFailure
+from rollback.base.errors import SparkFailure
 from rollback.pipeline.engines import choose_engine
 from rollback.pipeline.engines.spark import spark_failure
 from rollback.pipeline.plan import MIN_PARTITION_BYTES, TARGET_BYTES, partition_target, range_bytes
-from rollback.request import AUTO_SPARK_BYTES, EngineKind
+from rollback.request.spec import AUTO_SPARK_BYTES, EngineKind
 from tests.support.jobs import sakila
 
 
@@ -99,13 +99,15 @@ def test_auto_on_a_large_range_takes_spark_only_where_it_brings_something(master
 def test_the_cli_with_its_defaults_keeps_a_large_range_in_process_on_a_cold_local_master(
     corpus_dir, tmp_path, monkeypatch, capsys
 ):
-    from rollback import cli
+    from rollback.cli import commands as cli
 
     binlog = corpus_dir / "blackbeam__rust_mysql_common/test-data/binlogs/mariadb-bin.000001"
     monkeypatch.setenv("MYSQL_ROLLBACK_AUTO_SPARK_BYTES", "1K")  # the file is "large" here
     monkeypatch.delenv("MYSQL_ROLLBACK_SPARK_MASTER", raising=False)
     monkeypatch.delenv("MYSQL_ROLLBACK_ENGINE", raising=False)
-    monkeypatch.setattr("rollback.job.session_started", lambda: False)  # the suite's own Spark may be warm
+    monkeypatch.setattr(
+        "rollback.job.run.session_started", lambda: False
+    )  # the suite's own Spark may be warm
     assert cli.main(["flashback", str(binlog), "-o", str(tmp_path / "r.sql")]) == 0
     err = capsys.readouterr().err
     assert (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from rollback.base.errors import RangeError
 from rollback.binlog import events as ev
 from rollback.binlog.gtid import GtidSet
-from rollback.errors import RangeError
 from rollback.pipeline.order import FileTrail, check_order
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"

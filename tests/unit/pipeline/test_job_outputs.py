@@ -29,7 +29,7 @@ def test_the_cli_progress_display_shows_each_phase_with_its_figures():
     import re
 
     from rollback import ExecutionProgress
-    from rollback.cli_progress import TerminalProgress, for_stream
+    from rollback.cli.progress import TerminalProgress, for_stream
 
     assert for_stream(io.StringIO()) is None  # not a terminal: nothing drawn
     out = io.StringIO()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rollback import RangeSpec
-from rollback.errors import RangeError
+from rollback.base.errors import RangeError
 from rollback.pipeline.plan import plan_range
 
 pytestmark = pytest.mark.corpus

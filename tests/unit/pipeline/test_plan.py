@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from rollback import Filters, Options, RangeSpec, generate
+from rollback.base.errors import RangeError
 from rollback.binlog.decode import state_at
 from rollback.binlog.reader import BinlogFile
-from rollback.errors import RangeError
 from rollback.pipeline import storage
 from rollback.pipeline.plan import Partition, plan_range
 

@@ -17,10 +17,10 @@ import pytest
 
 from bench.large_range import write_range
 from rollback import RangeSpec
+from rollback.base.errors import BinlogFormatError, RollbackError
 from rollback.binlog import reader
 from rollback.binlog.reader import BinlogFile, read_file_facts
 from rollback.binlog.rows import ROWS_EVENT_TYPES
-from rollback.errors import BinlogFormatError, RollbackError
 from rollback.pipeline import plan as planner
 from rollback.pipeline.plan import PartitionPlan, plan_range
 from tests.support.corpus import VENDORED

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from rollback.base.errors import RangeError
 from rollback.binlog.decode import TxContext
-from rollback.errors import RangeError
 from rollback.pipeline.dependencies import NO_KEY, DependencyKeys, dependents, merge_lines
 from rollback.pipeline.selection import Selection
-from rollback.request import Filters
+from rollback.request.spec import Filters
 
 
 def tx(gtid: str, pos: int, thread: int | None = 1, query: str | None = "UPDATE t SET v = 1") -> TxContext:
@@ -63,7 +63,7 @@ def test_thread_picks_without_a_thread_id_are_refused():
 
 
 def test_update_rows_are_taken_when_either_image_matches():
-    from rollback.schema import Column, TableSchema
+    from rollback.schema.tables import Column, TableSchema
 
     selection = picks(where="v = 5")
     test = selection.row_test(TableSchema("d", "t", [Column("id", "int"), Column("v", "int")], (0,)))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rollback.errors import SourceError
+from rollback.base.errors import SourceError
 from tests.support.sources import ENGINE, run_cli_in_process
 
 

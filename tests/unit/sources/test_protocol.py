@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from rollback.base.errors import RangeError, SourceError
 from rollback.binlog.constants import LOG_EVENT_BINLOG_IN_USE_F, EventType
 from rollback.binlog.reader import BinlogFile
-from rollback.errors import RangeError, SourceError
 from rollback.sources.ranges import BinlogPosition
 from rollback.sources.server import (
     SERVER_ID_RANGE,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from rollback.base.errors import RangeError
 from rollback.binlog.constants import ChecksumAlg
 from rollback.binlog.gtid import GtidSet, MariaGtidList, MariaGtidPos, MariaGtidRange
 from rollback.binlog.reader import FormatFacts
-from rollback.errors import RangeError
 from rollback.sources.ranges import (
     BinlogPosition,
     maria_gtid_range,

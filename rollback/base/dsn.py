@@ -1,0 +1,204 @@
+"""Server DSNs, `mysql://user:password@host:port/[database]`: the one parser (SQLAlchemy's make_url).
+
+User and password are percent-decoded (`p%40ss` is `p@ss`): a password holding `@ : / % # ?` is
+written with those characters percent-encoded (`%40 %3A %2F %25 %23 %3F`). An `@` left unencoded
+is refused with that advice rather than read as part of the host. Each caller states what it
+needs of the parsed form (a host, no database) and says so in its own words.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollback.base.errors import SourceError
+
+SCHEMES = ("mysql", "mariadb")
+DEFAULT_PORT = 3306
+SHAPE = "mysql://user:password@host:3306/"
+ENCODING = (
+    "write a user's or password's special characters percent-encoded "
+    "(@ as %40, : as %3A, / as %2F, % as %25, # as %23, ? as %3F, space as %20), or give the password "
+    "apart (-p, $MYSQL_PWD, an option file)"
+)
+ENCODE_ADVICE = f"server DSN holds more than one '@': {ENCODING}"
+
+
+class DsnError(SourceError):
+    """A DSN that is not a MySQL URL."""
+
+
+@dataclass(frozen=True)
+class Dsn:
+    host: str  # "" when none is given
+    port: int
+    user: str
+    password: str | None = field(repr=False)  # None: not given (callers may take it from elsewhere)
+    database: str  # "" when none is given
+    options: bool  # query parameters or a fragment were given
+
+
+def parse_dsn(text: str) -> Dsn:
+    """The parts of a mysql:// or mariadb:// URL; DsnError for anything else."""
+    from sqlalchemy.engine import make_url  # here: importing the engine does not load SQLAlchemy
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(text)
+        port = url.port
+    except (ArgumentError, ValueError):
+        if text.count("@") > 1:
+            raise DsnError(ENCODE_ADVICE) from None
+        raise DsnError(f"malformed server DSN (expected {SHAPE}; {ENCODING})") from None
+    if url.drivername not in SCHEMES:
+        raise DsnError(f"server DSN must look like {SHAPE} (got scheme {url.drivername!r})")
+    if "@" in (url.host or "") or "@" in (url.database or "").split("#", 1)[0]:
+        raise DsnError(ENCODE_ADVICE)
+    database = url.database or ""
+    fragment = "#" in database
+    return Dsn(
+        host=url.host or "",
+        port=port or DEFAULT_PORT,
+        user=url.username or "",
+        password=url.password if url.password is None else str(url.password),
+        database=database.split("#", 1)[0],
+        options=bool(url.query) or fragment,
+    )
+
+
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*:)[^/]+@")
+
+
+def redact(dsn: str) -> str:
+    """The DSN as given, its password replaced by ***."""
+    return _PASSWORD.sub(r"\1***@", dsn, count=1)
+
+
+# ---- connections: every session to a server opens here, with its timeouts, and can be cut
+
+CONNECT_TIMEOUT_ENV = "MYSQL_ROLLBACK_CONNECT_TIMEOUT"
+READ_TIMEOUT_ENV = "MYSQL_ROLLBACK_READ_TIMEOUT"
+WRITE_TIMEOUT_ENV = "MYSQL_ROLLBACK_WRITE_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+# A statement of a plan can wait for row locks and a schema read can crawl a large information_schema:
+# minutes, not hours. A server that says nothing for this long is taken as gone.
+DEFAULT_READ_TIMEOUT = 300.0
+DEFAULT_WRITE_TIMEOUT = 60.0
+
+# thread -> its open sessions, each with the arguments it was opened with (for kill_queries)
+_open: dict[int, weakref.WeakKeyDictionary[Any, dict[str, Any]]] = {}
+_open_lock = threading.Lock()
+
+
+def _seconds(env: str, default: float) -> float:
+    text = os.environ.get(env, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 31_536_000:
+        raise SourceError(f"{env} must be a number of seconds above 0 (got {text!r})")
+    return value
+
+
+def server_timeouts() -> dict[str, float]:
+    """PyMySQL's connect, read and write timeouts for a server session, from the environment."""
+    return {
+        "connect_timeout": _seconds(CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT),
+        "read_timeout": _seconds(READ_TIMEOUT_ENV, DEFAULT_READ_TIMEOUT),
+        "write_timeout": _seconds(WRITE_TIMEOUT_ENV, DEFAULT_WRITE_TIMEOUT),
+    }
+
+
+_connection_class: Any = None
+_preferred_tls: Any = None
+
+
+def _connection() -> Any:
+    """PyMySQL's connection class, with one TLS context for every session that names no TLS option.
+
+    Such a session asks for TLS when the server offers it (PyMySQL's "preferred" mode, no
+    certificate check), and PyMySQL builds a new context for each: loading the system's CA bundle,
+    tens of milliseconds holding the GIL, five or more times per job (schemas, proof, packet
+    limit, side effects), in the service's threads beside its event loop. The context is the same
+    each time, so it is built once."""
+    global _connection_class
+    if _connection_class is None:
+        import pymysql.connections
+
+        class Connection(pymysql.connections.Connection):
+            def _create_ssl_ctx(self, sslp: Any) -> Any:
+                if sslp:  # the caller's own TLS options: a context of their own
+                    return super()._create_ssl_ctx(sslp)
+                global _preferred_tls
+                with _open_lock:
+                    if _preferred_tls is None:
+                        _preferred_tls = super()._create_ssl_ctx(sslp)
+                    return _preferred_tls
+
+        _connection_class = Connection
+    return _connection_class
+
+
+def open_connection(**args: Any) -> Any:
+    """pymysql.connect with the configured timeouts (the caller's win), remembered for the
+    calling thread so that interrupt_thread can cut it while it waits on a silent server."""
+    settings = {**server_timeouts(), **args}
+    conn = _connection()(**settings)
+    with _open_lock:
+        _open.setdefault(threading.get_ident(), weakref.WeakKeyDictionary())[conn] = settings
+    return conn
+
+
+def kill_queries(thread_id: int, timeout: float = 2.0) -> int:
+    """Stop the statements the sessions that thread opened are running: `KILL QUERY <id>` sent for
+    each from a second session (timeouts of `timeout` seconds), as a DBA would. The session stays
+    open and its caller sees the statement fail; a server that does not answer the second session
+    either is left to interrupt_thread. The number of sessions the kill was sent for."""
+    import pymysql
+
+    with _open_lock:
+        sessions = list(_open.get(thread_id, {}).items())
+    sent = 0
+    for conn, settings in sessions:
+        server_id = conn.server_thread_id[0] if getattr(conn, "server_thread_id", None) else None
+        if not conn.open or server_id is None:
+            continue
+        second = {k: v for k, v in settings.items() if k not in ("client_flag", "autocommit", "database")}
+        second.update(connect_timeout=timeout, read_timeout=timeout, write_timeout=timeout)
+        try:
+            killer = _connection()(**second)
+            try:
+                with killer.cursor() as cur:
+                    cur.execute(f"KILL QUERY {int(server_id)}")
+                sent += 1
+            finally:
+                killer.close()
+        except (pymysql.MySQLError, OSError):
+            pass  # the server does not answer: interrupt_thread, or the process's end, cuts the session
+    return sent
+
+
+def interrupt_thread(thread_id: int) -> int:
+    """Shut down the sockets of the sessions that thread opened: a read it is blocked in ends at
+    once (PyMySQL raises "lost connection"). The number of sessions cut."""
+    with _open_lock:
+        conns = list(_open.pop(thread_id, {}))
+    cut = 0
+    for conn in conns:
+        sock = getattr(conn, "_sock", None)
+        if sock is None:
+            continue
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+            cut += 1
+        except OSError:
+            pass  # already closed
+    return cut

@@ -1,0 +1,361 @@
+"""The queries of one batch of plan steps (rollback/target/execute.py sends each batch as one multi-statement
+query and reads its results in order).
+
+A batch is cut into groups, each after a savepoint of its own, so that whatever a group's results say
+can be undone to its start and run again one step at a time. A group is either
+
+- plain: consecutive steps, each its check (a locking read) then its statement, one result each; or
+- combined: consecutive steps of one table with a primary key and one statement kind whose checks are all of the
+  plan's own forms: one locking read counting the rows of every check at once (`... WHERE (c1) OR
+  (c2) ...`: the keys must all be free before re-inserts, every row there as the binlog left it
+  before deletes and updates), then one multi-row INSERT, one `DELETE ... WHERE (k1) OR (k2) ...`, or
+  one UPDATE of the columns they all set (`SET c = CASE WHEN (k1) THEN v1 ... END ... WHERE (k1) OR
+  ...`, when every value is a plain literal; else the UPDATEs one after the other). A key that repeats in a group cuts it (a row changed twice keeps
+  its order), and so does a change of table or kind.
+
+  Two combined forms need no read of their own, which the server would otherwise pay for on every row
+  twice: a CASE UPDATE's WHERE is its steps' checks (`WHERE (c1) OR (c2) ...` through the primary key:
+  each row is locked, compared with the image the binlog left and changed in one go), and re-inserts
+  whose checks name their rows by exactly the target's primary key are checked by the INSERT itself (a
+  key that is taken fails it with a duplicate-key error; a check by other columns keeps its read).
+
+In a combined group every check reads a row no other step of the group changes (each check names its
+row by key, and no two keys are alike), so that counting them before the statements, at once, says what
+counting each right before its statement would; a count other than the expected one, a statement
+count other than the group's size, or a statement the server refuses, sends the group back to its
+savepoint and one step at a time, where the row that differs is found and named exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+LOCKING = " FOR UPDATE"
+COUNT_FROM = "SELECT COUNT(*) FROM "
+SAVEPOINT = "mysql_rollback_"  # + the group's number in its batch
+# A combined read or UPDATE asks for the primary key, as the single steps use it: a table scan locks
+# rows the plan does not name. A DELETE takes no index hint (on MariaDB 10.11 a syntax error, which sent
+# every combined DELETE back to one step at a time); ORDER BY its key with a LIMIT of its rows has the
+# optimizer read the keys it names, where a small table would be scanned, every row locked.
+BY_KEY = " FORCE INDEX (PRIMARY)"
+# Rows of one CASE UPDATE: the server tries a row's WHENs in turn, so a CASE of n rows costs it about
+# n * n / 2 comparisons; 50 took the 100k incident's 16,667 UPDATEs 0.46-0.57 s of server CPU against
+# 0.6-0.98 s in CASEs of 500 (bench/README.md).
+CASE_ROWS = 50
+
+
+@dataclass
+class Piece:
+    """One statement of a batch's query and what its result must be."""
+
+    kind: str  # savepoint | check | statement (one step's) | checks | statements (a combined group's)
+    group: int
+    step: dict[str, Any]  # the step it is of (a combined group's first step)
+    sql: str
+    expect: int = 1  # checks: the count; statements: the rows affected
+
+
+@dataclass
+class Group:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    shape: tuple[str, str, str] | None = None  # (kind, table, INSERT head) of a combined group, else plain
+    keys: set[str] = field(default_factory=set)  # of a combined group's rows (_key)
+    # a combined UPDATE group's SET columns, and its steps, each as its values and its WHERE (by key)
+    columns: tuple[str, ...] = ()
+    updates: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+
+
+def _key(step: dict[str, Any], kind: str) -> str:
+    """Text that names the step's row by its key: a re-insert's key check; the WHERE (by key) that ends
+    a DELETE or an UPDATE (from its last " WHERE ", which for one key is always the same text)."""
+    if kind.endswith("insert"):
+        return str(step["check"])
+    sql = str(step["sql"])
+    return sql[sql.rindex(" WHERE ") :]
+
+
+def _ident_end(text: str, at: int) -> int:
+    """Where the backquoted identifier at `at` ends (after its closing quote), or -1."""
+    if not text.startswith("`", at):
+        return -1
+    i = at + 1
+    while True:
+        i = text.find("`", i)
+        if i < 0:
+            return -1
+        if text.startswith("``", i):
+            i += 2
+            continue
+        return i + 1
+
+
+def _table_end(text: str, at: int) -> int:
+    """Where `db`.`table` at `at` ends, or -1."""
+    end = _ident_end(text, at)
+    if end < 0 or not text.startswith(".", end):
+        return -1
+    return _ident_end(text, end + 1)
+
+
+def _insert_head(sql: str, table: str) -> str | None:
+    """`INSERT INTO table (cols) VALUES ` of an INSERT the plan writes, when the rest is one row."""
+    at = len("INSERT INTO ") + len(table)
+    if not sql.startswith(" (", at) or not sql.endswith(");"):
+        return None
+    at += 2
+    while True:
+        at = _ident_end(sql, at)
+        if at < 0:
+            return None
+        if sql.startswith(", ", at):
+            at += 2
+            continue
+        if sql.startswith(") VALUES (", at):
+            return sql[: at + len(") VALUES ")]
+        return None
+
+
+@dataclass(frozen=True)
+class _Form:
+    pattern: re.Pattern[str]
+    columns: tuple[str, ...]
+    shape: tuple[str, str, str]
+
+
+class _Table:
+    """What the steps of one table share: the check's prefix, the statements' heads, the last INSERT head
+    and UPDATE form seen. A plan's steps of one table share them, so a step is mostly recognised by a few
+    startswith() (shape is the apply's busiest function on big plans)."""
+
+    __slots__ = (
+        "prefix",
+        "table",
+        "insert",
+        "delete",
+        "update",
+        "head",
+        "form",
+        "by_key",
+    )
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.table = prefix[len(COUNT_FROM) : -len(" WHERE ")]
+        self.insert = f"INSERT INTO {self.table}"
+        self.delete = f"DELETE FROM {self.table} WHERE "
+        self.update = f"UPDATE {self.table} SET "
+        self.head = ""
+        # The last UPDATE form: a pattern that reads a statement of that form in one match as
+        # update_sets would (each value atomic: the one match update_sets' regex takes), its SET columns
+        # and the group shape it gives. One attribute, read once: the passes of a parallel apply share
+        # this cache from their threads, and a pattern must never meet another form's columns.
+        self.form: _Form | None = None
+        # the primary key's columns, and what a re-insert's check is when it names its row by exactly
+        # that key (built on first need)
+        self.by_key: tuple[str, re.Pattern[str]] | None = None
+
+
+_seen: dict[str, _Table] = {}
+_VALUE = r"((?>NULL|-?[0-9]+(?:\.[0-9]+)?|'(?:[^']|'')*'))"
+
+
+def shape(step: dict[str, Any], keyed: Mapping[str, str], separate: set[str]) -> tuple[str, str, str] | None:
+    """(kind, table, INSERT head) of a step a combined group may take, or None (a plain step). `keyed`:
+    the lower-cased tables with a primary key (and its columns), which the plan's checks and statements
+    name rows by; `separate`: those whose UPDATEs go one after the other (groups). The kind: insert
+    (checked by the INSERT itself), checked_insert (by its read), delete or update."""
+    return _shape(step, keyed, separate)[0]
+
+
+def _update_parts(seen: _Table, sql: str) -> tuple[_Form, tuple[str, ...], str] | None:
+    """An UPDATE's form, SET values and WHERE (by key), or None unless every value is a plain literal
+    (update_sets)."""
+    form = seen.form
+    if form is not None:
+        found = form.pattern.fullmatch(sql)
+        if found is not None:
+            values = found.groups()
+            return form, values[:-1], values[-1]
+    parsed = update_sets(sql, len(seen.update))
+    if parsed is None:
+        return None
+    sets, where = parsed
+    columns = tuple(column for column, _ in sets)
+    pattern = (
+        re.escape(seen.update) + ", ".join(re.escape(c) + "=" + _VALUE for c in columns) + " WHERE (.*);"
+    )
+    form = seen.form = _Form(
+        re.compile(pattern, re.DOTALL), columns, ("update", seen.table, ", ".join(columns))
+    )
+    return form, tuple(value for _, value in sets), sql[where + len(" WHERE ") : -1]
+
+
+_PLAIN_STEP: tuple[None, None] = (None, None)
+
+
+def _names_column(where: str, column: str) -> bool:
+    """Whether a WHERE by key (`k1`=v1 AND `k2`=v2) compares `column`."""
+    return where.startswith(f"{column}=") or f" AND {column}=" in where
+
+
+def _by_key(seen: _Table, key: str) -> re.Pattern[str]:
+    """What a re-insert's check is when it names its row by exactly the primary key `key` (its columns,
+    quoted, comma-separated): `SELECT COUNT(*) FROM t WHERE `k1`=v1 AND `k2`=v2`, each value a literal."""
+    by_key = seen.by_key
+    if by_key is None or by_key[0] != key:  # another target's table of that name
+        parts = " AND ".join(re.escape(column) + "=" + _VALUE for column in key.split(", "))
+        by_key = seen.by_key = (key, re.compile(re.escape(seen.prefix) + parts, re.DOTALL))
+    return by_key[1]
+
+
+def _shape(
+    step: dict[str, Any], keyed: Mapping[str, str], separate: set[str]
+) -> tuple[tuple[str, str, str] | None, tuple[tuple[str, ...], tuple[str, ...], str] | None]:
+    """shape, and a combined UPDATE's columns, values and WHERE."""
+    sql, check, expect = step["sql"], step.get("check"), step.get("expect")
+    name = str(step.get("table"))
+    if not check or not check.startswith(COUNT_FROM) or name.lower() not in keyed:
+        return _PLAIN_STEP
+    seen = _seen.get(name)
+    if seen is None or not check.startswith(seen.prefix):
+        end = _table_end(check, len(COUNT_FROM))
+        if end < 0 or not check.startswith(" WHERE ", end):
+            return _PLAIN_STEP
+        seen = _seen[name] = _Table(check[: end + len(" WHERE ")])
+    table = seen.table
+    if expect == 0 and sql.startswith(seen.insert):
+        head = seen.head
+        if not (head and sql.startswith(head) and sql.endswith(");")):
+            head = _insert_head(sql, table) or ""
+            if not head:
+                return _PLAIN_STEP
+            seen.head = head
+        if _by_key(seen, keyed[name.lower()]).fullmatch(check) is None:
+            return ("checked_insert", table, head), None
+        return ("insert", table, head), None
+    if expect != 1 or sql.endswith(" LIMIT 1;"):  # LIMIT 1: a keyless table, whose checks count duplicates
+        return _PLAIN_STEP
+    if sql.startswith(seen.delete) and sql.endswith(";"):
+        return ("delete", table, ""), None
+    if sql.startswith(seen.update) and sql.endswith(";"):
+        parts = _update_parts(seen, sql) if name.lower() not in separate else None
+        # The server assigns a row's columns left to right, each CASE seeing the columns set before it:
+        # one that sets a column of the key its WHENs find rows by goes one statement a row.
+        if parts is None or any(_names_column(parts[2], column) for column in parts[0].columns):
+            return ("update", table, ""), None
+        form, values, where = parts
+        return form.shape, (form.columns, values, where)
+    return _PLAIN_STEP
+
+
+_PLAIN_VALUE = re.compile(r"NULL|-?[0-9]+(\.[0-9]+)?|'([^']|'')*'")
+
+
+def update_sets(sql: str, start: int) -> tuple[list[tuple[str, str]], int] | None:
+    """The (column, value) pairs of an UPDATE's SET list from `start`, and where its WHERE starts; None
+    unless every value is a plain literal (a number, a quoted string without introducer, NULL), which
+    one CASE over many rows assigns exactly as the single statement would."""
+    sets: list[tuple[str, str]] = []
+    at = start
+    while True:
+        end = _ident_end(sql, at)
+        if end < 0 or not sql.startswith("=", end):
+            return None
+        value = _PLAIN_VALUE.match(sql, end + 1)
+        if value is None:
+            return None
+        sets.append((sql[at:end], value.group()))
+        at = value.end()
+        if sql.startswith(", ", at):
+            at += 2
+            continue
+        return (sets, at) if sql.startswith(" WHERE ", at) else None
+
+
+def groups(steps: list[dict[str, Any]], keyed: Mapping[str, str], separate: set[str]) -> list[Group]:
+    """The batch's groups. The UPDATEs of a table in `separate` go one after the other: a unique-key
+    swap fails in one multi-row UPDATE, which checks each row's unique keys as it changes it."""
+    out: list[Group] = []
+    for step in steps:
+        form, update = _shape(step, keyed, separate)
+        last = out[-1] if out else None
+        if form is None:
+            if last is None or last.shape is not None:
+                last = Group()
+                out.append(last)
+            last.steps.append(step)
+            continue
+        key = _key(step, form[0])
+        if (
+            last is None
+            or last.shape != form
+            or key in last.keys
+            or (update and len(last.steps) >= CASE_ROWS)
+        ):
+            last = Group(shape=form)
+            out.append(last)
+        last.steps.append(step)
+        last.keys.add(key)
+        if update is not None:
+            last.columns = update[0]
+            last.updates.append(update[1:])
+    return out
+
+
+def _ended(sql: str) -> str:
+    return sql if sql.rstrip().endswith(";") else sql + ";"
+
+
+def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
+    """The batch's statements, in the order they run, each with what its result must be. `keyed`: the
+    lower-cased tables with a primary key, and its columns."""
+    out: list[Piece] = []
+    for n, group in enumerate(batch):
+        first = group.steps[0]
+        out.append(Piece("savepoint", n, first, f"SAVEPOINT {SAVEPOINT}{n};"))
+        if group.shape is None:
+            for step in group.steps:
+                if step.get("check"):
+                    out.append(Piece("check", n, step, f"{step['check']}{LOCKING};"))
+                out.append(Piece("statement", n, step, _ended(step["sql"])))
+            continue
+        kind, table, head = group.shape
+        where = len(COUNT_FROM) + len(table) + len(" WHERE ")
+        found = ") OR (".join(step["check"][where:] for step in group.steps)
+        size = len(group.steps)
+        if kind == "checked_insert" or kind == "delete" or (kind == "update" and not head):
+            check = f"{COUNT_FROM}{table}{BY_KEY} WHERE ({found}){LOCKING};"
+            out.append(Piece("checks", n, first, check, 0 if kind == "checked_insert" else size))
+        if kind.endswith("insert"):
+            rows = ", ".join(step["sql"][len(head) : -1] for step in group.steps)
+            out.append(Piece("statements", n, first, f"{head}{rows};", size))
+        elif kind == "delete":
+            start = len(f"DELETE FROM {table} WHERE ")
+            keys = ") OR (".join(step["sql"][start:-1] for step in group.steps)
+            order = keyed[str(first.get("table")).lower()]
+            out.append(
+                Piece(
+                    "statements",
+                    n,
+                    first,
+                    f"DELETE FROM {table} WHERE ({keys}) ORDER BY {order} LIMIT {size};",
+                    size,
+                )
+            )
+        elif not head:
+            out.extend(Piece("statement", n, step, step["sql"]) for step in group.steps)
+        else:
+            updates = group.updates
+            cases = ", ".join(
+                f"{column} = CASE"
+                + "".join(f" WHEN ({key}) THEN {values[i]}" for values, key in updates)
+                + " END"
+                for i, column in enumerate(group.columns)
+            )
+            out.append(
+                Piece("statements", n, first, f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({found});", size)
+            )
+    return out

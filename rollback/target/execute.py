@@ -1,0 +1,1034 @@
+"""Verified execution of a rollback plan against a target server: all or nothing.
+
+Before anything runs, the target is asked what the plan's statements would do beyond their rows
+(rollback/schema/side_effects.py: triggers, cascading foreign keys, tables without transactions) and how
+big a statement it accepts (max_allowed_packet): what the caller did not accept is refused, and a
+statement that cannot be sent is refused, before a single statement runs.
+
+Every statement runs after its check (the row is still as the binlog left it, or its key is free for
+a re-insert) and must affect exactly one row. The checks are locking reads (SELECT ... FOR UPDATE)
+inside the transaction that applies, in execution order: each one sees the state the later changes'
+reversal left, and a row another session changes concurrently is either waited for and then seen as
+changed (a conflict), or reported as locked after the lock wait timeout, never overwritten.
+
+A dry run does everything and rolls back, except on non-transactional tables, where it only runs the
+checks (reads). Commit mode first runs the dry run (conflicts stop it before anything is applied, or
+are skipped with on_conflict="skip"), then everything again in one transaction, or committing per
+original transaction when asked; with check_first=False one transaction is its own dry run.
+
+Steps go to the server in batches, one multi-statement query each (every step's check, then its
+statement, in plan order, so each check still sees what the steps before it left), and their results
+are read in order: the first check that fails or statement that does not affect exactly one row is
+handled as it would be one step at a time. A skipped conflict rolls its batch back to a savepoint and
+runs it again one step at a time. Steps on non-transactional tables, on tables with triggers, and the
+dry run's read-only steps always run one at a time: a batch runs past a failed check before it is read.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from rollback.base.dsn import open_connection, parse_dsn, redact
+from rollback.base.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
+from rollback.schema.side_effects import (
+    SideEffects,
+    cascade_warning,
+    detect,
+    plan_statement_kinds,
+    trigger_warning,
+)
+from rollback.target import batches as apply_batches
+from rollback.target import merge_columns as apply_merge
+
+if TYPE_CHECKING:
+    import pymysql  # imported where a connection is made: a script-only run never loads it
+
+    from rollback.target.resolutions import Resolutions
+
+PRELUDE = ("SET NAMES utf8mb4", "SET time_zone = '+00:00'", "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'")
+LOCKING = apply_batches.LOCKING
+DEFAULT_LOCK_WAIT_TIMEOUT = 10  # seconds a check waits for a row another session holds
+LOCK_ERRORS = {1205: "row locked by another session", 1213: "deadlock with another session"}
+LISTED_TRANSACTIONS = 10  # transactions named in an error message; the result lists them all
+PROGRESS_EVERY = 100  # statements between two progress reports (each commit is reported too)
+# Steps sent in one query (each its check and its statement): round trips, not the server, were the
+# cost of one step at a time (bench/bench_apply.py). A query also stays under max_allowed_packet.
+BATCH_STEPS = 500
+BATCH_BYTES = 1 << 20
+AHEAD = 2  # batches built ahead of the one the server runs
+STEP_OVERHEAD = 48  # bytes a step adds to a query beyond its statement and check: savepoint, separators
+
+
+@dataclass
+class ExecutionResult:
+    dry_run: bool
+    committed: bool = False
+    statements: int = 0
+    rows_affected: int = 0
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0
+    # per-transaction mode: the original transactions whose reversal is committed, in commit order
+    transactions_applied: list[dict[str, Any]] = field(default_factory=list)
+    side_effects: dict[str, Any] = field(default_factory=dict)  # what the target said (SideEffects.to_dict)
+    # dry run: non-transactional tables whose statements were not run, only their checks
+    read_only_tables: list[str] = field(default_factory=list)
+    unverified: int = 0  # of their checks, those that depend on statements the dry run did not run
+    # commit: statements run on non-transactional tables (they stay whatever happens next), per table
+    non_transactional_applied: dict[str, int] = field(default_factory=dict)
+    # merge mode (apply_merge): restored, kept_later_changes, resolved (per choice), unresolved; else None
+    merge: dict[str, Any] | None = None
+
+    @property
+    def transactions_committed(self) -> int:
+        return len(self.transactions_applied)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "committed": self.committed,
+            "statements": self.statements,
+            "rows_affected": self.rows_affected,
+            "conflicts": self.conflicts,
+            "skipped": self.skipped,
+            "transactions_committed": self.transactions_committed,
+            "transactions_applied": self.transactions_applied,
+            "side_effects": self.side_effects,
+            "read_only_tables": self.read_only_tables,
+            "unverified": self.unverified,
+            "non_transactional_applied": self.non_transactional_applied,
+            "merge": self.merge,
+        }
+
+
+class ExecutionFailed(RollbackError):
+    """A statement failed or affected a number of rows other than one; the message says what stays applied."""
+
+    exit_code = EXIT_INCOMPLETE
+
+    def __init__(self, message: str, result: ExecutionResult | None = None):
+        super().__init__(message)
+        self.result = result  # how far the failed pass got (transactions committed in per-transaction mode)
+
+
+class ExecutionConflict(ConflictError):
+    """A conflict stopped the execution; the message says what stays applied."""
+
+    def __init__(self, message: str, result: ExecutionResult):
+        super().__init__(message)
+        self.result = result  # how far the pass got (transactions committed in per-transaction mode)
+
+
+class ExecutionCancelled(RollbackError):
+    """The caller asked to stop: the open transaction was rolled back; the message says what stays."""
+
+    exit_code = EXIT_INTERRUPTED
+
+    def __init__(self, message: str, result: ExecutionResult):
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass
+class ExecutionProgress:
+    """Where a pass stands, told to the caller's observer after each statement and each commit."""
+
+    phase: str  # "check" (the dry run every execution starts with) or "apply" (the committing pass)
+    statements_done: int
+    statements_total: int
+    rows_affected: int
+    transaction: dict[str, Any] | None  # the original transaction being reversed (tx, gtid, file, pos)
+    # per-transaction mode: set once, right after this transaction's reversal was committed
+    committed: dict[str, Any] | None = None
+    # set once right before a COMMIT is sent: per-transaction mode, the transaction committed (a record
+    # written then names the one transaction whose outcome a crash leaves unknown); one-transaction
+    # mode, the last one (the COMMIT of the whole execution)
+    committing: dict[str, Any] | None = None
+    # a parallel apply (apply_parallel.py): its XA record, set before the first XA PREPARE and again
+    # when the commit is decided (a crash then leaves prepared transactions the record names)
+    xa: dict[str, Any] | None = None
+
+
+class ExecutionObserver:
+    """What execute_plan tells its caller as it goes, and asks it; the default hears nothing, never stops."""
+
+    def progress(self, state: ExecutionProgress) -> None:
+        pass
+
+    def cancelled(self) -> bool:
+        return False
+
+
+class ExecutionRefused(RollbackError):
+    """The plan cannot or may not run on this target as asked: refused before any statement ran."""
+
+    def __init__(self, message: str, side_effects: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.side_effects = side_effects  # what the target reported, when the refusal is about it
+
+
+def connect_args(dsn: str) -> dict[str, Any]:
+    """mysql://user:password@host:port/[database] -> PyMySQL connect arguments."""
+    parts = parse_dsn(dsn)
+    args: dict[str, Any] = {
+        "host": parts.host or "127.0.0.1",
+        "port": parts.port,
+        "user": parts.user,
+        "password": parts.password or "",
+        "charset": "utf8mb4",
+        "autocommit": False,
+    }
+    if parts.database.strip("/"):
+        args["database"] = parts.database.strip("/")
+    return args
+
+
+def connect(dsn: str, multi_statements: bool = False) -> pymysql.connections.Connection:
+    """A connection to the server; multi_statements for execute_plan's batches only (no other query
+    of this project sends more than one statement at a time)."""
+    import pymysql
+    from pymysql.constants import CLIENT
+
+    try:
+        return open_connection(
+            **connect_args(dsn), client_flag=CLIENT.MULTI_STATEMENTS if multi_statements else 0
+        )
+    except pymysql.err.MySQLError as exc:
+        raise SourceError(f"cannot connect to {redact(dsn)}: {exc.args[-1] if exc.args else exc}") from None
+
+
+def read_plan(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The plan's steps. orjson reads a line in a fraction of json's time (the plan is the apply's
+    biggest input); what it refuses (an integer past 64 bits, NaN, a lone surrogate) json reads as ever."""
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                try:
+                    yield orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    yield json.loads(line.decode("utf-8"))
+
+
+def _where(step: dict[str, Any]) -> str:
+    return f"{step.get('file')}:{step.get('pos')} ({step.get('table')}, reverse of {step.get('type')})"
+
+
+def _transaction(item: dict[str, Any]) -> str:
+    gtid = f"gtid {item['gtid']}, " if item.get("gtid") else ""
+    return f"transaction {item['tx']} ({gtid}{item['file']}:{item['pos']})"
+
+
+def _applied(result: ExecutionResult) -> str:
+    """What an error leaves behind: nothing, or the transactions committed before it (per-transaction
+    mode) and what already ran on tables without transactions."""
+    parts = []
+    done = result.transactions_applied
+    if done:
+        named = ", ".join(_transaction(t) for t in done[:LISTED_TRANSACTIONS])
+        more = f" and {len(done) - LISTED_TRANSACTIONS} more" if len(done) > LISTED_TRANSACTIONS else ""
+        parts.append(
+            f"{len(done)} earlier transaction(s) stay committed: {named}{more}; this one was rolled back "
+            "(without --per-transaction everything is one transaction)"
+        )
+    kept = result.non_transactional_applied
+    if kept:
+        if not done:
+            parts.append("the changes to transactional tables were rolled back")
+        tables = ", ".join(f"{table} ({n})" for table, n in kept.items())
+        parts.append(
+            f"but the {sum(kept.values())} statement(s) already run on non-transactional tables stay applied: "
+            f"{tables}"
+        )
+    return "; ".join(parts) if parts else "nothing was applied"
+
+
+@dataclass
+class _Pass:
+    """One pass over the plan on one connection."""
+
+    plan: list[dict[str, Any]]
+    on_conflict: str
+    result: ExecutionResult
+    per_transaction: bool
+    lock_wait_timeout: int
+    read_only: set[str]  # lower-cased tables whose statements this pass must not run (dry run)
+    non_transactional: set[str]  # lower-cased tables whose changes no rollback undoes
+    last: dict[str, Any] | None = None  # per-transaction mode: the transaction open at the end
+    observer: ExecutionObserver = field(default_factory=ExecutionObserver)
+    # a COMMIT is on its way: an error now leaves its outcome unknown, never "cancelled, rolled back"
+    committing: bool = False
+    phase: str = "check"
+    done: int = 0  # steps passed (run, skipped, or checked only)
+    batch_bytes: int = 0  # the largest query of several steps (0: one step at a time)
+    touched: set[str] = field(default_factory=set)  # read-only tables with a statement this pass did not run
+    # lower-cased tables whose steps run one at a time: read-only and non-transactional ones (what a batch
+    # runs past a conflict before it sees it must be undone by the rollback) and those with triggers
+    alone: set[str] = field(default_factory=set)
+    # lower-cased tables with a primary key, and its columns (apply_batches)
+    keyed: dict[str, str] = field(default_factory=dict)
+    sizes: list[int] = field(default_factory=list)  # each step's bytes in a batch (_check_sizes)
+    separate: set[str] = field(default_factory=set)  # tables whose UPDATEs go one by one (apply_batches)
+    version: int = 0  # of `separate`: one more at each table it takes
+    # False when the incident itself ran with foreign_key_checks=0 (Report.no_fk_checks): its reverse
+    # then runs so too, or rows it left without their parents could not come back in plan order
+    foreign_key_checks: bool = True
+    merge: list[apply_merge.Row] | None = None  # merge mode: the plan's rows (apply_merge), else None
+    resolutions: Resolutions | None = None
+
+    def _tell(
+        self,
+        current: dict[str, Any] | None,
+        committed: dict[str, Any] | None = None,
+        committing: dict[str, Any] | None = None,
+    ) -> None:
+        self.observer.progress(
+            ExecutionProgress(
+                self.phase,
+                self.done,
+                len(self.plan),
+                self.result.rows_affected,
+                current,
+                committed,
+                committing,
+            )
+        )
+
+    def _stop_if_asked(self) -> None:
+        if self.observer.cancelled():
+            raise ExecutionCancelled(f"cancelled; {_applied(self.result)}", self.result)
+
+    def _refused(self, exc: Any, sql: str, step: dict[str, Any]) -> ExecutionFailed:
+        code = exc.args[0] if exc.args else None
+        reason = exc.args[-1] if exc.args else exc
+        if code in LOCK_ERRORS:
+            return ExecutionFailed(
+                f"{LOCK_ERRORS[code]} at {_where(step)}: {reason} (waited up to {self.lock_wait_timeout}s, "
+                f"--lock-wait-timeout); {_applied(self.result)}",
+                self.result,
+            )
+        return ExecutionFailed(
+            f"the target refused the statement at {_where(step)}: {reason}; {_applied(self.result)}: "
+            f"{sql[:300]}",
+            self.result,
+        )
+
+    def _execute(self, cur: Any, sql: str, step: dict[str, Any]) -> int:
+        import pymysql
+
+        try:
+            return int(cur.execute(sql))
+        except pymysql.err.MySQLError as exc:
+            raise self._refused(exc, sql, step) from None
+
+    def _wrong_count(self, step: dict[str, Any], affected: int) -> ExecutionFailed:
+        return ExecutionFailed(
+            f"statement at {_where(step)} affected {affected} rows, not 1; {_applied(self.result)}: "
+            f"{step['sql'][:300]}",
+            self.result,
+        )
+
+    def _applied_one(self, step: dict[str, Any], affected: int) -> None:
+        table = str(step.get("table"))
+        if table.lower() in self.non_transactional:
+            self.result.non_transactional_applied[table] = (
+                self.result.non_transactional_applied.get(table, 0) + 1
+            )
+        self.result.statements += 1
+        if affected != 1:
+            raise self._wrong_count(step, affected)
+        self.result.rows_affected += affected
+
+    def run(self, conn: Any) -> None:
+        with conn.cursor() as cur:
+            for sql in PRELUDE:
+                cur.execute(sql)
+            if not self.foreign_key_checks:
+                cur.execute("SET SESSION foreign_key_checks = 0")
+            cur.execute(f"SET SESSION innodb_lock_wait_timeout = {int(self.lock_wait_timeout)}")
+            if self.merge is not None:
+                self._merge(cur, self.merge)
+                return
+            batch = _Batch(self.batch_bytes if _multi_statements(conn) else 0)
+            units = self._units(batch)
+            current: dict[str, Any] | None = None
+            with _Ahead(self, [item for kind, item in units if kind == "batch"]) as ahead:
+                for kind, item in units:
+                    if kind == "tx":
+                        if self.per_transaction and current is not None:
+                            self._stop_if_asked()
+                            self._tell(current, committing=current)
+                            self.committing = True
+                            conn.commit()
+                            self.committing = False
+                            self.result.transactions_applied.append(current)
+                            self._tell(current, committed=current)
+                        current = item
+                        if self.per_transaction:
+                            cur.execute("BEGIN")
+                        continue
+                    self._stop_if_asked()
+                    if kind == "one":
+                        self._count(1, current)
+                        self._one(cur, item)
+                        continue
+                    built = ahead.next()
+                    self._count(len(item), current)
+                    if not batch.limit:  # savepoints failed earlier in the pass: one step at a time
+                        for step in item:
+                            self._one(cur, step)
+                        continue
+                    self._send(cur, batch, item, built)
+            self._stop_if_asked()
+            self._tell(current)
+            self.last = current if self.per_transaction else None
+
+    def _merge(self, cur: Any, rows: list[apply_merge.Row]) -> None:
+        batch_bytes = self.batch_bytes if _multi_statements(cur.connection) else 0
+        alone = self.alone
+        apply_merge.run(
+            self,
+            cur,
+            rows,
+            self.resolutions,
+            BATCH_STEPS,
+            batch_bytes,
+            lambda row: row.plan_table in alone,
+        )
+        self._tell(None)
+        unresolved = [c for c in self.result.conflicts if c["resolution"] is None]
+        if unresolved and self.on_conflict == "abort":
+            raise ExecutionConflict(
+                f"{len(unresolved)} conflict(s) without a resolution, the first at "
+                f"{apply_merge.conflict_line(unresolved[0])}; {_applied(self.result)} (--resolutions FILE "
+                "settles them, --on-conflict skip keeps those rows as they are now)",
+                self.result,
+            )
+
+    def _units(self, batch: _Batch) -> list[tuple[str, Any]]:
+        """The pass in the order it runs: ("tx", the original transaction that starts: per-transaction
+        mode commits the one before), ("one", a step that runs on its own), ("batch", steps sent as one
+        query)."""
+        units: list[tuple[str, Any]] = []
+        current: Any = None
+        alone = self.alone
+
+        def flush() -> None:
+            steps = batch.take()
+            if steps:
+                units.append(("batch", steps))
+
+        for step, bytes_ in zip(self.plan, self.sizes, strict=True):
+            if current is None or step["tx"] != current["tx"]:
+                if self.per_transaction:
+                    flush()
+                current = {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
+                units.append(("tx", current))
+            size = None if alone and str(step.get("table")).lower() in alone else batch.size_of(bytes_)
+            if size is None:
+                flush()
+                units.append(("one", step))
+                continue
+            if not batch.fits(size):
+                flush()
+            batch.add(step, size)
+        flush()
+        return units
+
+    def _count(self, steps: int, current: dict[str, Any] | None) -> None:
+        """Steps about to be sent: progress at every PROGRESS_EVERY-th step and at the last one."""
+        before, self.done = self.done, self.done + steps
+        if self.done // PROGRESS_EVERY > before // PROGRESS_EVERY or self.done == len(self.plan):
+            self._tell(current)
+
+    def _one(self, cur: Any, step: dict[str, Any]) -> None:
+        """A step on its own: its check, then its statement."""
+        key = str(step.get("table")).lower()
+        read_only = key in self.read_only
+        if step.get("check"):
+            self._execute(cur, step["check"] + LOCKING, step)
+            found = cur.fetchone()[0]
+            if not _as_expected(step, found):
+                if read_only and key in self.touched:
+                    # the row may be one a statement this dry run did not run would have changed
+                    self.result.unverified += 1
+                    return
+                self._conflict(step, found)
+                return
+        if read_only:
+            self.touched.add(key)
+            return
+        self._applied_one(step, self._execute(cur, step["sql"], step))
+
+    def _send(
+        self, cur: Any, batch: _Batch, steps: list[dict[str, Any]], built: _Built | None = None
+    ) -> None:
+        """Send the steps as one query (apply_batches: groups, each after its savepoint; `built`, when
+        the thread of _Ahead built it for the tables' UPDATE forms as they still are) and read its
+        results in order. Where a result is not what it must be, a plain step's failure is raised as one
+        step at a time raises it; anything else (a skipped conflict, a combined group's count) goes back
+        to its group's savepoint and runs that group one step at a time, which finds the row, then the
+        rest of the batch again."""
+        import pymysql
+
+        if built is None or built.version != self.version:
+            built = _Built.of(steps, self.keyed, self.separate, self.version)
+        grouped, pieces = built.groups, built.pieces
+        counts: list[tuple[int, int]] = []  # statements and rows affected at each group's start
+        again = None  # the group to return to
+        piece = pieces[0]
+        try:
+            cur.execute(built.sql)
+            for n, piece in enumerate(pieces):
+                if n and not cur.nextset():
+                    raise ExecutionFailed(
+                        f"the target returned fewer results than the batch at {_where(piece.step)} holds "
+                        f"statements; {_applied(self.result)}",
+                        self.result,
+                    )
+                try:
+                    again = self._result(cur, piece, grouped[piece.group], counts)
+                except RollbackError:
+                    _drain(cur)  # the connection answers the rollback only once every result is read
+                    raise
+                if again is not None:
+                    break
+        except pymysql.err.MySQLError as exc:
+            code = exc.args[0] if exc.args else None
+            if self.observer.cancelled():  # the cancel stopped it (KILL QUERY): no step-by-step retry
+                raise ExecutionCancelled(
+                    f"cancelled while a statement ran ({exc.args[-1] if exc.args else exc}); "
+                    f"{_applied(self.result)}",
+                    self.result,
+                ) from None
+            if piece.kind == "savepoint":
+                # an engine in the transaction without savepoints (Aria, which a trigger may write to):
+                # nothing of this group ran; it and the rest of the pass go one step at a time
+                _drain(cur)
+                batch.limit = 0
+                for group in grouped[piece.group :]:
+                    for step in group.steps:
+                        self._one(cur, step)
+                return
+            if grouped[piece.group].shape is None or code == 1213:  # a deadlock rolled everything back
+                _drain(cur)
+                raise self._refused(exc, piece.sql, piece.step) from None
+            again = piece.group
+        if again is None:
+            if _drain(cur):
+                raise ExecutionFailed(
+                    f"the batch ending at {_where(steps[-1])} returned more results than it holds statements "
+                    f"(a plan line holding several statements?); {_applied(self.result)}",
+                    self.result,
+                )
+            return
+        _drain(cur)
+        self._execute(cur, f"ROLLBACK TO SAVEPOINT {apply_batches.SAVEPOINT}{again}", grouped[again].steps[0])
+        self.result.statements, self.result.rows_affected = counts[again]
+        shape = grouped[again].shape
+        if shape is not None and shape[0] == "update" and shape[2]:
+            # the table's UPDATEs one after the other from now on (unique-key swaps fail as one UPDATE)
+            self.separate.add(str(grouped[again].steps[0].get("table")).lower())
+            self.version += 1  # what _Ahead built for this table's UPDATEs is built again
+            self._send(cur, batch, grouped[again].steps)
+        else:
+            for step in grouped[again].steps:
+                self._one(cur, step)
+        rest = [step for group in grouped[again + 1 :] for step in group.steps]
+        if rest:
+            self._send(cur, batch, rest)
+
+    def _result(
+        self, cur: Any, piece: apply_batches.Piece, group: apply_batches.Group, counts: list[tuple[int, int]]
+    ) -> int | None:
+        """Check one result of a batch; the group to go back to, if any."""
+        result = self.result
+        if piece.kind == "savepoint":
+            counts.append((result.statements, result.rows_affected))
+            return None
+        if piece.kind in ("check", "checks"):
+            row = cur.fetchone() if cur.description else None
+            if row is None:
+                raise ExecutionFailed(
+                    f"the check at {_where(piece.step)} returned no count; {_applied(result)}", result
+                )
+            if piece.kind == "checks":
+                return None if row[0] == piece.expect else piece.group
+            if _as_expected(piece.step, row[0]):
+                return None
+            if self.on_conflict == "skip":
+                return piece.group
+            self._conflict(piece.step, row[0])  # raises: the transaction rolls back
+        affected = cur.rowcount
+        if affected != piece.expect:
+            if group.shape is not None:
+                return piece.group
+            result.statements += 1
+            raise self._wrong_count(piece.step, affected)
+        size = len(group.steps) if piece.kind == "statements" else 1
+        result.statements += size
+        result.rows_affected += affected
+        return None
+
+    def _conflict(self, step: dict[str, Any], found: int) -> None:
+        expect = step["expect"]
+        conflict = {
+            "file": step.get("file"),
+            "pos": step.get("pos"),
+            "row": step.get("row"),  # the row of the rows event (the change log's "row")
+            "table": step.get("table"),
+            "statement": step["sql"],
+            "found": found,
+            "reason": "the row's key is taken" if expect == 0 else "the row changed since the incident",
+        }
+        self.result.conflicts.append(conflict)
+        if self.on_conflict == "skip":
+            self.result.skipped += 1
+            return
+        raise ExecutionConflict(
+            f"conflict at {_where(step)}: {conflict['reason']}; {_applied(self.result)} "
+            "(--on-conflict skip leaves such rows alone)",
+            self.result,
+        )
+
+
+def _as_expected(step: dict[str, Any], found: int) -> bool:
+    """A check's count as the plan expects it: the key free (0), or the row there (1, or more for a
+    keyless table's duplicates)."""
+    return found == 0 if step["expect"] == 0 else found >= 1
+
+
+def _bytes(sql: str) -> int:
+    return len(sql) if sql.isascii() else len(sql.encode("utf-8", "surrogateescape"))
+
+
+def _multi_statements(conn: Any) -> bool:
+    """Whether the connection was opened with CLIENT_MULTI_STATEMENTS (connect does; a caller's factory
+    may not, and then every step runs on its own)."""
+    from pymysql.constants import CLIENT
+
+    return bool(getattr(conn, "client_flag", 0) & CLIENT.MULTI_STATEMENTS)
+
+
+def _drain(cur: Any) -> bool:
+    """Read what is left of a multi-statement query's results (the server stops at an error); whether
+    there was any."""
+    import pymysql
+
+    left = False
+    try:
+        while cur.nextset():
+            left = True
+    except pymysql.err.MySQLError:
+        left = True
+    return left
+
+
+@dataclass
+class _Built:
+    """A batch's groups, their statements and the query they make."""
+
+    groups: list[apply_batches.Group]
+    pieces: list[apply_batches.Piece]
+    sql: str
+    version: int  # of the pass's `separate` it was built with
+
+    @staticmethod
+    def of(steps: list[dict[str, Any]], keyed: dict[str, str], separate: set[str], version: int) -> _Built:
+        grouped = apply_batches.groups(steps, keyed, separate)
+        pieces = apply_batches.pieces(grouped, keyed)
+        return _Built(grouped, pieces, "\n".join(piece.sql for piece in pieces), version)
+
+
+class _Ahead:
+    """Builds the queries of the batches ahead in a thread of its own while the server runs the one
+    before (the client's CPU beside the server's, not after it: bench/bench_apply.py). A batch is
+    built with the UPDATE forms as they were (`version`); a pass that changed them since builds it
+    again. A failure here is left for the pass to meet: it builds that batch itself."""
+
+    def __init__(self, one: _Pass, batches: list[list[dict[str, Any]]]):
+        self._one = one
+        self._batches = batches
+        self._ready: queue.Queue[_Built | None] = queue.Queue(maxsize=AHEAD)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._build, name="mysql-rollback-batches", daemon=True)
+
+    def __enter__(self) -> _Ahead:
+        if self._batches:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._ready.get(timeout=0.05)  # a builder waiting to put one ends at its next try
+            except queue.Empty:
+                pass
+
+    def _build(self) -> None:
+        one = self._one
+        for steps in self._batches:
+            try:
+                built: _Built | None = _Built.of(steps, one.keyed, one.separate, one.version)
+            except Exception:
+                built = None
+            while not self._stop.is_set():
+                try:
+                    self._ready.put(built, timeout=0.05)
+                    break
+                except queue.Full:
+                    continue
+            if self._stop.is_set():
+                return
+
+    def next(self) -> _Built | None:
+        """The next batch's query, in the order of the pass's batches (None: the pass builds it)."""
+        while True:
+            try:
+                return self._ready.get(timeout=0.1)
+            except queue.Empty:
+                if not self._thread.is_alive() and self._ready.empty():
+                    return None
+
+
+class _Batch:
+    """Consecutive steps to send as one query (apply_batches makes it), within max_allowed_packet."""
+
+    def __init__(self, limit: int):
+        self.limit = limit  # bytes of one query (0: no batches)
+        self.steps: list[dict[str, Any]] = []
+        self.size = 0
+
+    def size_of(self, step_bytes: int) -> int | None:
+        """The step's bytes at most in a query, or None when it must run on its own (no batches, or too
+        big): its statement and its check (`step_bytes`), and room for a savepoint and the separators."""
+        if not self.limit:
+            return None
+        size = step_bytes + STEP_OVERHEAD
+        return size if size <= self.limit else None
+
+    def fits(self, size: int) -> bool:
+        return len(self.steps) < BATCH_STEPS and self.size + size <= self.limit
+
+    def add(self, step: dict[str, Any], size: int) -> None:
+        self.steps.append(step)
+        self.size += size
+
+    def take(self) -> list[dict[str, Any]]:
+        steps, self.steps, self.size = self.steps, [], 0
+        return steps
+
+
+def _rollback_quietly(conn: Any) -> None:
+    import pymysql
+
+    try:
+        conn.rollback()
+    except pymysql.err.MySQLError:
+        pass  # a lost connection rolls back on the server by itself
+
+
+def _close_quietly(conn: Any) -> None:
+    import pymysql
+
+    try:
+        conn.close()
+    except pymysql.err.MySQLError:
+        pass
+
+
+def _attempt(
+    factory: Callable[[], Any], one: _Pass, commit: bool, inspect: Callable[[Any], None] | None = None
+) -> None:
+    """One pass over the plan on a fresh connection; commit at the end or roll everything back.
+    inspect, if given, reads the connection after the last statement, inside the transaction."""
+    import pymysql
+
+    conn = factory()
+    result = one.result
+    try:
+        conn.begin()
+        one.run(conn)
+        if inspect is not None:
+            inspect(conn)
+        if commit:
+            one._tell(one.last, committing=one.last or {})  # one transaction: the whole execution
+            one.committing = True
+            conn.commit()
+            result.committed = True
+            if one.last is not None:
+                result.transactions_applied.append(one.last)
+                one._tell(one.last, committed=one.last)
+    except ExecutionFailed as exc:
+        if one.observer.cancelled() and not one.committing:
+            # the cancel stopped the running statement (KILL QUERY) or cut the session: rolled back
+            raise ExecutionCancelled(f"cancelled while a statement ran: {exc.one_line()}", result) from None
+        raise
+    except pymysql.err.MySQLError as exc:
+        reason = exc.args[-1] if exc.args else exc
+        if one.observer.cancelled() and not one.committing:
+            raise ExecutionCancelled(
+                f"cancelled while a statement ran ({reason}); {_applied(result)}", result
+            ) from None
+        raise ExecutionFailed(
+            f"the target failed during execution: {reason}; {_applied(result)}", result
+        ) from None
+    finally:
+        if not result.committed:
+            _rollback_quietly(conn)
+        _close_quietly(conn)
+
+
+def _check_sizes(plan: list[dict[str, Any]], max_packet: int) -> list[int]:
+    """Every statement and check must fit in one packet (the query and its command byte, under
+    max_allowed_packet): a script run would otherwise fail halfway. Each step's bytes in a batch: its
+    statement's and its locking check's (with room for the lock clause when it has none)."""
+    sizes = []
+    for n, step in enumerate(plan, 1):
+        sql, check = step["sql"], step.get("check")
+        size = _bytes(sql)
+        checked = _bytes(check) + len(LOCKING) if check else 0
+        for what, bytes_ in (("", size), ("the check query of ", checked)):
+            if bytes_ + 1 >= max_packet:
+                raise ExecutionRefused(
+                    f"{what}statement {n} of {len(plan)} ({step.get('file')}:{step.get('pos')}, {step.get('table')}) "
+                    f"is {bytes_} bytes, too big for the target's max_allowed_packet of {max_packet} bytes; "
+                    f"raise it on the target (SET GLOBAL max_allowed_packet = {_packet_for(bytes_)}) and run "
+                    "again; nothing was run"
+                )
+        sizes.append(size + (checked or len(LOCKING)))
+    return sizes
+
+
+def _packet_for(size: int) -> int:
+    """A max_allowed_packet (a multiple of 1024) that holds a statement of `size` bytes."""
+    return (size + 1024) // 1024 * 1024 + 1024
+
+
+def _first_at(plan: list[dict[str, Any]]) -> dict[str, str]:
+    """db.table (lower-cased) -> the position of its first statement in execution order."""
+    first: dict[str, str] = {}
+    for step in plan:
+        first.setdefault(str(step.get("table")).lower(), f"{step.get('file')}:{step.get('pos')}")
+    return first
+
+
+def _refusals(
+    found: SideEffects,
+    plan: list[dict[str, Any]],
+    commit: bool,
+    accept_triggers: bool,
+    accept_cascades: bool,
+    accepted_tables: set[str],
+) -> list[str]:
+    """What the caller did not accept. Triggers even in a dry run (they may write to tables a rollback
+    does not undo); cascades and non-transactional tables only when committing (a dry run's cascades
+    roll back with it, and it never writes to a non-transactional table)."""
+    if not found.triggers and not (commit and (found.cascades or found.non_transactional)):
+        return []
+    first = _first_at(plan)
+    reasons = []
+    if found.triggers and not accept_triggers:
+        t = found.triggers[0]
+        more = f" (and {len(found.triggers) - 1} more trigger(s))" if len(found.triggers) > 1 else ""
+        reasons.append(
+            f"{trigger_warning(t)}; first at {first.get(t['table'].lower())}{more}; "
+            "--accept-triggers runs the plan anyway"
+        )
+    if commit and found.cascades and not accept_cascades:
+        c = found.cascades[0]
+        more = f" (and {len(found.cascades) - 1} more)" if len(found.cascades) > 1 else ""
+        reasons.append(
+            f"{cascade_warning(c)}; first at {first.get(c['parent'].lower())}{more}; "
+            "--accept-cascades runs the plan anyway"
+        )
+    missing = [n for n in found.non_transactional if n["table"].lower() not in accepted_tables]
+    if commit and missing:
+        named = ", ".join(
+            f"{n['table']} ({n['engine']}) first at {first.get(n['table'].lower())}" for n in missing
+        )
+        reasons.append(
+            f"non-transactional table(s) {named}: a commit that fails halfway cannot roll back what already "
+            f"ran on them; --accept-non-transactional {','.join(n['table'] for n in missing)} accepts that risk"
+        )
+    return reasons
+
+
+def _preflight(
+    factory: Callable[[], Any], plan: list[dict[str, Any]], also: list[dict[str, Any]] | None = None
+) -> tuple[SideEffects, int, dict[str, str], list[int]]:
+    """The target's max_allowed_packet against every statement, and what the statements (and `also`:
+    statements a merge's resolutions may run) set off; the max_allowed_packet, the plan's tables with a
+    primary key (lower-cased) and its columns (a combined DELETE's ORDER BY), and each step's bytes."""
+    import pymysql
+
+    conn = factory()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@max_allowed_packet")
+            max_packet = int(cur.fetchone()[0])
+        sizes = _check_sizes(plan, max_packet)
+        tables = sorted({str(step.get("table")).lower() for step in plan})
+        keyed: dict[str, str] = {}
+        if tables:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)), COLUMN_NAME "
+                    "FROM information_schema.KEY_COLUMN_USAGE WHERE CONSTRAINT_NAME = 'PRIMARY' AND "
+                    "LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) IN "
+                    f"({', '.join(['%s'] * len(tables))}) ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
+                    tables,
+                )
+                for table, column in cur.fetchall():
+                    quoted = "`" + str(column).replace("`", "``") + "`"
+                    keyed[table] = f"{keyed[table]}, {quoted}" if table in keyed else quoted
+        return detect(conn, plan_statement_kinds([*plan, *(also or [])])), max_packet, keyed, sizes
+    except pymysql.err.MySQLError as exc:
+        reason = exc.args[-1] if exc.args else exc
+        raise ExecutionFailed(
+            f"cannot read the target's settings and schema: {reason}; nothing was run"
+        ) from None
+    finally:
+        _rollback_quietly(conn)
+        _close_quietly(conn)
+
+
+def _refuse_ddl(plan: list[dict[str, Any]]) -> None:
+    """A `--ddl reverse` plan holds inverse DDL: it commits implicitly, so neither the dry run nor the
+    one checked transaction could hold it. Refused before connecting."""
+    steps = [step for step in plan if step.get("type") == "ddl"]
+    if not steps:
+        return
+    ddl, count = steps[0], len(steps)
+    raise ExecutionRefused(
+        f"refused, nothing was run: the plan holds {count} inverse DDL statement(s) (--ddl reverse), "
+        f"the first at {ddl.get('file')}:{ddl.get('pos')}: {str(ddl.get('sql'))[:120]}; DDL commits "
+        "implicitly and cannot run inside the checked transaction: review the script and apply it with "
+        "the mysql client, or generate it with --ddl keep to execute it here"
+    )
+
+
+def _merge_rows(
+    plan: list[dict[str, Any]], merge: bool, resolutions: Resolutions | None, single_transaction: bool
+) -> list[apply_merge.Row] | None:
+    if not merge:
+        if resolutions is not None:
+            raise ExecutionRefused(
+                "refused, nothing was run: resolutions settle the conflicts of --merge only"
+            )
+        return None
+    if not single_transaction:
+        raise ExecutionRefused(
+            "refused, nothing was run: --merge applies everything in one transaction, not --per-transaction"
+        )
+    return apply_merge.prepare(plan, resolutions)
+
+
+def execute_plan(
+    plan_path: str | Path,
+    target: Callable[[], Any] | str,
+    commit: bool = False,
+    single_transaction: bool = True,
+    on_conflict: str = "abort",
+    *,
+    accept_triggers: bool = False,
+    accept_cascades: bool = False,
+    accept_non_transactional: Iterable[str] = (),
+    lock_wait_timeout: int = DEFAULT_LOCK_WAIT_TIMEOUT,
+    observer: ExecutionObserver | None = None,
+    inspect: Callable[[Any], None] | None = None,
+    check_first: bool = True,
+    foreign_key_checks: bool = True,
+    merge: bool = False,
+    resolutions: Resolutions | None = None,
+) -> ExecutionResult:
+    """Run the plan on the target (a DSN or a connection factory). Dry run unless commit=True.
+
+    Refused before anything runs (ExecutionRefused): a statement over the target's max_allowed_packet;
+    triggers the statements fire, unless accept_triggers; when committing, cascading foreign keys
+    unless accept_cascades, and non-transactional tables not named in accept_non_transactional.
+    The dry run applies everything, checks included, in one transaction and rolls it back (statements
+    on non-transactional tables are not run, only their checks): a conflict or a refused statement
+    stops the job there, before anything is applied. Commit mode then runs it for real, in one
+    transaction unless single_transaction=False (a commit per original transaction). With
+    check_first=False a one-transaction commit skips that dry run: it is its own (a conflict or a
+    failure rolls it back); the dry run still comes first per transaction, when the plan writes to a
+    non-transactional table, or when its statements fire triggers.
+    The observer hears the progress of each pass and every per-transaction commit right after it
+    happens; when it says cancelled, the open transaction is rolled back (ExecutionCancelled).
+    inspect (dry run only) reads the target after the last statement, before the rollback.
+    foreign_key_checks=False runs the plan as an incident that ran with foreign_key_checks=0 was
+    (Report.no_fk_checks; the script's header says the same).
+    merge=True applies a net plan column by column, keeping what changed since (rollback/target/merge_columns.py),
+    its conflicts settled by `resolutions`.
+    """
+    observer = observer or ExecutionObserver()
+    if lock_wait_timeout < 1:
+        raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
+    plan = list(read_plan(plan_path))
+    _refuse_ddl(plan)
+    rows = _merge_rows(plan, merge, resolutions, single_transaction)
+    factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
+    try:
+        also = apply_merge.resolution_statements(rows, resolutions) if rows is not None else None
+        found, max_packet, keyed, sizes = _preflight(factory, plan, also)
+    except ExecutionFailed as exc:
+        if observer.cancelled():  # the cancel stopped the preflight's query (KILL QUERY) or cut its session
+            raise ExecutionCancelled(
+                f"cancelled: {exc.one_line()}", ExecutionResult(dry_run=not commit)
+            ) from None
+        raise
+    accepted = {t.strip().lower() for t in accept_non_transactional if t.strip()}
+    reasons = _refusals(found, plan, commit, accept_triggers, accept_cascades, accepted)
+    if reasons:
+        raise ExecutionRefused("refused, nothing was run: " + "; ".join(reasons), found.to_dict())
+    non_transactional = {t.lower() for t in found.non_transactional_tables}
+    alone = non_transactional | {str(t["table"]).lower() for t in found.triggers}
+    # room for the packet's header; plans on non-transactional tables run one step at a time, as before
+    batch_bytes = 0 if non_transactional else max(0, min(BATCH_BYTES, max_packet - 1024))
+
+    def one_pass(result: ExecutionResult, per_transaction: bool, read_only: set[str], phase: str) -> _Pass:
+        return _Pass(
+            plan,
+            on_conflict,
+            result,
+            per_transaction,
+            lock_wait_timeout,
+            read_only,
+            non_transactional,
+            observer=observer,
+            phase=phase,
+            batch_bytes=batch_bytes,
+            alone=alone,
+            keyed=keyed,
+            sizes=sizes,
+            foreign_key_checks=foreign_key_checks,
+            merge=rows,
+            resolutions=resolutions,
+        )
+
+    # Committing in one transaction is its own dry run (a conflict rolls it back, nothing applied) unless
+    # the caller asks for the check first, or a commit could keep something the check would have stopped:
+    # per transaction (earlier commits stay), statements on non-transactional tables, and triggers (which
+    # may write anywhere: they keep today's two passes).
+    if not commit or check_first or not single_transaction or non_transactional or found.triggers:
+        dry = ExecutionResult(dry_run=True, side_effects=found.to_dict())
+        dry.read_only_tables = sorted(found.non_transactional_tables)
+        _attempt(
+            factory,
+            one_pass(dry, False, non_transactional, "check"),
+            commit=False,
+            inspect=None if commit else inspect,
+        )
+        if not commit:
+            return dry
+    real = ExecutionResult(dry_run=False, side_effects=found.to_dict())
+    _attempt(factory, one_pass(real, not single_transaction, set(), "apply"), commit=True)
+    return real
