@@ -46,10 +46,6 @@ class Dsn:
     options: bool  # query parameters or a fragment were given
 
 
-class _Malformed(ValueError):
-    pass
-
-
 _SCHEME = re.compile(r"[\w+]+://")
 
 
@@ -78,7 +74,7 @@ def _split(text: str) -> tuple[str, str | None, str | None, str, str | None, str
     """scheme, user, password (both percent-encoded), host, port, database (encoded), query."""
     scheme = _SCHEME.match(text)
     if scheme is None:
-        raise _Malformed
+        raise ValueError("no scheme")
     user, password, rest = _userinfo(text[scheme.end() :])
     host = ""
     # an IPv6 address in brackets runs to the last `]` before any `/` or `?`
@@ -94,8 +90,8 @@ def _split(text: str) -> tuple[str, str | None, str | None, str, str | None, str
         port, rest = rest[1:end], rest[end:]
     database = None
     if rest.startswith("/"):
-        database, _, tail = rest[1:].partition("?")
-        rest = "?" + tail if _ else ""
+        database, mark, tail = rest[1:].partition("?")
+        rest = mark + tail
     query = rest[1:].split("\n", 1)[0] if rest.startswith("?") else None
     return scheme.group()[:-3], user, password, host, port, database, query
 
