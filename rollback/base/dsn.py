@@ -1,4 +1,7 @@
-"""Server DSNs, `mysql://user:password@host:port/[database]`: the one parser (SQLAlchemy's make_url).
+"""Server DSNs, `mysql://user:password@host:port/[database]`: the one parser.
+
+It reads a DSN as SQLAlchemy's make_url did (the same parts from the same text), without importing
+SQLAlchemy: that import was most of a verified apply's start-up (bench/README.md, issue 24).
 
 User and password are percent-decoded (`p%40ss` is `p@ss`): a password holding `@ : / % # ?` is
 written with those characters percent-encoded (`%40 %3A %2F %25 %23 %3F`). An `@` left unencoded
@@ -43,31 +46,79 @@ class Dsn:
     options: bool  # query parameters or a fragment were given
 
 
+_SCHEME = re.compile(r"[\w+]+://")
+
+
+def _userinfo(rest: str) -> tuple[str | None, str | None, str]:
+    """(user, password, what follows the `@`) of the part after `scheme://`; (None, None, rest)
+    without one. The user ends at the first `:` or `/`; a password, after that `:`, runs to the
+    next `@`; without a password the user runs to the last `@` before that `:` or `/`."""
+    end = _stop(rest, ":/")
+    head = rest[:end]
+    if rest.startswith(":", end):
+        at = rest.find("@", end + 1)
+        if at >= 0:
+            return head, rest[end + 1 : at], rest[at + 1 :]
+    at = head.rfind("@")
+    if at >= 0:
+        return head[:at], None, rest[at + 1 :]
+    return None, None, rest
+
+
+def _stop(text: str, chars: str) -> int:
+    """Where the first of `chars` is in text (its length if none is)."""
+    return min((at for at in map(text.find, chars) if at >= 0), default=len(text))
+
+
+def _split(text: str) -> tuple[str, str | None, str | None, str, str | None, str | None, str | None]:
+    """scheme, user, password (both percent-encoded), host, port, database (encoded), query."""
+    scheme = _SCHEME.match(text)
+    if scheme is None:
+        raise ValueError("no scheme")
+    user, password, rest = _userinfo(text[scheme.end() :])
+    host = ""
+    # an IPv6 address in brackets runs to the last `]` before any `/` or `?`
+    close = rest[: _stop(rest, "/?")].rfind("]") if rest.startswith("[") else -1
+    if close > 1:
+        host, rest = rest[1:close], rest[close + 1 :]
+    else:
+        end = _stop(rest, "/:?")
+        host, rest = rest[:end], rest[end:]
+    port = None  # a `:` with no port after it is malformed (int(""))
+    if rest.startswith(":"):
+        end = _stop(rest, "/?")
+        port, rest = rest[1:end], rest[end:]
+    database = None
+    if rest.startswith("/"):
+        database, mark, tail = rest[1:].partition("?")
+        rest = mark + tail
+    query = rest[1:].split("\n", 1)[0] if rest.startswith("?") else None
+    return scheme.group()[:-3], user, password, host, port, database, query
+
+
 def parse_dsn(text: str) -> Dsn:
     """The parts of a mysql:// or mariadb:// URL; DsnError for anything else."""
-    from sqlalchemy.engine import make_url  # here: importing the engine does not load SQLAlchemy
-    from sqlalchemy.exc import ArgumentError
+    from urllib.parse import parse_qsl, unquote
 
     try:
-        url = make_url(text)
-        port = url.port
-    except (ArgumentError, ValueError):
+        scheme, user, password, host, port_text, database, query = _split(text)
+        port = int(port_text) if port_text is not None else None
+    except ValueError:
         if text.count("@") > 1:
             raise DsnError(ENCODE_ADVICE) from None
         raise DsnError(f"malformed server DSN (expected {SHAPE}; {ENCODING})") from None
-    if url.drivername not in SCHEMES:
-        raise DsnError(f"server DSN must look like {SHAPE} (got scheme {url.drivername!r})")
-    if "@" in (url.host or "") or "@" in (url.database or "").split("#", 1)[0]:
+    if scheme not in SCHEMES:
+        raise DsnError(f"server DSN must look like {SHAPE} (got scheme {scheme!r})")
+    database = unquote(database) if database is not None else ""
+    if "@" in host or "@" in database.split("#", 1)[0]:
         raise DsnError(ENCODE_ADVICE)
-    database = url.database or ""
-    fragment = "#" in database
     return Dsn(
-        host=url.host or "",
+        host=host,
         port=port or DEFAULT_PORT,
-        user=url.username or "",
-        password=url.password if url.password is None else str(url.password),
+        user=unquote(user) if user else "",
+        password=unquote(password) if password is not None else None,
         database=database.split("#", 1)[0],
-        options=bool(url.query) or fragment,
+        options=bool(query and parse_qsl(query)) or "#" in database,
     )
 
 

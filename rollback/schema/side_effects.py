@@ -112,12 +112,15 @@ def statement_kinds(counts: Mapping[tuple[str, str], int], mode: str = "flashbac
 
 def plan_statement_kinds(plan: Iterable[dict[str, Any]]) -> Counter:
     """The statements of an execution plan, by table and kind (read from the statement itself)."""
-    out: Counter = Counter()
-    for step in plan:
-        kind = step["sql"].lstrip().split(None, 1)[0].upper()
-        if kind in KINDS:
-            out[(step["table"], kind)] += 1
-    return out
+    # a plan's statements start with their kind and a space: that prefix says it without a split
+    kinds = (
+        (step["table"], _HEADS.get(step["sql"][:7]) or step["sql"].lstrip().split(None, 1)[0].upper())
+        for step in plan
+    )
+    return Counter(pair for pair in kinds if pair[1] in KINDS)
+
+
+_HEADS = {f"{kind} ": kind for kind in KINDS}
 
 
 def detect_with(connect: Callable[[], Any], statements: StatementCounts) -> SideEffects:

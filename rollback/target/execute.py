@@ -791,20 +791,30 @@ def _check_sizes(plan: list[dict[str, Any]], max_packet: int) -> list[int]:
     max_allowed_packet): a script run would otherwise fail halfway. Each step's bytes in a batch: its
     statement's and its locking check's (with room for the lock clause when it has none)."""
     sizes = []
+    fits = max_packet - 1  # bytes a statement must stay under
+    locking = len(LOCKING)
     for n, step in enumerate(plan, 1):
         sql, check = step["sql"], step.get("check")
-        size = _bytes(sql)
-        checked = _bytes(check) + len(LOCKING) if check else 0
-        for what, bytes_ in (("", size), ("the check query of ", checked)):
-            if bytes_ + 1 >= max_packet:
-                raise ExecutionRefused(
-                    f"{what}statement {n} of {len(plan)} ({step.get('file')}:{step.get('pos')}, {step.get('table')}) "
-                    f"is {bytes_} bytes, too big for the target's max_allowed_packet of {max_packet} bytes; "
-                    f"raise it on the target (SET GLOBAL max_allowed_packet = {_packet_for(bytes_)}) and run "
-                    "again; nothing was run"
-                )
-        sizes.append(size + (checked or len(LOCKING)))
+        size = len(sql) if sql.isascii() else _bytes(sql)
+        checked = (len(check) if check.isascii() else _bytes(check)) + locking if check else 0
+        if size >= fits or checked >= fits:
+            _refuse_size(plan, n, step, size, checked, max_packet)
+        sizes.append(size + (checked or locking))
     return sizes
+
+
+def _refuse_size(
+    plan: list[dict[str, Any]], n: int, step: dict[str, Any], size: int, checked: int, max_packet: int
+) -> None:
+    """Refuse step n, whose statement or check does not fit in the target's packet."""
+    for what, bytes_ in (("", size), ("the check query of ", checked)):
+        if bytes_ + 1 >= max_packet:
+            raise ExecutionRefused(
+                f"{what}statement {n} of {len(plan)} ({step.get('file')}:{step.get('pos')}, {step.get('table')}) "
+                f"is {bytes_} bytes, too big for the target's max_allowed_packet of {max_packet} bytes; "
+                f"raise it on the target (SET GLOBAL max_allowed_packet = {_packet_for(bytes_)}) and run "
+                "again; nothing was run"
+            )
 
 
 def _packet_for(size: int) -> int:
@@ -875,7 +885,7 @@ def _preflight(
             cur.execute("SELECT @@max_allowed_packet")
             max_packet = int(cur.fetchone()[0])
         sizes = _check_sizes(plan, max_packet)
-        tables = sorted({str(step.get("table")).lower() for step in plan})
+        tables = sorted({str(name).lower() for name in {step.get("table") for step in plan}})
         keyed: dict[str, str] = {}
         if tables:
             with conn.cursor() as cur:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.core.config import ConfigError, parse_server
 from rollback import DsnError, SourceError, parse_dsn, redact
 from rollback.sources.server import ServerAddress
 from rollback.target.execute import connect_args
+from tests.support.examples import examples
 
 
 @pytest.mark.parametrize(
@@ -75,3 +81,55 @@ def test_each_reader_keeps_its_own_rules():
 def test_redact_hides_the_password_and_keeps_the_rest():
     assert redact("mysql://u:p%40ss@db1:3306/") == "mysql://u:***@db1:3306/"
     assert redact("mysql://u@db1:3306/") == "mysql://u@db1:3306/"
+
+
+def _as_make_url_reads_it(text: str) -> object:
+    """What the parser read from a DSN when it was SQLAlchemy's make_url (the same checks after it)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(text)
+        port = url.port
+    except (ArgumentError, ValueError):
+        return "advice" if text.count("@") > 1 else "malformed"
+    if url.drivername not in ("mysql", "mariadb"):
+        return f"scheme {url.drivername!r}"
+    database = url.database or ""
+    if "@" in (url.host or "") or "@" in database.split("#", 1)[0]:
+        return "advice"
+    password = url.password if url.password is None else str(url.password)
+    options = bool(url.query) or "#" in database
+    return (url.host or "", port or 3306, url.username or "", password, database.split("#", 1)[0], options)
+
+
+def _as_parse_dsn_reads_it(text: str) -> object:
+    try:
+        parts = parse_dsn(text)
+    except DsnError as exc:
+        message = str(exc)
+        if "more than one '@'" in message:
+            return "advice"
+        if message.startswith("malformed"):
+            return "malformed"
+        return "scheme " + message.split("got scheme ", 1)[1][:-1]
+    return (parts.host, parts.port, parts.user, parts.password, parts.database, parts.options)
+
+
+_PIECES = ["mysql://", "mariadb://", "pg://", "u", "p", ":", "@", "/", "?", "#", "[", "]", "::1", "3306"]
+_PIECES += ["h", "db", "%40", "%3A", "a=1", "&", "x", "\n", " ", "+", "0", "-1"]
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.booleans(), st.lists(st.sampled_from(_PIECES), min_size=1, max_size=10))
+def test_the_parser_reads_every_dsn_as_make_url_did(scheme, pieces):
+    """parse_dsn no longer imports SQLAlchemy (its import was most of an apply's start-up): it must
+    read every text as make_url did, parts, refusals and all."""
+    text = ("mysql://" if scheme else "") + "".join(pieces)
+    assert _as_parse_dsn_reads_it(text) == _as_make_url_reads_it(text)
+
+
+def test_parsing_a_dsn_does_not_import_sqlalchemy():
+    code = "import sys; from rollback import parse_dsn; parse_dsn('mysql://u@h/'); print('sqlalchemy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rollback.schema.side_effects import SideEffects
+from rollback.schema.side_effects import SideEffects, plan_statement_kinds
 from rollback.target.execute import (
     LOCKING,
     ExecutionRefused,
@@ -111,3 +111,20 @@ def test_an_error_says_what_it_leaves_behind():
         "the changes to transactional tables were rolled back; but the 3 statement(s) already run on "
         "non-transactional tables stay applied: shop.orders (3)"
     )
+
+
+def test_statement_kinds_are_read_from_each_statement_however_it_starts():
+    steps = [
+        {"table": "d.t", "sql": "INSERT INTO `d`.`t` (`id`) VALUES (1);"},
+        {"table": "d.t", "sql": "  insert\tinto `d`.`t` (`id`) VALUES (2);"},
+        {"table": "d.t", "sql": "UPDATE `d`.`t` SET `a`=1 WHERE `id`=1;"},
+        {"table": "d.u", "sql": "DELETE FROM `d`.`u` WHERE `id`=1;"},
+        {"table": "d.u", "sql": "delete\nFROM `d`.`u` WHERE `id`=2;"},
+        {"table": "d.u", "sql": "UPDATEX `d`.`u`;"},
+        {"table": "d.u", "sql": "DO 1;"},
+    ]
+    assert plan_statement_kinds(steps) == {
+        ("d.t", "INSERT"): 2,
+        ("d.t", "UPDATE"): 1,
+        ("d.u", "DELETE"): 2,
+    }
