@@ -55,6 +55,7 @@ class Host(Protocol):
     on_conflict: str
     read_only: set[str]
     non_transactional: set[str]
+    keyed: dict[str, str]  # lower-cased tables with a primary key -> its quoted columns
 
     def _execute(self, cur: Any, sql: str, step: dict[str, Any]) -> int: ...
 
@@ -434,18 +435,20 @@ class _Group:
 GROUP_ROWS = 100  # rows of one combined read: a net update's count evaluates every row's condition
 
 
-def _groups(rows: list[Row]) -> list[_Group]:
-    out: list[_Group] = []
+def _runs(rows: list[Row], size: int) -> list[list[Row]]:
+    """Consecutive rows of one table and one kind, at most `size` a run."""
+    out: list[list[Row]] = []
     for row in rows:
         last = out[-1] if out else None
-        if (
-            last is None
-            or len(last.rows) >= GROUP_ROWS
-            or (last.rows[0].kind, last.rows[0].table) != (row.kind, row.table)
-        ):
-            last = _Group([])
+        if last is None or len(last) >= size or (last[0].kind, last[0].table) != (row.kind, row.table):
+            last = []
             out.append(last)
-        last.rows.append(row)
+        last.append(row)
+    return out
+
+
+def _groups(rows: list[Row]) -> list[_Group]:
+    out = [_Group(run) for run in _runs(rows, GROUP_ROWS)]
     for group in out:
         first = group.rows[0]
         where = ") OR (".join(row.found for row in group.rows)
@@ -459,34 +462,52 @@ def _groups(rows: list[Row]) -> list[_Group]:
     return out
 
 
-def _writes(group: _Group) -> list[tuple[str, int]]:
-    """The group's writes when nothing conflicts, each with the rows it must affect: a run of re-inserts of
-    one column list as one INSERT, a run of deletes as one DELETE, a run of updates of the same columns as one
-    UPDATE."""
-    rows = group.rows
-    if rows[0].kind == "delete" and len(rows) > 1:
+def _writes(
+    rows: list[Row], whole: bool = False, keyed: dict[str, str] | None = None
+) -> list[tuple[str, int]]:
+    """The writes of a run of one table and kind when nothing conflicts, each with the rows it must affect: a
+    run of re-inserts of one column list as one INSERT, a run of deletes as one DELETE, a run of updates of
+    the same columns as one UPDATE. whole: a net update's write finds its row only as the range left it,
+    every column (`row_matches`), not only its changed columns; keyed: the tables' primary keys, by which
+    a run's DELETE goes (a range read, where an OR of many rows may scan a small table)."""
+    first = rows[0]
+    if first.kind == "delete" and len(rows) > 1:
         heads = [_insert_head(row.restore) for row in rows]
         if heads[0] and all(head == heads[0] for head in heads):
             values = ", ".join(row.restore[len(heads[0]) :] for row in rows)
             return [(f"{heads[0]}{values}", len(rows))]
-    if rows[0].kind == "insert" and len(rows) > 1:
+    if first.kind == "insert" and len(rows) > 1:
         found = ") OR (".join(row.found for row in rows)
-        return [(f"DELETE FROM {rows[0].table} WHERE ({found})", len(rows))]
-    if rows[0].kind == "update" and len(rows) > 1 and _one_update(rows):
-        names = [c["name"] for c in rows[0].columns]
-        cases = ", ".join(
-            "`"
-            + name.replace("`", "``")
-            + "` = CASE"
-            + "".join(
-                f" WHEN ({row.merge['where']}) THEN {row.merge['columns'][i]['before_sql']}" for row in rows
-            )
-            + " END"
-            for i, name in enumerate(names)
-        )
+        order = (keyed or {}).get(first.plan_table)
+        limit = f" ORDER BY {order} LIMIT {len(rows)}" if order else ""
+        return [(f"DELETE FROM {first.table} WHERE ({found}){limit}", len(rows))]
+    if first.kind == "update" and whole:
+        if len(rows) > 1 and _one_update(rows):
+            found = ") OR (".join(str(row.merge["row_matches"]) for row in rows)
+            return [(f"UPDATE {first.table} SET {_cases(rows)} WHERE ({found})", len(rows))]
+        return [
+            (f"UPDATE {row.table} SET {_set(row.columns)} WHERE {row.merge['row_matches']}", 1)
+            for row in rows
+        ]
+    if first.kind == "update" and len(rows) > 1 and _one_update(rows):
         found = ") OR (".join(row.found for row in rows)
-        return [(f"UPDATE {rows[0].table} SET {cases} WHERE ({found})", len(rows))]
+        return [(f"UPDATE {first.table} SET {_cases(rows)} WHERE ({found})", len(rows))]
     return [(row.restore, 1) for row in rows]
+
+
+def _cases(rows: list[Row]) -> str:
+    """One CASE per changed column: each row's before value, the row found by its key."""
+    names = [c["name"] for c in rows[0].merge["columns"]]
+    return ", ".join(
+        "`"
+        + name.replace("`", "``")
+        + "` = CASE"
+        + "".join(
+            f" WHEN ({row.merge['where']}) THEN {row.merge['columns'][i]['before_sql']}" for row in rows
+        )
+        + " END"
+        for i, name in enumerate(names)
+    )
 
 
 # A value one CASE over many rows assigns exactly as the row's own UPDATE would: a number, a string without
@@ -520,7 +541,55 @@ def _insert_head(sql: str) -> str:
 
 
 def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | None) -> None:
-    """Reads in one query, then (no conflict) the writes in another; else one step at a time."""
+    """The writes alone, each checking its row in its own statement (one query); where one comes up short,
+    back to the savepoint, then the locking reads and the writes again (_checked)."""
+    if not host.read_only and _optimistic(host, cur, rows):
+        for row in rows:
+            _tally(_Decision([row.restore]), host)
+        host.result.statements += len(rows)
+        host.result.rows_affected += len(rows)
+        return
+    _checked(host, cur, rows, resolutions)
+
+
+def _optimistic(host: Host, cur: Any, rows: list[Row]) -> bool:
+    """The batch's writes after a savepoint, as the strict apply sends its own: a net update's UPDATE finds
+    its row only exactly as the range left it (so none of them kept a later change), a net insert's DELETE
+    likewise, a net delete's INSERT fails on any key taken since. True when each affected all its rows;
+    else the batch is back at its savepoint."""
+    writes = [write for run in _runs(rows, len(rows)) for write in _writes(run, True, host.keyed)]
+    if _sent(host, cur, writes, rows, f"SAVEPOINT {SAVEPOINT};\n"):
+        return True
+    host._execute(cur, f"ROLLBACK TO SAVEPOINT {SAVEPOINT}", rows[0].step)
+    return False
+
+
+def _sent(host: Host, cur: Any, writes: list[tuple[str, int]], rows: list[Row], head: str = "") -> bool:
+    """Whether every write (after `head`, a statement without a result) affected the rows it must. A lock
+    wait timeout or a deadlock stops the execution as one step's would."""
+    import pymysql
+
+    exact = True
+    try:
+        cur.execute(head + ";\n".join(sql for sql, _ in writes) + ";")
+        for n in range(len(writes) + bool(head)):
+            if n and not cur.nextset():
+                exact = False
+                break
+            if n >= bool(head) and cur.rowcount != writes[n - bool(head)][1]:
+                exact = False
+                break
+        _drain(cur)
+    except pymysql.err.MySQLError as exc:
+        _drain(cur)
+        if exc.args and exc.args[0] in (1205, 1213):
+            raise host._refused(exc, rows[0].restore, rows[0].step) from None
+        exact = False
+    return exact
+
+
+def _checked(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | None) -> None:
+    """Locking reads in one query, then (no conflict) the writes in another; else one step at a time."""
     import pymysql
 
     first = rows[0].step
@@ -547,24 +616,8 @@ def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | Non
         for row in rows:
             _one(host, cur, row, resolutions)
         return
-    writes = [write for group in groups for write in _writes(group)]
-    again = False
-    try:
-        cur.execute(";\n".join(sql for sql, _ in writes) + ";")
-        for n, (_sql, expect) in enumerate(writes):
-            if n and not cur.nextset():
-                again = True
-                break
-            if cur.rowcount != expect:
-                again = True
-                break
-        _drain(cur)
-    except pymysql.err.MySQLError as exc:
-        _drain(cur)
-        if exc.args and exc.args[0] in (1205, 1213):  # a lock wait or a deadlock: as one step would say
-            raise host._refused(exc, rows[0].restore, first) from None
-        again = True
-    if again:
+    writes = [write for group in groups for write in _writes(group.rows, keyed=host.keyed)]
+    if not _sent(host, cur, writes, rows):
         host._execute(cur, f"ROLLBACK TO SAVEPOINT {SAVEPOINT}", first)
         for row in rows:
             _one(host, cur, row, resolutions)
