@@ -1,19 +1,21 @@
 """Merge execution of a net plan (issue 28, `execute_plan(..., merge=True)`): undo the incident, keep what
 happened since.
 
-Each plan line's `"merge"` object (written with `--net`) names one row's net change. Under a locking read
-(SELECT ... FOR UPDATE) in the transaction that writes, the row is compared with the range's final image,
-exactly: a net update's changed columns only (all equal: those columns get their before values back, the
+Each plan line's `"merge"` object (written with `--net`) names one row's net change. In the transaction that writes,
+under a locking read (SELECT ... FOR UPDATE) or in the WHERE of the write itself (which locks the row it
+checks), the row is compared with the range's final image, exactly: a net update's changed columns only (all equal: those columns get their before values back, the
 others keep whatever they hold now), a net insert's whole row (as the range left it: deleted), a net
 delete's keys (all free: the row is inserted again). Anything else is a conflict with three versions
 (before, after, now), settled by the resolutions document (rollback/resolutions.py), kept as it is now
 with on_conflict="skip", or left unresolved: the caller (rollback/execute.py) then aborts, nothing applied.
 
-Steps go in batches, two queries each: the batch's locking reads, then its writes. A write of a row
-without conflict carries its check in its WHERE (or fails on the key, for an INSERT), so that a row one
-of the batch's earlier writes changed is not written blindly: a write that does not affect its one row
-sends the batch back to its savepoint, and a batch with a conflict runs one step at a time (read,
-decide, write), where each read sees what the steps before it left.
+Steps go in batches, as the strict apply's: one query of the batch's writes after a savepoint, each write
+checking its rows in its own statement (a net update's UPDATE finds its row only exactly as the range left
+it, a net insert's DELETE likewise, a net delete's INSERT fails on a taken key), so that nothing changed
+since costs no read. A write that comes up short sends the batch back to its savepoint; then the batch's
+locking reads (one count per run of one table and kind) decide, and its writes carry the merge's own
+checks (only the changed columns); a batch with a conflict runs one step at a time (read, decide, write),
+where each read sees what the steps before it left.
 """
 
 from __future__ import annotations
