@@ -543,8 +543,9 @@ def _insert_head(sql: str) -> str:
 
 
 def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | None) -> None:
-    """The writes alone, each checking its row in its own statement (one query); where one comes up short,
-    back to the savepoint, then the locking reads and the writes again (_checked)."""
+    """The writes alone, each checking its row in its own statement; where one comes up short, back to the
+    savepoint, then the locking reads and the writes again (_checked). A dry run that leaves a table's
+    statements out decides by the reads."""
     if not host.read_only and _optimistic(host, cur, rows):
         for row in rows:
             _tally(_Decision([row.restore]), host)
@@ -555,30 +556,31 @@ def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | Non
 
 
 def _optimistic(host: Host, cur: Any, rows: list[Row]) -> bool:
-    """The batch's writes after a savepoint, as the strict apply sends its own: a net update's UPDATE finds
-    its row only exactly as the range left it (so none of them kept a later change), a net insert's DELETE
+    """A savepoint and the batch's writes as the strict apply sends its own: a net update's UPDATE finds its
+    row only exactly as the range left it (so none of them kept a later change), a net insert's DELETE
     likewise, a net delete's INSERT fails on any key taken since. True when each affected all its rows;
     else the batch is back at its savepoint."""
     writes = [write for run in _runs(rows, len(rows)) for write in _writes(run, True, host.keyed)]
-    if _sent(host, cur, writes, rows, f"SAVEPOINT {SAVEPOINT};\n"):
+    sql = f"SAVEPOINT {SAVEPOINT};\n" + ";\n".join(sql for sql, _ in writes) + ";"
+    if _sent(host, cur, sql, [0, *(expect for _, expect in writes)], rows):
         return True
     host._execute(cur, f"ROLLBACK TO SAVEPOINT {SAVEPOINT}", rows[0].step)
     return False
 
 
-def _sent(host: Host, cur: Any, writes: list[tuple[str, int]], rows: list[Row], head: str = "") -> bool:
-    """Whether every write (after `head`, a statement without a result) affected the rows it must. A lock
-    wait timeout or a deadlock stops the execution as one step's would."""
+def _sent(host: Host, cur: Any, sql: str, expected: list[int], rows: list[Row]) -> bool:
+    """Whether each statement of the query affected the rows it must (`expected`, in order). A lock wait
+    timeout or a deadlock stops the execution as one step's would."""
     import pymysql
 
     exact = True
     try:
-        cur.execute(head + ";\n".join(sql for sql, _ in writes) + ";")
-        for n in range(len(writes) + bool(head)):
+        cur.execute(sql)
+        for n, expect in enumerate(expected):
             if n and not cur.nextset():
                 exact = False
                 break
-            if n >= bool(head) and cur.rowcount != writes[n - bool(head)][1]:
+            if cur.rowcount != expect:
                 exact = False
                 break
         _drain(cur)
@@ -619,7 +621,7 @@ def _checked(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | N
             _one(host, cur, row, resolutions)
         return
     writes = [write for group in groups for write in _writes(group.rows, keyed=host.keyed)]
-    if not _sent(host, cur, writes, rows):
+    if not _sent(host, cur, ";\n".join(sql for sql, _ in writes) + ";", [n for _, n in writes], rows):
         host._execute(cur, f"ROLLBACK TO SAVEPOINT {SAVEPOINT}", first)
         for row in rows:
             _one(host, cur, row, resolutions)
@@ -641,33 +643,45 @@ def run(
 ) -> None:
     """Every row of the plan, in plan order; batch_bytes 0: one step at a time."""
     host.result.merge = empty_counts()
+    for unit in _units(rows, batch_steps, batch_bytes, alone):
+        host._stop_if_asked()
+        host._count(len(unit), _transaction(unit[0].step))
+        if len(unit) == 1:
+            _one(host, cur, unit[0], resolutions)
+        else:
+            _batch(host, cur, unit, resolutions)
+
+
+def _units(
+    rows: list[Row], batch_steps: int, batch_bytes: int, alone: Callable[[Row], bool]
+) -> list[list[Row]]:
+    """The rows in the batches they run in (a row alone: one step at a time), within batch_bytes a query."""
+    units: list[list[Row]] = []
     batch: list[Row] = []
     size = 0
-
-    def flush() -> None:
-        nonlocal batch, size
-        if batch:
-            host._stop_if_asked()
-            host._count(len(batch), _transaction(batch[0].step))
-            if len(batch) == 1:
-                _one(host, cur, batch[0], resolutions)
-            else:
-                _batch(host, cur, batch, resolutions)
-        batch, size = [], 0
-
     for row in rows:
-        bytes_ = len(row.found) + 2 * len(row.restore) + 16  # its share of the combined read, its write
+        merge = row.merge
+        # its share of a batch's largest query: the combined read, or a write (one CASE per changed column)
+        bytes_ = (
+            len(row.found)
+            + len(merge["row_matches"] or "")
+            + 2 * len(row.restore)
+            + len(merge["columns"]) * (len(merge["where"]) + 24)
+        )
         if not batch_bytes or alone(row) or bytes_ > batch_bytes:
-            flush()
-            host._stop_if_asked()
-            host._count(1, _transaction(row.step))
-            _one(host, cur, row, resolutions)
+            if batch:
+                units.append(batch)
+            units.append([row])
+            batch, size = [], 0
             continue
         if len(batch) >= batch_steps or size + bytes_ > batch_bytes:
-            flush()
+            units.append(batch)
+            batch, size = [], 0
         batch.append(row)
         size += bytes_
-    flush()
+    if batch:
+        units.append(batch)
+    return units
 
 
 def _transaction(step: dict[str, Any]) -> dict[str, Any]:
