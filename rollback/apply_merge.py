@@ -28,6 +28,7 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any, Protocol
 
+from rollback.apply_batches import CASE_ROWS
 from rollback.errors import RollbackError
 from rollback.resolutions import (
     COLUMN,
@@ -437,12 +438,13 @@ class _Group:
 GROUP_ROWS = 100  # rows of one combined read: a net update's count evaluates every row's condition
 
 
-def _runs(rows: list[Row], size: int) -> list[list[Row]]:
-    """Consecutive rows of one table and one kind, at most `size` a run."""
+def _runs(rows: list[Row], size: int, updates: int | None = None) -> list[list[Row]]:
+    """Consecutive rows of one table and one kind, at most `size` a run (`updates`: of net updates)."""
     out: list[list[Row]] = []
     for row in rows:
         last = out[-1] if out else None
-        if last is None or len(last) >= size or (last[0].kind, last[0].table) != (row.kind, row.table):
+        most = updates if updates and row.kind == "update" else size
+        if last is None or len(last) >= most or (last[0].kind, last[0].table) != (row.kind, row.table):
             last = []
             out.append(last)
         last.append(row)
@@ -560,7 +562,8 @@ def _optimistic(host: Host, cur: Any, rows: list[Row]) -> bool:
     row only exactly as the range left it (so none of them kept a later change), a net insert's DELETE
     likewise, a net delete's INSERT fails on any key taken since. True when each affected all its rows;
     else the batch is back at its savepoint."""
-    writes = [write for run in _runs(rows, len(rows)) for write in _writes(run, True, host.keyed)]
+    runs = _runs(rows, len(rows), CASE_ROWS)
+    writes = [write for run in runs for write in _writes(run, True, host.keyed)]
     sql = f"SAVEPOINT {SAVEPOINT};\n" + ";\n".join(sql for sql, _ in writes) + ";"
     if _sent(host, cur, sql, [0, *(expect for _, expect in writes)], rows):
         return True
