@@ -1,13 +1,14 @@
 """Merge execution of a net plan (issue 28, `execute_plan(..., merge=True)`): undo the incident, keep what
 happened since.
 
-Each plan line's `"merge"` object (written with `--net`) names one row's net change. In the transaction that writes,
-under a locking read (SELECT ... FOR UPDATE) or in the WHERE of the write itself (which locks the row it
-checks), the row is compared with the range's final image, exactly: a net update's changed columns only (all equal: those columns get their before values back, the
-others keep whatever they hold now), a net insert's whole row (as the range left it: deleted), a net
-delete's keys (all free: the row is inserted again). Anything else is a conflict with three versions
-(before, after, now), settled by the resolutions document (rollback/resolutions.py), kept as it is now
-with on_conflict="skip", or left unresolved: the caller (rollback/execute.py) then aborts, nothing applied.
+Each plan line's `"merge"` object (written with `--net`) names one row's net change. In the transaction
+that writes, under a locking read (SELECT ... FOR UPDATE) or in the WHERE of the write itself (which locks
+the row it checks), the row is compared with the range's final image, exactly: a net update's changed
+columns only (all equal: those columns get their before values back, the others keep whatever they hold
+now), a net insert's whole row (as the range left it: deleted), a net delete's keys (all free: the row is
+inserted again). Anything else is a conflict with three versions (before, after, now), settled by the
+resolutions document (rollback/resolutions.py), kept as it is now with on_conflict="skip", or left
+unresolved: the caller (rollback/execute.py) then aborts, nothing applied.
 
 Steps go in batches, as the strict apply's: one query of the batch's writes after a savepoint, each write
 checking its rows in its own statement (a net update's UPDATE finds its row only exactly as the range left
