@@ -1,19 +1,22 @@
 """Merge execution of a net plan (issue 28, `execute_plan(..., merge=True)`): undo the incident, keep what
 happened since.
 
-Each plan line's `"merge"` object (written with `--net`) names one row's net change. Under a locking read
-(SELECT ... FOR UPDATE) in the transaction that writes, the row is compared with the range's final image,
-exactly: a net update's changed columns only (all equal: those columns get their before values back, the
-others keep whatever they hold now), a net insert's whole row (as the range left it: deleted), a net
-delete's keys (all free: the row is inserted again). Anything else is a conflict with three versions
-(before, after, now), settled by the resolutions document (rollback/target/resolutions.py), kept as it is now
-with on_conflict="skip", or left unresolved: the caller (rollback/target/execute.py) then aborts, nothing applied.
+Each plan line's `"merge"` object (written with `--net`) names one row's net change. In the transaction
+that writes, under a locking read (SELECT ... FOR UPDATE) or in the WHERE of the write itself (which locks
+the row it checks), the row is compared with the range's final image, exactly: a net update's changed
+columns only (all equal: those columns get their before values back, the others keep whatever they hold
+now), a net insert's whole row (as the range left it: deleted), a net delete's keys (all free: the row is
+inserted again). Anything else is a conflict with three versions (before, after, now), settled by the
+resolutions document (rollback/target/resolutions.py), kept as it is now with on_conflict="skip", or left
+unresolved: the caller (rollback/target/execute.py) then aborts, nothing applied.
 
-Steps go in batches, two queries each: the batch's locking reads, then its writes. A write of a row
-without conflict carries its check in its WHERE (or fails on the key, for an INSERT), so that a row one
-of the batch's earlier writes changed is not written blindly: a write that does not affect its one row
-sends the batch back to its savepoint, and a batch with a conflict runs one step at a time (read,
-decide, write), where each read sees what the steps before it left.
+Steps go in batches, as the strict apply's: one query of the batch's writes after a savepoint, each write
+checking its rows in its own statement (a net update's UPDATE finds its row only exactly as the range left
+it, a net insert's DELETE likewise, a net delete's INSERT fails on a taken key), so that nothing changed
+since costs no read. A write that comes up short sends the batch back to its savepoint; then the batch's
+locking reads (one count per run of one table and kind) decide, and its writes carry the merge's own
+checks (only the changed columns); a batch with a conflict runs one step at a time (read, decide, write),
+where each read sees what the steps before it left.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from rollback.base.errors import RollbackError
+from rollback.target.batches import CASE_ROWS
 from rollback.target.resolutions import (
     COLUMN,
     CONFLICT_CHOICES,
@@ -55,6 +59,7 @@ class Host(Protocol):
     on_conflict: str
     read_only: set[str]
     non_transactional: set[str]
+    keyed: dict[str, str]  # lower-cased tables with a primary key -> its quoted columns
 
     def _execute(self, cur: Any, sql: str, step: dict[str, Any]) -> int: ...
 
@@ -434,18 +439,21 @@ class _Group:
 GROUP_ROWS = 100  # rows of one combined read: a net update's count evaluates every row's condition
 
 
-def _groups(rows: list[Row]) -> list[_Group]:
-    out: list[_Group] = []
+def _runs(rows: list[Row], size: int, updates: int | None = None) -> list[list[Row]]:
+    """Consecutive rows of one table and one kind, at most `size` a run (`updates`: of net updates)."""
+    out: list[list[Row]] = []
     for row in rows:
         last = out[-1] if out else None
-        if (
-            last is None
-            or len(last.rows) >= GROUP_ROWS
-            or (last.rows[0].kind, last.rows[0].table) != (row.kind, row.table)
-        ):
-            last = _Group([])
+        most = updates if updates and row.kind == "update" else size
+        if last is None or len(last) >= most or (last[0].kind, last[0].table) != (row.kind, row.table):
+            last = []
             out.append(last)
-        last.rows.append(row)
+        last.append(row)
+    return out
+
+
+def _groups(rows: list[Row]) -> list[_Group]:
+    out = [_Group(run) for run in _runs(rows, GROUP_ROWS)]
     for group in out:
         first = group.rows[0]
         where = ") OR (".join(row.found for row in group.rows)
@@ -459,34 +467,52 @@ def _groups(rows: list[Row]) -> list[_Group]:
     return out
 
 
-def _writes(group: _Group) -> list[tuple[str, int]]:
-    """The group's writes when nothing conflicts, each with the rows it must affect: a run of re-inserts of
-    one column list as one INSERT, a run of deletes as one DELETE, a run of updates of the same columns as one
-    UPDATE."""
-    rows = group.rows
-    if rows[0].kind == "delete" and len(rows) > 1:
+def _writes(
+    rows: list[Row], whole: bool = False, keyed: dict[str, str] | None = None
+) -> list[tuple[str, int]]:
+    """The writes of a run of one table and kind when nothing conflicts, each with the rows it must affect: a
+    run of re-inserts of one column list as one INSERT, a run of deletes as one DELETE, a run of updates of
+    the same columns as one UPDATE. whole: a net update's write finds its row only as the range left it,
+    every column (`row_matches`), not only its changed columns; keyed: the tables' primary keys, by which
+    a run's DELETE goes (a range read, where an OR of many rows may scan a small table)."""
+    first = rows[0]
+    if first.kind == "delete" and len(rows) > 1:
         heads = [_insert_head(row.restore) for row in rows]
         if heads[0] and all(head == heads[0] for head in heads):
             values = ", ".join(row.restore[len(heads[0]) :] for row in rows)
             return [(f"{heads[0]}{values}", len(rows))]
-    if rows[0].kind == "insert" and len(rows) > 1:
+    if first.kind == "insert" and len(rows) > 1:
         found = ") OR (".join(row.found for row in rows)
-        return [(f"DELETE FROM {rows[0].table} WHERE ({found})", len(rows))]
-    if rows[0].kind == "update" and len(rows) > 1 and _one_update(rows):
-        names = [c["name"] for c in rows[0].columns]
-        cases = ", ".join(
-            "`"
-            + name.replace("`", "``")
-            + "` = CASE"
-            + "".join(
-                f" WHEN ({row.merge['where']}) THEN {row.merge['columns'][i]['before_sql']}" for row in rows
-            )
-            + " END"
-            for i, name in enumerate(names)
-        )
+        order = (keyed or {}).get(first.plan_table)
+        limit = f" ORDER BY {order} LIMIT {len(rows)}" if order else ""
+        return [(f"DELETE FROM {first.table} WHERE ({found}){limit}", len(rows))]
+    if first.kind == "update" and whole:
+        if len(rows) > 1 and _one_update(rows):
+            found = ") OR (".join(str(row.merge["row_matches"]) for row in rows)
+            return [(f"UPDATE {first.table} SET {_cases(rows)} WHERE ({found})", len(rows))]
+        return [
+            (f"UPDATE {row.table} SET {_set(row.columns)} WHERE {row.merge['row_matches']}", 1)
+            for row in rows
+        ]
+    if first.kind == "update" and len(rows) > 1 and _one_update(rows):
         found = ") OR (".join(row.found for row in rows)
-        return [(f"UPDATE {rows[0].table} SET {cases} WHERE ({found})", len(rows))]
+        return [(f"UPDATE {first.table} SET {_cases(rows)} WHERE ({found})", len(rows))]
     return [(row.restore, 1) for row in rows]
+
+
+def _cases(rows: list[Row]) -> str:
+    """One CASE per changed column: each row's before value, the row found by its key."""
+    names = [c["name"] for c in rows[0].merge["columns"]]
+    return ", ".join(
+        "`"
+        + name.replace("`", "``")
+        + "` = CASE"
+        + "".join(
+            f" WHEN ({row.merge['where']}) THEN {row.merge['columns'][i]['before_sql']}" for row in rows
+        )
+        + " END"
+        for i, name in enumerate(names)
+    )
 
 
 # A value one CASE over many rows assigns exactly as the row's own UPDATE would: a number, a string without
@@ -520,7 +546,58 @@ def _insert_head(sql: str) -> str:
 
 
 def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | None) -> None:
-    """Reads in one query, then (no conflict) the writes in another; else one step at a time."""
+    """The writes alone, each checking its row in its own statement; where one comes up short, back to the
+    savepoint, then the locking reads and the writes again (_checked). A dry run that leaves a table's
+    statements out decides by the reads."""
+    if not host.read_only and _optimistic(host, cur, rows):
+        for row in rows:
+            _tally(_Decision([row.restore]), host)
+        host.result.statements += len(rows)
+        host.result.rows_affected += len(rows)
+        return
+    _checked(host, cur, rows, resolutions)
+
+
+def _optimistic(host: Host, cur: Any, rows: list[Row]) -> bool:
+    """A savepoint and the batch's writes as the strict apply sends its own: a net update's UPDATE finds its
+    row only exactly as the range left it (so none of them kept a later change), a net insert's DELETE
+    likewise, a net delete's INSERT fails on any key taken since. True when each affected all its rows;
+    else the batch is back at its savepoint."""
+    runs = _runs(rows, len(rows), CASE_ROWS)
+    writes = [write for run in runs for write in _writes(run, True, host.keyed)]
+    sql = f"SAVEPOINT {SAVEPOINT};\n" + ";\n".join(sql for sql, _ in writes) + ";"
+    if _sent(host, cur, sql, [0, *(expect for _, expect in writes)], rows):
+        return True
+    host._execute(cur, f"ROLLBACK TO SAVEPOINT {SAVEPOINT}", rows[0].step)
+    return False
+
+
+def _sent(host: Host, cur: Any, sql: str, expected: list[int], rows: list[Row]) -> bool:
+    """Whether each statement of the query affected the rows it must (`expected`, in order). A lock wait
+    timeout or a deadlock stops the execution as one step's would."""
+    import pymysql
+
+    exact = True
+    try:
+        cur.execute(sql)
+        for n, expect in enumerate(expected):
+            if n and not cur.nextset():
+                exact = False
+                break
+            if cur.rowcount != expect:
+                exact = False
+                break
+        _drain(cur)
+    except pymysql.err.MySQLError as exc:
+        _drain(cur)
+        if exc.args and exc.args[0] in (1205, 1213):
+            raise host._refused(exc, rows[0].restore, rows[0].step) from None
+        exact = False
+    return exact
+
+
+def _checked(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | None) -> None:
+    """Locking reads in one query, then (no conflict) the writes in another; else one step at a time."""
     import pymysql
 
     first = rows[0].step
@@ -547,24 +624,8 @@ def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | Non
         for row in rows:
             _one(host, cur, row, resolutions)
         return
-    writes = [write for group in groups for write in _writes(group)]
-    again = False
-    try:
-        cur.execute(";\n".join(sql for sql, _ in writes) + ";")
-        for n, (_sql, expect) in enumerate(writes):
-            if n and not cur.nextset():
-                again = True
-                break
-            if cur.rowcount != expect:
-                again = True
-                break
-        _drain(cur)
-    except pymysql.err.MySQLError as exc:
-        _drain(cur)
-        if exc.args and exc.args[0] in (1205, 1213):  # a lock wait or a deadlock: as one step would say
-            raise host._refused(exc, rows[0].restore, first) from None
-        again = True
-    if again:
+    writes = [write for group in groups for write in _writes(group.rows, keyed=host.keyed)]
+    if not _sent(host, cur, ";\n".join(sql for sql, _ in writes) + ";", [n for _, n in writes], rows):
         host._execute(cur, f"ROLLBACK TO SAVEPOINT {SAVEPOINT}", first)
         for row in rows:
             _one(host, cur, row, resolutions)
@@ -586,33 +647,45 @@ def run(
 ) -> None:
     """Every row of the plan, in plan order; batch_bytes 0: one step at a time."""
     host.result.merge = empty_counts()
+    for unit in _units(rows, batch_steps, batch_bytes, alone):
+        host._stop_if_asked()
+        host._count(len(unit), _transaction(unit[0].step))
+        if len(unit) == 1:
+            _one(host, cur, unit[0], resolutions)
+        else:
+            _batch(host, cur, unit, resolutions)
+
+
+def _units(
+    rows: list[Row], batch_steps: int, batch_bytes: int, alone: Callable[[Row], bool]
+) -> list[list[Row]]:
+    """The rows in the batches they run in (a row alone: one step at a time), within batch_bytes a query."""
+    units: list[list[Row]] = []
     batch: list[Row] = []
     size = 0
-
-    def flush() -> None:
-        nonlocal batch, size
-        if batch:
-            host._stop_if_asked()
-            host._count(len(batch), _transaction(batch[0].step))
-            if len(batch) == 1:
-                _one(host, cur, batch[0], resolutions)
-            else:
-                _batch(host, cur, batch, resolutions)
-        batch, size = [], 0
-
     for row in rows:
-        bytes_ = len(row.found) + 2 * len(row.restore) + 16  # its share of the combined read, its write
+        merge = row.merge
+        # its share of a batch's largest query: the combined read, or a write (one CASE per changed column)
+        bytes_ = (
+            len(row.found)
+            + len(merge["row_matches"] or "")
+            + 2 * len(row.restore)
+            + len(merge["columns"]) * (len(merge["where"]) + 24)
+        )
         if not batch_bytes or alone(row) or bytes_ > batch_bytes:
-            flush()
-            host._stop_if_asked()
-            host._count(1, _transaction(row.step))
-            _one(host, cur, row, resolutions)
+            if batch:
+                units.append(batch)
+            units.append([row])
+            batch, size = [], 0
             continue
         if len(batch) >= batch_steps or size + bytes_ > batch_bytes:
-            flush()
+            units.append(batch)
+            batch, size = [], 0
         batch.append(row)
         size += bytes_
-    flush()
+    if batch:
+        units.append(batch)
+    return units
 
 
 def _transaction(step: dict[str, Any]) -> dict[str, Any]:

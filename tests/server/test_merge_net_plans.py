@@ -199,3 +199,73 @@ def test_a_merge_on_a_table_with_triggers_is_refused_as_the_strict_apply_is(inci
     ):
         execute_plan(incident["plan"], server.dsn, commit=True, merge=True)
     assert snapshot(server, [TABLE]) == now
+
+
+@pytest.fixture()
+def batch_incident(scratch_server, tmp_path):
+    """80 rows; the incident updates a of 40, deletes the other 40 and inserts 40 new ones (one batch)."""
+    db = "merge_optimistic"
+    table = f"{db}.t"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {table} (id INT PRIMARY KEY, a INT, b VARCHAR(20))",
+            f"INSERT INTO {table} SELECT seq, seq, CONCAT('r', seq) FROM {db}.seq_1_to_80",
+        ]
+    )
+    before = scratch_server.query(f"SELECT id, a, b FROM {table} ORDER BY id")
+    rng = scratch_server.run_sql(
+        [
+            f"UPDATE {table} SET a = -a WHERE id <= 40",
+            f"DELETE FROM {table} WHERE id > 40",
+            f"INSERT INTO {table} SELECT seq, 0, 'new' FROM {db}.seq_100_to_139",
+        ]
+    )
+    _script, plan, _report = flashback(scratch_server, rng, tmp_path, net=True)
+    yield {"server": scratch_server, "table": table, "plan": plan, "before": before}
+    scratch_server.query(f"DROP DATABASE {db}")
+
+
+def _session_counts(into):
+    def status(conn):
+        with conn.cursor() as cur:
+            cur.execute(
+                "SHOW SESSION STATUS WHERE Variable_name IN "
+                "('Com_select', 'Com_insert', 'Com_delete', 'Com_update', 'Com_rollback_to_savepoint')"
+            )
+            into.append({name: int(value) for name, value in cur.fetchall()})
+
+    return status
+
+
+def test_a_merge_with_nothing_changed_since_sends_no_locking_read(batch_incident):
+    """The writes carry their rows' checks (as the strict apply's do): a batch that nothing changed since
+    is its writes alone, no read."""
+    server, plan = batch_incident["server"], batch_incident["plan"]
+    counts: list[dict[str, int]] = []
+    dry = execute_plan(plan, server.dsn, merge=True, inspect=_session_counts(counts))
+    assert dry.merge["restored"] == 120 and dry.merge["kept_later_changes"] == 0
+    assert counts == [
+        {"Com_select": 0, "Com_insert": 1, "Com_delete": 1, "Com_update": 1, "Com_rollback_to_savepoint": 0}
+    ]
+
+
+def test_a_batch_whose_rows_changed_since_goes_back_to_its_savepoint_and_its_locking_reads(batch_incident):
+    """Five updated rows whose b changed since, and a deleted row's key taken again: the batch's writes come
+    up short, the batch goes back to its savepoint, its locking reads find which rows, the incident is
+    undone on the others and on a of the five (their b kept), the taken key is a conflict."""
+    server, table, plan = batch_incident["server"], batch_incident["table"], batch_incident["plan"]
+    server.query(f"UPDATE {table} SET b = 'later' WHERE id <= 5")
+    server.query(f"INSERT INTO {table} VALUES (50, 5000, 'taken')")
+    counts: list[dict[str, int]] = []
+    dry = execute_plan(plan, server.dsn, merge=True, on_conflict="skip", inspect=_session_counts(counts))
+    assert dry.merge["restored"] == 119 and dry.merge["kept_later_changes"] == 5
+    assert [(c["key"], c["resolution"]) for c in dry.conflicts] == [({"id": 50}, "keep_now")]
+    assert counts[0]["Com_rollback_to_savepoint"] >= 1 and counts[0]["Com_select"] >= 1
+    execute_plan(plan, server.dsn, commit=True, merge=True, on_conflict="skip")
+    want = [
+        (i, a, "later" if i <= 5 else b) if i != 50 else (50, 5000, "taken")
+        for i, a, b in batch_incident["before"]
+    ]
+    assert server.query(f"SELECT id, a, b FROM {table} ORDER BY id") == want
