@@ -85,26 +85,47 @@ class NetFold:
         """The changes of one rows event (`numbers`: each row's number in it), the first numbered
         `seq` in the range's order; returns the number after the last."""
         key, live = self._key, self.live
+        gone, table = self.gone, self.table
         if kind == "delete":
             for change, number in zip(rows, numbers, strict=True):
+                where = (file, pos, number, tx, gtid)
                 before = change if type(change) is tuple else tuple(change)
-                self._delete(before, seq, (file, pos, number, tx, gtid))
+                old = key(before)
+                row = live.pop(old, None)
+                if row is None:
+                    if old in gone:
+                        raise self._refuse(where, "a DELETE of a key the range had deleted already")
+                    gone[old] = NetRow(table, before, None, seq, where)
+                else:
+                    row.after, row.seq, row.where = None, seq, where
+                    if row.before is not None:  # inserted then deleted inside the range: nothing to undo
+                        gone[old] = row
                 seq += 1
             return seq
-        for change, number in zip(rows, numbers, strict=True):
-            where = (file, pos, number, tx, gtid)
-            if kind == "update":
-                before, after = change
-                if type(before) is not tuple:
-                    before, after = tuple(before), tuple(after)
-                old, new = key(before), key(after)
-                row = live.pop(old, None)
-                if row is None or old != new:
-                    row = self._moved(row, old, new, before, where)
-            else:
+        if kind == "insert":
+            for change, number in zip(rows, numbers, strict=True):
+                where = (file, pos, number, tx, gtid)
                 after = change if type(change) is tuple else tuple(change)
                 new = key(after)
-                row = self._inserted(new, after, where)
+                if new in live:
+                    raise self._refuse(where, "an INSERT into a key the range's rows already hold")
+                row = gone.pop(new, None) if gone else None
+                if row is None:
+                    live[new] = NetRow(table, None, after, seq, where)
+                else:  # a key the range deleted: its row again
+                    row.after, row.seq, row.where = after, seq, where
+                    live[new] = row
+                seq += 1
+            return seq
+        for change, number in zip(rows, numbers, strict=True):  # updates
+            where = (file, pos, number, tx, gtid)
+            before, after = change
+            if type(before) is not tuple:
+                before, after = tuple(before), tuple(after)
+            old, new = key(before), key(after)
+            row = live.pop(old, None)
+            if row is None or old != new:
+                row = self._moved(row, old, new, before, where)
             row.after, row.seq, row.where = after, seq, where
             live[new] = row
             seq += 1
@@ -112,23 +133,6 @@ class NetFold:
 
     def _refuse(self, where: Where, what: str) -> NetRefused:
         return NetRefused(f"{_describe(self.table, where)}: --net cannot follow the row: {what}; {WAY_OUT}")
-
-    def _inserted(self, key: Any, after: tuple, where: Where) -> NetRow:
-        if key in self.live:
-            raise self._refuse(where, "an INSERT into a key the range's rows already hold")
-        row = self.gone.pop(key, None)
-        return NetRow(self.table, None, after) if row is None else row
-
-    def _delete(self, before: tuple, seq: int, where: Where) -> None:
-        key = self._key(before)
-        row = self.live.pop(key, None)
-        if row is None:
-            if key in self.gone:
-                raise self._refuse(where, "a DELETE of a key the range had deleted already")
-            row = NetRow(self.table, before, None)
-        row.after, row.seq, row.where = None, seq, where
-        if row.before is not None:  # inserted then deleted inside the range: nothing to undo
-            self.gone[key] = row
 
     def _moved(self, row: NetRow | None, old: Any, new: Any, before: tuple, where: Where) -> NetRow:
         """An UPDATE of a row the range has not touched yet, or one that moves its key."""
@@ -187,10 +191,10 @@ def _key_values(get: Any, single: bool, loose: bool) -> Any:
     return values
 
 
-def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[NetRow]:
-    """The rows' reverse statements in an order that can run: newest change first, except that a row
-    whose before image takes a unique value another row holds after the range comes after that row.
-    `uniques`: per table, its primary key and NOT NULL unique keys. NetRefused on a cycle."""
+_Getters = dict[str, list[tuple[int, Any, Any]]]
+
+
+def _getters(uniques: dict[str, UniqueKeys]) -> _Getters:
     keys = {}
     for table, found in uniques.items():
         keys[table] = [
@@ -198,10 +202,14 @@ def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[
             for n, (columns, loose) in enumerate(found)
             for get in [itemgetter(*columns)]
         ]
-    # A row that holds after the range the value it held before meets no other row there (none held it
-    # then): only values that change are looked at. First those rows take after the range (inserted
-    # rows, moved keys); without any, no row waits for another.
-    holders: dict[tuple[str, int, Any], int] = {}  # (table, key number, values) -> row holding it after
+    return keys
+
+
+def _holders(rows: list[NetRow], keys: _Getters) -> dict[tuple[str, int, Any], int]:
+    """(table, key number, values) -> the row holding those unique values after the range, for the
+    values that change: a row that holds after the range the value it held before meets no other row
+    there (none held it then). Those rows are the inserted rows and the moved keys."""
+    holders: dict[tuple[str, int, Any], int] = {}
     for index, row in enumerate(rows):
         before, after = row.before, row.after
         if after is None:
@@ -212,6 +220,22 @@ def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[
             values = values_of(after)
             if values is not None:
                 holders[(row.table, number, values)] = index
+    return holders
+
+
+def takes_keys(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> bool:
+    """Whether a row takes after the range a unique value it did not hold before: without one, the
+    execution order is newest change first."""
+    return bool(_holders(rows, _getters(uniques)))
+
+
+def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[NetRow]:
+    """The rows' reverse statements in an order that can run: newest change first, except that a row
+    whose before image takes a unique value another row holds after the range comes after that row.
+    `uniques`: per table, its primary key and NOT NULL unique keys. NetRefused on a cycle."""
+    keys = _getters(uniques)
+    # Without a row taking a value it did not hold, no row waits for another.
+    holders = _holders(rows, keys)
     if not holders:
         return sorted(rows, key=lambda row: -row.seq)
     tables = {table for table, _number, _values in holders}
@@ -387,6 +411,18 @@ class NetRenderer:
         if after is not None:
             merge["row_matches"] = r.exists(after)[len(r.check_head) :]
         return NetStatement(kind, sql, check, expect, merge)
+
+
+def touched_keys(kind: str, rows: list[Any], key: tuple[int, ...]) -> list[Any]:
+    """The row keys a rows event's changes touch, as NetFold compares them: one per row, two for an
+    UPDATE that moves its row's key. A key found once in the whole range belongs to a row changed once:
+    its net change is that change, with nothing to fold."""
+    get = itemgetter(*key)
+    if kind != "update":
+        return list(map(get, rows))
+    olds = [get(before) for before, _after in rows]
+    moved = [new for old, (_before, after) in zip(olds, rows, strict=True) if (new := get(after)) != old]
+    return olds + moved if moved else olds
 
 
 def complete(row: Any, kind: str) -> bool:

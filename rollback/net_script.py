@@ -1,25 +1,44 @@
 """The script and plan of a --net job, from the partitions' part-N.net.pickle files.
 
-Each partition wrote its selected row changes as decoded images (rollback/pipeline/partition.py);
-here they are folded per table in binlog order, partition after partition (rollback/net.py), put in
-an order that can run, and written as one transaction block: one statement per row.
+Each partition wrote its selected row changes as decoded images (rollback/pipeline/partition.py),
+each rows event's images after a record naming the row keys they touch. Here every record is read
+first and the keys counted: a rows event whose keys no other change touches changed each of its rows
+once, and without a plan its statements are the plain script's, rendered in one call per event when
+the order allows (NetChanges.settle). The other events are folded per table in binlog order (rollback/
+net.py), put in an order that can run, and written as one transaction block: one statement per row.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import pickle
-from collections.abc import Iterator
+from collections import Counter
+from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
 from rollback.merge import Sink, copy_range
-from rollback.net import NetFold, NetRenderer, NetRow, execution_order
+from rollback.net import NetFold, NetRenderer, NetRow, execution_order, takes_keys
 from rollback.pipeline.parts import BLOCK_END, Summary, part_path
 from rollback.render_text import comment_line
 from rollback.sql import TableRenderer
+
+
+@dataclass(slots=True)
+class _Event:
+    """One rows event's changes in a part file: its images are decoded only when folded or rendered."""
+
+    table: str
+    kind: str
+    where: tuple[str | None, int, list[int], int, str | None]  # file, pos, each row's number, tx, gtid
+    seq: int  # its first row's place in the range's order
+    keys: list[Any]  # the row keys its changes touch (net.touched_keys), until they are counted
+    path: str
+    offset: int
+    size: int
 
 
 @dataclass
@@ -27,11 +46,21 @@ class NetChanges:
     folds: dict[str, NetFold] = field(default_factory=dict)  # quoted table -> its rows' net changes
     renderers: dict[str, NetRenderer] = field(default_factory=dict)
     seq: int = 0
+    events: list[_Event] = field(default_factory=list)  # binlog order
+    touched: dict[str, Counter[Any]] = field(default_factory=dict)  # table -> key -> changes touching it
+    # rows events whose rows were each changed once in the range, rendered as they come (see settle)
+    once: list[_Event] = field(default_factory=list)
+    _files: dict[str, int] = field(default_factory=dict)  # part file -> its descriptor, read by images()
 
     def read(self, path: str) -> None:
-        tables: dict[int, tuple[NetFold, str]] = {}
+        """A part file's records: its tables, and its rows events (their images left in the file)."""
+        tables: dict[int, str] = {}
         with open(path, "rb") as f:
-            for item in _items(f):
+            while True:
+                try:
+                    item = pickle.load(f)
+                except EOFError:
+                    break
                 if item[0] == "table":
                     _, number, (tmap, schema, flavour, full_where) = item
                     renderer = TableRenderer(tmap, schema, flavour, full_where)
@@ -39,29 +68,89 @@ class NetChanges:
                     if name not in self.folds:
                         self.renderers[name] = NetRenderer(renderer)
                         self.folds[name] = NetFold(name, schema.row_key)
-                    tables[number] = (self.folds[name], name)
+                        self.touched[name] = Counter()
+                    tables[number] = name
                     continue
-                _, number, (kind, rows, file, pos, numbers), tx, gtid = item
-                self.seq = tables[number][0].add_rows(kind, rows, self.seq, file, pos, numbers, tx, gtid)
+                _, number, (kind, file, pos, numbers), tx, gtid, keys, size = item
+                name = tables[number]
+                where = (file, pos, numbers, tx, gtid)
+                self.events.append(_Event(name, kind, where, self.seq, keys, path, f.tell(), size))
+                self.touched[name].update(keys)
+                self.seq += len(numbers)
+                f.seek(size, os.SEEK_CUR)
 
-    def ordered(self) -> list[NetRow]:
+    def settle(self, with_plan: bool) -> None:
+        """Fold the rows events. A row whose key no other change touches was changed once: its net
+        change is that change. When every such event is a DELETE of a table with full-image
+        functions and no net row takes a unique value it did not hold (the order is then newest
+        change first), those events are not folded: write_body renders them as the plain script does."""
+        again = {
+            name: {key for key, count in counts.items() if count > 1} for name, counts in self.touched.items()
+        }
+        self.touched.clear()
+        once: list[_Event] = []
+        for event in self.events:
+            if again[event.table].isdisjoint(event.keys):
+                once.append(event)
+            else:
+                self._fold(event)
+            event.keys = []
+        fast = not with_plan and all(
+            event.kind == "delete" and self.renderers[event.table].renderer.full_images() is not None
+            for event in once
+        )
+        if fast and once:
+            rows = [row for fold in self.folds.values() for row in fold.rows()]
+            fast = not takes_keys(rows, self._uniques())
+        if not fast:
+            # a row changed once joins no other in its fold: folding it after the others is exact
+            for event in once:
+                self._fold(event)
+            once = []
+        self.once = once
+
+    def _fold(self, event: _Event) -> None:
+        file, pos, numbers, tx, gtid = event.where
+        rows = self.images(event)
+        self.folds[event.table].add_rows(event.kind, rows, event.seq, file, pos, numbers, tx, gtid)
+
+    def images(self, event: _Event) -> list[Any]:
+        fd = self._files.get(event.path)
+        if fd is None:
+            fd = self._files[event.path] = os.open(event.path, os.O_RDONLY)
+        rows: list[Any] = pickle.loads(os.pread(fd, event.size, event.offset))
+        return rows
+
+    def close(self) -> None:
+        for fd in self._files.values():
+            os.close(fd)
+        self._files.clear()
+
+    def _uniques(self) -> dict[str, Any]:
+        return {name: r.unique_keys for name, r in self.renderers.items()}
+
+    def ordered(self) -> list[NetRow | _Event]:
+        """The folded rows in an order that can run, and the events changed once among them by their
+        changes' order (newest first: settle keeps them only when that is the order)."""
         rows = [row for fold in self.folds.values() for row in fold.rows()]
-        return execution_order(rows, {name: r.unique_keys for name, r in self.renderers.items()})
+        order = execution_order(rows, self._uniques())
+        items: list[NetRow | _Event] = list(order)
+        if not self.once:
+            return items
+        once: list[NetRow | _Event] = list(reversed(self.once))
+        return list(heapq.merge(items, once, key=_newest))
 
 
-def _items(f: Any) -> Iterator[Any]:
-    while True:
-        try:
-            yield pickle.load(f)
-        except EOFError:
-            return
-
-
-def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
+def net_changes(out_dir: str, summaries: list[Summary], with_plan: bool) -> NetChanges:
     changes = NetChanges()
     for summary in summaries:  # partition order: binlog order
         if summary.net_changes:
             changes.read(part_path(out_dir, summary.index, "net.pickle"))
+    try:
+        changes.settle(with_plan)
+    except BaseException:
+        changes.close()
+        raise
     return changes
 
 
@@ -92,19 +181,28 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
     script_path = os.path.join(out_dir, "net.sql")
     plan_path = os.path.join(out_dir, "net.plan.jsonl")
     count = 0
-    with open(script_path, "wb") as script, open(plan_path, "w", encoding="utf-8") as plan:
-        for (table, kind), run in groupby(changes.ordered(), key=lambda row: (row.table, row.kind)):
+    with open(script_path, "wb") as script, open(plan_path, "w", encoding="utf-8") as plan, closing(changes):
+        for (table, kind, once), run in groupby(changes.ordered(), key=_run):
             renderer = changes.renderers[table]
+            if once:  # rows events changed once (NetChanges.settle): the plain script's statements
+                full = renderer.renderer.full_images()
+                assert full is not None
+                for event in run:
+                    assert isinstance(event, _Event)
+                    data, written, _longest = full.script(kind, changes.images(event), False)
+                    script.write(data)
+                    count += written
+                continue
+            rows = [row for row in run if isinstance(row, NetRow)]
             if not with_plan and (full := renderer.renderer.full_images()) is not None:
                 # a run of one table's rows of one kind: its statements in one call of the full-image
                 # functions (which render an event's rows newest first: hence reversed)
-                rows = list(run)
                 images = [_image(row, kind) for row in reversed(rows)]
                 data, written, _longest = full.script(kind, images, False)
                 script.write(data)
                 count += written
                 continue
-            for row in run:
+            for row in rows:
                 statement = renderer.statement(row, with_plan)
                 if statement is None:
                     continue
@@ -124,6 +222,14 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
                         + "\n"
                     )
     return script_path, plan_path, count
+
+
+def _newest(item: NetRow | _Event) -> int:
+    return -item.seq
+
+
+def _run(item: NetRow | _Event) -> tuple[str, str, bool]:
+    return item.table, item.kind, type(item) is _Event
 
 
 def _image(row: NetRow, kind: str) -> Any:

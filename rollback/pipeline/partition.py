@@ -53,6 +53,7 @@ from rollback.ddl import ddl_targets
 from rollback.errors import NetRefused, RollbackError, SchemaMismatch, UnsupportedEvent
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.net import complete as net_complete
+from rollback.net import touched_keys
 from rollback.pipeline.dependencies import DependencyKeys
 from rollback.pipeline.file_copy import WRITE_BYTES
 from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
@@ -757,10 +758,14 @@ class _Run:
         rows = batch.rows
         first = batch.first_row
         numbers = self.kept_index or list(range(first, first + len(rows)))
-        change = (batch.kind, rows, batch.file or self.part.file_label, batch.pos, numbers)
-        pickle.dump(
-            ("rows", number, change, current.ordinal, current.tx.gtid), out, protocol=pickle.HIGHEST_PROTOCOL
-        )
+        change = (batch.kind, batch.file or self.part.file_label, batch.pos, numbers)
+        # The images follow the record as a pickle of their own: the driver reads every record's keys
+        # first and decodes the images of a rows event only when it renders or folds them.
+        images = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+        keys = touched_keys(batch.kind, rows, schema.row_key)
+        record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, len(images))
+        pickle.dump(record, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(images)
         self.summary.net_changes += len(rows)
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:
