@@ -78,7 +78,7 @@ class NetFold:
         seq: int,
         file: str | None,
         pos: int,
-        numbers: list[int],
+        numbers: Sequence[int],
         tx: int,
         gtid: str | None,
     ) -> int:

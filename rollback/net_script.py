@@ -15,6 +15,7 @@ import json
 import os
 import pickle
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -33,7 +34,7 @@ class _Event:
 
     table: str
     kind: str
-    where: tuple[str | None, int, list[int], int, str | None]  # file, pos, each row's number, tx, gtid
+    where: tuple[str | None, int, Sequence[int], int, str | None]  # file, pos, each row's number, tx, gtid
     seq: int  # its first row's place in the range's order
     keys: list[Any]  # the row keys its changes touch (net.touched_keys), until they are counted
     path: str

@@ -28,7 +28,7 @@ import json
 import pickle
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
@@ -757,7 +757,7 @@ class _Run:
             pickle.dump(("table", number, facts), out, protocol=pickle.HIGHEST_PROTOCOL)
         rows = batch.rows
         first = batch.first_row
-        numbers = self.kept_index or list(range(first, first + len(rows)))
+        numbers: Sequence[int] = self.kept_index or range(first, first + len(rows))
         change = (batch.kind, batch.file or self.part.file_label, batch.pos, numbers)
         # The images follow the record as a pickle of their own: the driver reads every record's keys
         # first and decodes the images of a rows event only when it renders or folds them.
