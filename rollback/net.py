@@ -223,12 +223,6 @@ def _holders(rows: list[NetRow], keys: _Getters) -> dict[tuple[str, int, Any], i
     return holders
 
 
-def takes_keys(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> bool:
-    """Whether a row takes after the range a unique value it did not hold before: without one, the
-    execution order is newest change first."""
-    return bool(_holders(rows, _getters(uniques)))
-
-
 def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[NetRow]:
     """The rows' reverse statements in an order that can run: newest change first, except that a row
     whose before image takes a unique value another row holds after the range comes after that row.
@@ -413,16 +407,9 @@ class NetRenderer:
         return NetStatement(kind, sql, check, expect, merge)
 
 
-def touched_keys(kind: str, rows: list[Any], key: tuple[int, ...]) -> list[Any]:
-    """The row keys a rows event's changes touch, as NetFold compares them: one per row, two for an
-    UPDATE that moves its row's key. A key found once in the whole range belongs to a row changed once:
-    its net change is that change, with nothing to fold."""
-    get = itemgetter(*key)
-    if kind != "update":
-        return list(map(get, rows))
-    olds = [get(before) for before, _after in rows]
-    moved = [new for old, (_before, after) in zip(olds, rows, strict=True) if (new := get(after)) != old]
-    return olds + moved if moved else olds
+def row_keys(rows: list[Any], key: tuple[int, ...]) -> list[Any]:
+    """The row keys of a rows event's images (DELETEs': their before images), as NetFold compares them."""
+    return list(map(itemgetter(*key), rows))
 
 
 def complete(row: Any, kind: str) -> bool:

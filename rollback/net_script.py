@@ -1,11 +1,12 @@
 """The script and plan of a --net job, from the partitions' part-N.net.pickle files.
 
 Each partition wrote its selected row changes as decoded images (rollback/pipeline/partition.py),
-each rows event's images after a record naming the row keys they touch. Here every record is read
-first and the keys counted: a rows event whose keys no other change touches changed each of its rows
-once, and without a plan its statements are the plain script's, rendered in one call per event when
-the order allows (NetChanges.settle). The other events are folded per table in binlog order (rollback/
-net.py), put in an order that can run, and written as one transaction block: one statement per row.
+each rows event's images after a record of their own. Here every record is read first. A table the
+range only deletes from, each key once, needs no fold: each deleted row's net change is its DELETE,
+and no row of it waits for another in the execution order; without a plan, its statements are the
+plain script's, rendered in one call per rows event (NetChanges.settle). The other tables' changes
+are folded per table in binlog order (rollback/net.py), put in an order that can run, and written
+as one transaction block: one statement per row.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import heapq
 import json
 import os
 import pickle
-from collections import Counter
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -22,7 +22,7 @@ from itertools import groupby
 from typing import Any
 
 from rollback.merge import Sink, copy_range
-from rollback.net import NetFold, NetRenderer, NetRow, execution_order, takes_keys
+from rollback.net import NetFold, NetRenderer, NetRow, execution_order
 from rollback.pipeline.parts import BLOCK_END, Summary, part_path
 from rollback.render_text import comment_line
 from rollback.sql import TableRenderer
@@ -36,7 +36,6 @@ class _Event:
     kind: str
     where: tuple[str | None, int, Sequence[int], int, str | None]  # file, pos, each row's number, tx, gtid
     seq: int  # its first row's place in the range's order
-    keys: list[Any]  # the row keys its changes touch (net.touched_keys), until they are counted
     path: str
     offset: int
     size: int
@@ -48,8 +47,10 @@ class NetChanges:
     renderers: dict[str, NetRenderer] = field(default_factory=dict)
     seq: int = 0
     events: list[_Event] = field(default_factory=list)  # binlog order
-    touched: dict[str, Counter[Any]] = field(default_factory=dict)  # table -> key -> changes touching it
-    # rows events whose rows were each changed once in the range, rendered as they come (see settle)
+    # tables the range only deletes from -> the keys it deletes, and how many DELETEs of rows
+    deleted: dict[str, set[Any]] = field(default_factory=dict)
+    deletes: dict[str, int] = field(default_factory=dict)
+    # the rows events of those tables, each key deleted once, rendered as they come (see settle)
     once: list[_Event] = field(default_factory=list)
     _files: dict[str, int] = field(default_factory=dict)  # part file -> its descriptor, read by images()
 
@@ -69,46 +70,41 @@ class NetChanges:
                     if name not in self.folds:
                         self.renderers[name] = NetRenderer(renderer)
                         self.folds[name] = NetFold(name, schema.row_key)
-                        self.touched[name] = Counter()
+                        self.deleted[name], self.deletes[name] = set(), 0
                     tables[number] = name
                     continue
                 _, number, (kind, file, pos, numbers), tx, gtid, keys, size = item
                 name = tables[number]
                 where = (file, pos, numbers, tx, gtid)
-                self.events.append(_Event(name, kind, where, self.seq, keys, path, f.tell(), size))
-                self.touched[name].update(keys)
+                self.events.append(_Event(name, kind, where, self.seq, path, f.tell(), size))
                 self.seq += len(numbers)
                 f.seek(size, os.SEEK_CUR)
+                deleted = self.deleted.get(name)
+                if deleted is None:
+                    continue
+                if kind != "delete":
+                    del self.deleted[name]
+                    continue
+                deleted.update(keys)
+                self.deletes[name] += len(keys)
 
     def settle(self, with_plan: bool) -> None:
-        """Fold the rows events. A row whose key no other change touches was changed once: its net
-        change is that change. When every such event is a DELETE of a table with full-image
-        functions and no net row takes a unique value it did not hold (the order is then newest
-        change first), those events are not folded: write_body renders them as the plain script does."""
-        again = {
-            name: {key for key, count in counts.items() if count > 1} for name, counts in self.touched.items()
-        }
-        self.touched.clear()
-        once: list[_Event] = []
+        """Fold the rows events, but those of a table the range only deletes from, each key once, when
+        no plan is written and the table has full-image functions: write_body renders those."""
+        plain = set()
+        if not with_plan:
+            for name, keys in self.deleted.items():
+                if (
+                    len(keys) == self.deletes[name]
+                    and self.renderers[name].renderer.full_images() is not None
+                ):
+                    plain.add(name)
+        self.deleted.clear()
         for event in self.events:
-            if again[event.table].isdisjoint(event.keys):
-                once.append(event)
+            if event.table in plain:
+                self.once.append(event)
             else:
                 self._fold(event)
-            event.keys = []
-        fast = not with_plan and all(
-            event.kind == "delete" and self.renderers[event.table].renderer.full_images() is not None
-            for event in once
-        )
-        if fast and once:
-            rows = [row for fold in self.folds.values() for row in fold.rows()]
-            fast = not takes_keys(rows, self._uniques())
-        if not fast:
-            # a row changed once joins no other in its fold: folding it after the others is exact
-            for event in once:
-                self._fold(event)
-            once = []
-        self.once = once
 
     def _fold(self, event: _Event) -> None:
         file, pos, numbers, tx, gtid = event.where
@@ -131,8 +127,9 @@ class NetChanges:
         return {name: r.unique_keys for name, r in self.renderers.items()}
 
     def ordered(self) -> list[NetRow | _Event]:
-        """The folded rows in an order that can run, and the events changed once among them by their
-        changes' order (newest first: settle keeps them only when that is the order)."""
+        """The folded rows in an order that can run, and among them the rows events settle kept, newest
+        first: their rows neither wait for a row nor hold a value one waits for (only rows of the
+        same table can), so each comes where the order of every row would put it."""
         rows = [row for fold in self.folds.values() for row in fold.rows()]
         order = execution_order(rows, self._uniques())
         items: list[NetRow | _Event] = list(order)

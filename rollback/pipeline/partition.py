@@ -53,7 +53,7 @@ from rollback.ddl import ddl_targets
 from rollback.errors import NetRefused, RollbackError, SchemaMismatch, UnsupportedEvent
 from rollback.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.net import complete as net_complete
-from rollback.net import touched_keys
+from rollback.net import row_keys
 from rollback.pipeline.dependencies import DependencyKeys
 from rollback.pipeline.file_copy import WRITE_BYTES
 from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taints
@@ -759,10 +759,11 @@ class _Run:
         first = batch.first_row
         numbers: Sequence[int] = self.kept_index or range(first, first + len(rows))
         change = (batch.kind, batch.file or self.part.file_label, batch.pos, numbers)
-        # The images follow the record as a pickle of their own: the driver reads every record's keys
-        # first and decodes the images of a rows event only when it renders or folds them.
+        # The images follow the record as a pickle of their own: the driver reads every record first
+        # and decodes the images of a rows event only when it renders or folds them. A DELETE's record
+        # names its rows' keys: a table the range only deletes from, each key once, needs no fold.
         images = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
-        keys = touched_keys(batch.kind, rows, schema.row_key)
+        keys = row_keys(rows, schema.row_key) if batch.kind == "delete" else None
         record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, len(images))
         pickle.dump(record, out, protocol=pickle.HIGHEST_PROTOCOL)
         out.write(images)

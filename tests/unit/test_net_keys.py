@@ -1,14 +1,15 @@
-"""net.touched_keys: the row keys a rows event touches, as the driver counts them to find the rows
-the range changes once (rollback/net_script.py)."""
+"""net.row_keys: the row keys of a DELETE's images, as the driver collects them to find the tables
+the range only deletes from, each key once (rollback/net_script.py)."""
 
 from __future__ import annotations
 
-from rollback.net import touched_keys
+from rollback.net import NetFold, row_keys
 
 
-def test_one_key_a_row_and_two_for_an_update_moving_its_key():
-    assert touched_keys("delete", [(1, "a"), (2, "b")], (0,)) == [1, 2]
-    assert touched_keys("insert", [(1, "a", 7)], (0, 2)) == [(1, 7)]
-    updates = [((1, "a"), (1, "b")), ((2, "a"), (20, "a")), ((3, "a"), (3, "c"))]
-    assert touched_keys("update", updates, (0,)) == [1, 2, 3, 20]
-    assert touched_keys("update", updates[:1], (0,)) == [1]
+def test_the_keys_are_the_folds_keys():
+    rows = [(1, "a", 7), (2, "b", 7)]
+    assert row_keys(rows, (0,)) == [1, 2]
+    assert row_keys(rows, (0, 2)) == [(1, 7), (2, 7)]
+    fold = NetFold("`d`.`t`", (0, 2))
+    fold.add_rows("delete", rows, 0, "f", 4, [0, 1], 1, None)
+    assert set(fold.gone) == set(row_keys(rows, (0, 2)))
