@@ -618,8 +618,7 @@ class Job:
         mode = self.options.mode
         body = None
         if self.options.net:
-            with_plan = plan_out is not None
-            body = write_body(net_changes(out_dir, summaries, with_plan), out_dir, with_plan)
+            body = write_body(net_changes(out_dir, summaries), out_dir, plan_out is not None)
             self.report.statements = body[2]
             self.report.transactions = 1 if body[2] else 0
         header = script_header(

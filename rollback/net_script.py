@@ -38,7 +38,8 @@ class _Event:
     seq: int  # its first row's place in the range's order
     path: str
     offset: int
-    size: int
+    size: int  # of its images' pickle, at offset
+    plain: tuple[int, int] | None  # a DELETE's plain statements after it (without a plan): bytes, count
 
 
 @dataclass
@@ -73,32 +74,26 @@ class NetChanges:
                         self.deleted[name], self.deletes[name] = set(), 0
                     tables[number] = name
                     continue
-                _, number, (kind, file, pos, numbers), tx, gtid, keys, size = item
+                _, number, (kind, file, pos, numbers), tx, gtid, keys, size, plain = item
                 name = tables[number]
                 where = (file, pos, numbers, tx, gtid)
-                self.events.append(_Event(name, kind, where, self.seq, path, f.tell(), size))
+                self.events.append(_Event(name, kind, where, self.seq, path, f.tell(), size, plain))
                 self.seq += len(numbers)
-                f.seek(size, os.SEEK_CUR)
+                f.seek(size + (plain[0] if plain else 0), os.SEEK_CUR)
                 deleted = self.deleted.get(name)
                 if deleted is None:
                     continue
-                if kind != "delete":
+                if plain is None:  # not a DELETE, or its statements are not there
                     del self.deleted[name]
                     continue
                 deleted.update(keys)
                 self.deletes[name] += len(keys)
 
-    def settle(self, with_plan: bool) -> None:
-        """Fold the rows events, but those of a table the range only deletes from, each key once, when
-        no plan is written and the table has full-image functions: write_body renders those."""
-        plain = set()
-        if not with_plan:
-            for name, keys in self.deleted.items():
-                if (
-                    len(keys) == self.deletes[name]
-                    and self.renderers[name].renderer.full_images() is not None
-                ):
-                    plain.add(name)
+    def settle(self) -> None:
+        """Fold the rows events, but those of a table the range only deletes from, each key once,
+        whose plain statements the partitions wrote (no plan, and the table has full-image
+        functions): write_body copies those."""
+        plain = {name for name, keys in self.deleted.items() if len(keys) == self.deletes[name]}
         self.deleted.clear()
         for event in self.events:
             if event.table in plain:
@@ -111,12 +106,21 @@ class NetChanges:
         rows = self.images(event)
         self.folds[event.table].add_rows(event.kind, rows, event.seq, file, pos, numbers, tx, gtid)
 
-    def images(self, event: _Event) -> list[Any]:
+    def _read(self, event: _Event, size: int, offset: int) -> bytes:
         fd = self._files.get(event.path)
         if fd is None:
             fd = self._files[event.path] = os.open(event.path, os.O_RDONLY)
-        rows: list[Any] = pickle.loads(os.pread(fd, event.size, event.offset))
+        return os.pread(fd, size, offset)
+
+    def images(self, event: _Event) -> list[Any]:
+        rows: list[Any] = pickle.loads(self._read(event, event.size, event.offset))
         return rows
+
+    def statements(self, event: _Event) -> tuple[bytes, int]:
+        """A DELETE's plain statements (the partition wrote them after its images), and their count."""
+        assert event.plain is not None
+        size, count = event.plain
+        return self._read(event, size, event.offset + event.size), count
 
     def close(self) -> None:
         for fd in self._files.values():
@@ -139,13 +143,13 @@ class NetChanges:
         return list(heapq.merge(items, once, key=_newest))
 
 
-def net_changes(out_dir: str, summaries: list[Summary], with_plan: bool) -> NetChanges:
+def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
     changes = NetChanges()
     for summary in summaries:  # partition order: binlog order
         if summary.net_changes:
             changes.read(part_path(out_dir, summary.index, "net.pickle"))
     try:
-        changes.settle(with_plan)
+        changes.settle()
     except BaseException:
         changes.close()
         raise
@@ -182,12 +186,10 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
     with open(script_path, "wb") as script, open(plan_path, "w", encoding="utf-8") as plan, closing(changes):
         for (table, kind, once), run in groupby(changes.ordered(), key=_run):
             renderer = changes.renderers[table]
-            if once:  # rows events changed once (NetChanges.settle): the plain script's statements
-                full = renderer.renderer.full_images()
-                assert full is not None
+            if once:  # rows events of a table only deleted from (NetChanges.settle): plain statements
                 for event in run:
                     assert isinstance(event, _Event)
-                    data, written, _longest = full.script(kind, changes.images(event), False)
+                    data, written = changes.statements(event)
                     script.write(data)
                     count += written
                 continue

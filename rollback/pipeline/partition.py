@@ -760,13 +760,23 @@ class _Run:
         numbers: Sequence[int] = self.kept_index or range(first, first + len(rows))
         change = (batch.kind, batch.file or self.part.file_label, batch.pos, numbers)
         # The images follow the record as a pickle of their own: the driver reads every record first
-        # and decodes the images of a rows event only when it renders or folds them. A DELETE's record
-        # names its rows' keys: a table the range only deletes from, each key once, needs no fold.
+        # and decodes the images of a rows event only when it folds them. A DELETE's record names its
+        # rows' keys: a table the range only deletes from, each key once, needs no fold, and without a
+        # plan its statements are the plain script's, rendered here after the images.
         images = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
-        keys = row_keys(rows, schema.row_key) if batch.kind == "delete" else None
-        record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, len(images))
+        keys = statements = None
+        written = 0
+        if batch.kind == "delete":
+            keys = row_keys(rows, schema.row_key)
+            full = renderer.full_images() if not self.job.plan_lines else None
+            if full is not None:
+                statements, written, _longest = full.script("delete", rows, False)
+        plain = (len(statements), written) if statements is not None else None
+        record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, len(images), plain)
         pickle.dump(record, out, protocol=pickle.HIGHEST_PROTOCOL)
         out.write(images)
+        if statements is not None:
+            out.write(statements)
         self.summary.net_changes += len(rows)
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:
