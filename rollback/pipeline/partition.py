@@ -231,6 +231,7 @@ class _Run:
         self.event_picked = 0  # rows of the rows event being read that _pick_rows took
         self.net_out: IO[bytes] | None = None
         self.net_tables: dict[int, int] = {}  # renderer id -> its number in part-N.net.pickle
+        self.net_changed: set[int] = set()  # renderer ids of tables with changes other than DELETEs
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -766,10 +767,13 @@ class _Run:
         images = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
         keys = statements = None
         written = 0
-        if batch.kind == "delete":
-            keys = row_keys(rows, schema.row_key)
-            full = renderer.full_images() if not self.job.plan_lines else None
+        if batch.kind != "delete":
+            self.net_changed.add(id(renderer))
+        elif id(renderer) not in self.net_changed and not self.job.plan_lines:
+            # (the driver folds a table changed otherwise, and every change for a plan)
+            full = renderer.full_images()
             if full is not None:
+                keys = row_keys(rows, schema.row_key)
                 statements, written, _longest = full.script("delete", rows, False)
         plain = (len(statements), written) if statements is not None else None
         record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, len(images), plain)
