@@ -191,10 +191,10 @@ def _key_values(get: Any, single: bool, loose: bool) -> Any:
     return values
 
 
-_Getters = dict[str, list[tuple[int, Any, Any]]]
-
-
-def _getters(uniques: dict[str, UniqueKeys]) -> _Getters:
+def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[NetRow]:
+    """The rows' reverse statements in an order that can run: newest change first, except that a row
+    whose before image takes a unique value another row holds after the range comes after that row.
+    `uniques`: per table, its primary key and NOT NULL unique keys. NetRefused on a cycle."""
     keys = {}
     for table, found in uniques.items():
         keys[table] = [
@@ -202,14 +202,10 @@ def _getters(uniques: dict[str, UniqueKeys]) -> _Getters:
             for n, (columns, loose) in enumerate(found)
             for get in [itemgetter(*columns)]
         ]
-    return keys
-
-
-def _holders(rows: list[NetRow], keys: _Getters) -> dict[tuple[str, int, Any], int]:
-    """(table, key number, values) -> the row holding those unique values after the range, for the
-    values that change: a row that holds after the range the value it held before meets no other row
-    there (none held it then). Those rows are the inserted rows and the moved keys."""
-    holders: dict[tuple[str, int, Any], int] = {}
+    # A row that holds after the range the value it held before meets no other row there (none held it
+    # then): only values that change are looked at. First those rows take after the range (inserted
+    # rows, moved keys); without any, no row waits for another.
+    holders: dict[tuple[str, int, Any], int] = {}  # (table, key number, values) -> row holding it after
     for index, row in enumerate(rows):
         before, after = row.before, row.after
         if after is None:
@@ -220,16 +216,6 @@ def _holders(rows: list[NetRow], keys: _Getters) -> dict[tuple[str, int, Any], i
             values = values_of(after)
             if values is not None:
                 holders[(row.table, number, values)] = index
-    return holders
-
-
-def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[NetRow]:
-    """The rows' reverse statements in an order that can run: newest change first, except that a row
-    whose before image takes a unique value another row holds after the range comes after that row.
-    `uniques`: per table, its primary key and NOT NULL unique keys. NetRefused on a cycle."""
-    keys = _getters(uniques)
-    # Without a row taking a value it did not hold, no row waits for another.
-    holders = _holders(rows, keys)
     if not holders:
         return sorted(rows, key=lambda row: -row.seq)
     tables = {table for table, _number, _values in holders}

@@ -127,15 +127,12 @@ class NetChanges:
             os.close(fd)
         self._files.clear()
 
-    def _uniques(self) -> dict[str, Any]:
-        return {name: r.unique_keys for name, r in self.renderers.items()}
-
     def ordered(self) -> list[NetRow | _Event]:
         """The folded rows in an order that can run, and among them the rows events settle kept, newest
         first: their rows neither wait for a row nor hold a value one waits for (only rows of the
         same table can), so each comes where the order of every row would put it."""
         rows = [row for fold in self.folds.values() for row in fold.rows()]
-        order = execution_order(rows, self._uniques())
+        order = execution_order(rows, {name: r.unique_keys for name, r in self.renderers.items()})
         items: list[NetRow | _Event] = list(order)
         if not self.once:
             return items
