@@ -1,16 +1,22 @@
 """The script and plan of a --net job, from the partitions' part-N.net.pickle files.
 
-Each partition wrote its selected row changes as decoded images (rollback/pipeline/partition.py);
-here they are folded per table in binlog order, partition after partition (rollback/render/net.py), put in
-an order that can run, and written as one transaction block: one statement per row.
+Each partition wrote its selected row changes as decoded images (rollback/pipeline/partition.py),
+each rows event's images after a record of their own. Here every record is read first. A table the
+range only deletes from, each key once, needs no fold: each deleted row's net change is its DELETE,
+and no row of it waits for another in the execution order; without a plan, its statements are the
+plain script's, rendered in one call per rows event (NetChanges.settle). The other tables' changes
+are folded per table in binlog order (rollback/render/net.py), put in an order that can run, and written
+as one transaction block: one statement per row.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import pickle
-from collections.abc import Iterator
+from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
@@ -22,16 +28,42 @@ from rollback.render.net import NetFold, NetRenderer, NetRow, execution_order
 from rollback.render.sql import TableRenderer
 
 
+@dataclass(slots=True)
+class _Event:
+    """One rows event's changes in a part file: its images are decoded only when folded or rendered."""
+
+    table: str
+    kind: str
+    where: tuple[str | None, int, Sequence[int], int, str | None]  # file, pos, each row's number, tx, gtid
+    seq: int  # its first row's place in the range's order
+    path: str
+    offset: int
+    size: int  # of its images' pickle, at offset
+    plain: tuple[int, int] | None  # a DELETE's plain statements after it (without a plan): bytes, count
+
+
 @dataclass
 class NetChanges:
     folds: dict[str, NetFold] = field(default_factory=dict)  # quoted table -> its rows' net changes
     renderers: dict[str, NetRenderer] = field(default_factory=dict)
     seq: int = 0
+    events: list[_Event] = field(default_factory=list)  # binlog order
+    # tables the range only deletes from -> the keys it deletes, and how many DELETEs of rows
+    deleted: dict[str, set[Any]] = field(default_factory=dict)
+    deletes: dict[str, int] = field(default_factory=dict)
+    # the rows events of those tables, each key deleted once, rendered as they come (see settle)
+    once: list[_Event] = field(default_factory=list)
+    _files: dict[str, int] = field(default_factory=dict)  # part file -> its descriptor, read by images()
 
     def read(self, path: str) -> None:
-        tables: dict[int, tuple[NetFold, str]] = {}
+        """A part file's records: its tables, and its rows events (their images left in the file)."""
+        tables: dict[int, str] = {}
         with open(path, "rb") as f:
-            for item in _items(f):
+            while True:
+                try:
+                    item = pickle.load(f)
+                except EOFError:
+                    break
                 if item[0] == "table":
                     _, number, (tmap, schema, flavour, full_where) = item
                     renderer = TableRenderer(tmap, schema, flavour, full_where)
@@ -39,22 +71,73 @@ class NetChanges:
                     if name not in self.folds:
                         self.renderers[name] = NetRenderer(renderer)
                         self.folds[name] = NetFold(name, schema.row_key)
-                    tables[number] = (self.folds[name], name)
+                        self.deleted[name], self.deletes[name] = set(), 0
+                    tables[number] = name
                     continue
-                _, number, (kind, rows, file, pos, numbers), tx, gtid = item
-                self.seq = tables[number][0].add_rows(kind, rows, self.seq, file, pos, numbers, tx, gtid)
+                _, number, (kind, file, pos, numbers), tx, gtid, keys, size, plain = item
+                name = tables[number]
+                where = (file, pos, numbers, tx, gtid)
+                self.events.append(_Event(name, kind, where, self.seq, path, f.tell(), size, plain))
+                self.seq += len(numbers)
+                f.seek(size + (plain[0] if plain else 0), os.SEEK_CUR)
+                deleted = self.deleted.get(name)
+                if deleted is None:
+                    continue
+                if plain is None:  # not a DELETE, or its statements are not there
+                    del self.deleted[name]
+                    continue
+                deleted.update(keys)
+                self.deletes[name] += len(keys)
 
-    def ordered(self) -> list[NetRow]:
+    def settle(self) -> None:
+        """Fold the rows events, but those of a table the range only deletes from, each key once,
+        whose plain statements the partitions wrote (no plan, and the table has full-image
+        functions): write_body copies those."""
+        plain = {name for name, keys in self.deleted.items() if len(keys) == self.deletes[name]}
+        self.deleted.clear()
+        for event in self.events:
+            if event.table in plain:
+                self.once.append(event)
+            else:
+                self._fold(event)
+
+    def _fold(self, event: _Event) -> None:
+        file, pos, numbers, tx, gtid = event.where
+        rows = self.images(event)
+        self.folds[event.table].add_rows(event.kind, rows, event.seq, file, pos, numbers, tx, gtid)
+
+    def _read(self, event: _Event, size: int, offset: int) -> bytes:
+        fd = self._files.get(event.path)
+        if fd is None:
+            fd = self._files[event.path] = os.open(event.path, os.O_RDONLY)
+        return os.pread(fd, size, offset)
+
+    def images(self, event: _Event) -> list[Any]:
+        rows: list[Any] = pickle.loads(self._read(event, event.size, event.offset))
+        return rows
+
+    def statements(self, event: _Event) -> tuple[bytes, int]:
+        """A DELETE's plain statements (the partition wrote them after its images), and their count."""
+        assert event.plain is not None
+        size, count = event.plain
+        return self._read(event, size, event.offset + event.size), count
+
+    def close(self) -> None:
+        for fd in self._files.values():
+            os.close(fd)
+        self._files.clear()
+
+    def ordered(self) -> list[NetRow | _Event]:
+        """The folded rows in an order that can run, and among them the rows events settle kept, newest
+        first: their rows neither wait for a row nor hold a value one waits for (only rows of the
+        same table can), so each comes where the order of every row would put it."""
         rows = [row for fold in self.folds.values() for row in fold.rows()]
-        return execution_order(rows, {name: r.unique_keys for name, r in self.renderers.items()})
-
-
-def _items(f: Any) -> Iterator[Any]:
-    while True:
-        try:
-            yield pickle.load(f)
-        except EOFError:
-            return
+        order = execution_order(rows, {name: r.unique_keys for name, r in self.renderers.items()})
+        items: list[NetRow | _Event] = list(order)
+        if not self.once:
+            return items
+        once: list[NetRow | _Event] = list(reversed(self.once))
+        return list(heapq.merge(items, once, key=_newest))
 
 
 def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
@@ -62,6 +145,11 @@ def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
     for summary in summaries:  # partition order: binlog order
         if summary.net_changes:
             changes.read(part_path(out_dir, summary.index, "net.pickle"))
+    try:
+        changes.settle()
+    except BaseException:
+        changes.close()
+        raise
     return changes
 
 
@@ -92,19 +180,26 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
     script_path = os.path.join(out_dir, "net.sql")
     plan_path = os.path.join(out_dir, "net.plan.jsonl")
     count = 0
-    with open(script_path, "wb") as script, open(plan_path, "w", encoding="utf-8") as plan:
-        for (table, kind), run in groupby(changes.ordered(), key=lambda row: (row.table, row.kind)):
+    with open(script_path, "wb") as script, open(plan_path, "w", encoding="utf-8") as plan, closing(changes):
+        for (table, kind, once), run in groupby(changes.ordered(), key=_run):
             renderer = changes.renderers[table]
+            if once:  # rows events of a table only deleted from (NetChanges.settle): plain statements
+                for event in run:
+                    assert isinstance(event, _Event)
+                    data, written = changes.statements(event)
+                    script.write(data)
+                    count += written
+                continue
+            rows = [row for row in run if isinstance(row, NetRow)]
             if not with_plan and (full := renderer.renderer.full_images()) is not None:
                 # a run of one table's rows of one kind: its statements in one call of the full-image
                 # functions (which render an event's rows newest first: hence reversed)
-                rows = list(run)
                 images = [_image(row, kind) for row in reversed(rows)]
                 data, written, _longest = full.script(kind, images, False)
                 script.write(data)
                 count += written
                 continue
-            for row in run:
+            for row in rows:
                 statement = renderer.statement(row, with_plan)
                 if statement is None:
                     continue
@@ -124,6 +219,14 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
                         + "\n"
                     )
     return script_path, plan_path, count
+
+
+def _newest(item: NetRow | _Event) -> int:
+    return -item.seq
+
+
+def _run(item: NetRow | _Event) -> tuple[str, str, bool]:
+    return item.table, item.kind, type(item) is _Event
 
 
 def _image(row: NetRow, kind: str) -> Any:

@@ -28,7 +28,7 @@ import json
 import pickle
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
@@ -71,6 +71,7 @@ from rollback.pipeline.storage import ByteRange
 from rollback.render.change_lines import ChangeLineCache
 from rollback.render.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.render.net import complete as net_complete
+from rollback.render.net import row_keys
 from rollback.render.sql import TableRenderer, decimal_literal
 from rollback.render.statement_batches import join_statements, join_updates
 from rollback.request.spec import Filters, GtidFilter
@@ -230,6 +231,7 @@ class _Run:
         self.event_picked = 0  # rows of the rows event being read that _pick_rows took
         self.net_out: IO[bytes] | None = None
         self.net_tables: dict[int, int] = {}  # renderer id -> its number in part-N.net.pickle
+        self.net_changed: set[int] = set()  # renderer ids of tables with changes other than DELETEs
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -756,11 +758,29 @@ class _Run:
             pickle.dump(("table", number, facts), out, protocol=pickle.HIGHEST_PROTOCOL)
         rows = batch.rows
         first = batch.first_row
-        numbers = self.kept_index or list(range(first, first + len(rows)))
-        change = (batch.kind, rows, batch.file or self.part.file_label, batch.pos, numbers)
-        pickle.dump(
-            ("rows", number, change, current.ordinal, current.tx.gtid), out, protocol=pickle.HIGHEST_PROTOCOL
-        )
+        numbers: Sequence[int] = self.kept_index or range(first, first + len(rows))
+        change = (batch.kind, batch.file or self.part.file_label, batch.pos, numbers)
+        # The images follow the record as a pickle of their own: the driver reads every record first
+        # and decodes the images of a rows event only when it folds them. A DELETE's record names its
+        # rows' keys: a table the range only deletes from, each key once, needs no fold, and without a
+        # plan its statements are the plain script's, rendered here after the images.
+        images = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+        keys = statements = None
+        written = 0
+        if batch.kind != "delete":
+            self.net_changed.add(id(renderer))
+        elif id(renderer) not in self.net_changed and not self.job.plan_lines:
+            # (the driver folds a table changed otherwise, and every change for a plan)
+            full = renderer.full_images()
+            if full is not None:
+                keys = row_keys(rows, schema.row_key)
+                statements, written, _longest = full.script("delete", rows, False)
+        plain = (len(statements), written) if statements is not None else None
+        record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, len(images), plain)
+        pickle.dump(record, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(images)
+        if statements is not None:
+            out.write(statements)
         self.summary.net_changes += len(rows)
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:

@@ -5,7 +5,7 @@ part-NNNNNN.plan.jsonl   the execution plan's lines, in the script's order
 part-NNNNNN.changes.jsonl  the decoded row changes, in binlog order (when the job wants them)
 part-NNNNNN.irreversible.jsonl  row changes the binlog's images cannot restore, in binlog order
 part-NNNNNN.queries.json the original statements (ROWS_QUERY / ANNOTATE_ROWS) of the pieces
-part-NNNNNN.net.pickle   --net: the selected row changes' decoded images, in binlog order (net_script.py)
+part-NNNNNN.net.pickle   --net: the selected row changes' keys and decoded images, in binlog order (net_script.py)
 """
 
 from __future__ import annotations

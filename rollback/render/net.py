@@ -78,33 +78,54 @@ class NetFold:
         seq: int,
         file: str | None,
         pos: int,
-        numbers: list[int],
+        numbers: Sequence[int],
         tx: int,
         gtid: str | None,
     ) -> int:
         """The changes of one rows event (`numbers`: each row's number in it), the first numbered
         `seq` in the range's order; returns the number after the last."""
         key, live = self._key, self.live
+        gone, table = self.gone, self.table
         if kind == "delete":
             for change, number in zip(rows, numbers, strict=True):
+                where = (file, pos, number, tx, gtid)
                 before = change if type(change) is tuple else tuple(change)
-                self._delete(before, seq, (file, pos, number, tx, gtid))
+                old = key(before)
+                row = live.pop(old, None)
+                if row is None:
+                    if old in gone:
+                        raise self._refuse(where, "a DELETE of a key the range had deleted already")
+                    gone[old] = NetRow(table, before, None, seq, where)
+                else:
+                    row.after, row.seq, row.where = None, seq, where
+                    if row.before is not None:  # inserted then deleted inside the range: nothing to undo
+                        gone[old] = row
                 seq += 1
             return seq
-        for change, number in zip(rows, numbers, strict=True):
-            where = (file, pos, number, tx, gtid)
-            if kind == "update":
-                before, after = change
-                if type(before) is not tuple:
-                    before, after = tuple(before), tuple(after)
-                old, new = key(before), key(after)
-                row = live.pop(old, None)
-                if row is None or old != new:
-                    row = self._moved(row, old, new, before, where)
-            else:
+        if kind == "insert":
+            for change, number in zip(rows, numbers, strict=True):
+                where = (file, pos, number, tx, gtid)
                 after = change if type(change) is tuple else tuple(change)
                 new = key(after)
-                row = self._inserted(new, after, where)
+                if new in live:
+                    raise self._refuse(where, "an INSERT into a key the range's rows already hold")
+                row = gone.pop(new, None) if gone else None
+                if row is None:
+                    live[new] = NetRow(table, None, after, seq, where)
+                else:  # a key the range deleted: its row again
+                    row.after, row.seq, row.where = after, seq, where
+                    live[new] = row
+                seq += 1
+            return seq
+        for change, number in zip(rows, numbers, strict=True):  # updates
+            where = (file, pos, number, tx, gtid)
+            before, after = change
+            if type(before) is not tuple:
+                before, after = tuple(before), tuple(after)
+            old, new = key(before), key(after)
+            row = live.pop(old, None)
+            if row is None or old != new:
+                row = self._moved(row, old, new, before, where)
             row.after, row.seq, row.where = after, seq, where
             live[new] = row
             seq += 1
@@ -112,23 +133,6 @@ class NetFold:
 
     def _refuse(self, where: Where, what: str) -> NetRefused:
         return NetRefused(f"{_describe(self.table, where)}: --net cannot follow the row: {what}; {WAY_OUT}")
-
-    def _inserted(self, key: Any, after: tuple, where: Where) -> NetRow:
-        if key in self.live:
-            raise self._refuse(where, "an INSERT into a key the range's rows already hold")
-        row = self.gone.pop(key, None)
-        return NetRow(self.table, None, after) if row is None else row
-
-    def _delete(self, before: tuple, seq: int, where: Where) -> None:
-        key = self._key(before)
-        row = self.live.pop(key, None)
-        if row is None:
-            if key in self.gone:
-                raise self._refuse(where, "a DELETE of a key the range had deleted already")
-            row = NetRow(self.table, before, None)
-        row.after, row.seq, row.where = None, seq, where
-        if row.before is not None:  # inserted then deleted inside the range: nothing to undo
-            self.gone[key] = row
 
     def _moved(self, row: NetRow | None, old: Any, new: Any, before: tuple, where: Where) -> NetRow:
         """An UPDATE of a row the range has not touched yet, or one that moves its key."""
@@ -387,6 +391,11 @@ class NetRenderer:
         if after is not None:
             merge["row_matches"] = r.exists(after)[len(r.check_head) :]
         return NetStatement(kind, sql, check, expect, merge)
+
+
+def row_keys(rows: list[Any], key: tuple[int, ...]) -> list[Any]:
+    """The row keys of a rows event's images (DELETEs': their before images), as NetFold compares them."""
+    return list(map(itemgetter(*key), rows))
 
 
 def complete(row: Any, kind: str) -> bool:
