@@ -166,3 +166,21 @@ def test_the_workers_end_with_a_parent_that_is_killed(monkeypatch, tmp_path):
     while not all(_ended(pid) for pid in workers):
         assert time.monotonic() < deadline, "a worker outlived its killed parent"
         time.sleep(0.05)
+
+
+def test_a_cancel_told_through_progress_stops_the_running_workers_at_once(monkeypatch):
+    class Cancelled(Exception):
+        pass
+
+    def fake(job, part, progress=None):
+        time.sleep(120 if part.index == 0 else 0.5)
+        return Summary(part.index, bytes=part.size, events=1)
+
+    def cancel(done, events):
+        raise Cancelled()
+
+    monkeypatch.setattr(local, "run_partition", fake)
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        local.run_forked(None, [_Part(0), _Part(1)], cancel, 2)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 30, "the worker inside its partition was left running"
