@@ -36,6 +36,7 @@ from app.core.security import TokenStore
 from app.core.sessions import SessionStore, load_or_create_secret
 from app.core.throttle import AuthThrottle
 from app.metrics import Metrics
+from app.services import job_process
 from app.services.answers import Answers
 from app.services.executions import ExecutionRunner
 from app.services.jobs import JobRunner
@@ -65,6 +66,7 @@ def start_services(
     metrics_ = Metrics(database)
     scrub = Redactor(servers, settings)
     runner = JobRunner(database, settings, servers, metrics_, scrub)
+    runner.in_process = job_process.run
     outputs = Outputs(runner)
     executions_ = ExecutionRunner(
         database, servers, metrics_, scrub, settings.execution_workers, outputs.plan, outputs.changes

@@ -3,7 +3,7 @@ code loaded: the statements, their checks and the record's writes do not take tu
 with the requests the service answers.
 
 The process writes the record's progress itself (per-transaction commits before and after each
-COMMIT, as executions.Recorder does), takes cancel and stop from the service through a pipe, and
+COMMIT, as execution_run.Recorder does), takes cancel and stop from the service through a pipe, and
 sends back the values of the record that say how it ended; the service writes those. It dies with
 the service: a killed service leaves no process applying statements behind it (the target rolls
 its open transaction back, and the record says what was committed, as before).
@@ -21,11 +21,15 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import update
+
+from app.db import Database
+from app.models import Execution
+from app.services.execution_run import Recorder, RunRequest, run_plan
 from rollback import EXIT_INTERNAL, EXIT_INTERRUPTED, interrupt_thread, kill_queries
 
 if TYPE_CHECKING:
     from app.core.config import ServerConfig
-    from app.services.executions import RunRequest
 
 WAIT_SECONDS = 0.2
 # A cancelled execution answers at its next statement; one that has not after this long is stuck
@@ -120,12 +124,6 @@ def _child(
     cancel, stop = threading.Event(), threading.Event()
     _watch_the_service(alive, cancel, stop)
     os.nice(NICENESS)
-    from sqlalchemy import update
-
-    from app.db import Database
-    from app.models import Execution
-    from app.services.executions import Recorder, run_plan
-
     db = Database(db_url)
 
     def write(**values: Any) -> None:

@@ -121,6 +121,9 @@ class JobRunner(WorkerPool[str]):
         self.spark_ready: Callable[[], bool] = lambda: False
         # In a job's process (app/services/job_process.py): the service's Spark session, lent.
         self.spark: Any = None
+        # How `run` runs the job's Python side in a process of its own: job_process.run, which builds
+        # on this class (so this module does not import it); start_services sets it.
+        self.in_process: Callable[[JobRunner, str, Path, threading.Event], dict[str, Any]] | None = None
 
     # ---- life cycle
 
@@ -207,9 +210,8 @@ class JobRunner(WorkerPool[str]):
         values: dict[str, Any] = {}
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
-            from app.services import job_process  # (it imports this module)
-
-            values = job_process.run(self, job_id, out_dir, cancel)
+            assert self.in_process is not None
+            values = self.in_process(self, job_id, out_dir, cancel)
             self.metrics.bytes_decoded.inc(values["progress_bytes"])
             self.metrics.rows_emitted.inc(values["rows_emitted"])
             outcome = "succeeded"

@@ -12,16 +12,18 @@ Both ways give the same summaries and the same part files.
 from __future__ import annotations
 
 import os
-import pickle
-import selectors
 import signal
-import struct
 import threading
+from typing import TYPE_CHECKING
 
 from rollback.pipeline.engines.base import JobProgress
 from rollback.pipeline.partition import JobSpec, PartitionProgress, run_partition
 from rollback.pipeline.parts import Summary
 from rollback.pipeline.plan import Partition
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from multiprocessing.process import BaseProcess
 
 # A range from this size on runs in forked workers (one per usable CPU, PARTITIONS_PER_SLOT
 # partitions each); below it, forking and merging more parts cost more than a second core gains.
@@ -74,47 +76,60 @@ def run_local(
 def run_forked(
     job: JobSpec, partitions: list[Partition], progress: JobProgress | None, processes: int
 ) -> list[Summary]:
-    """run_local's summaries, the partitions run by `processes` forked workers. Each worker is handed
-    the next partition (largest first, so that no large one starts last) when it reports the last
-    one; progress is told as each partition ends. Plain os.fork and pipes: the job and the partitions
-    are inherited, only partition numbers go to a worker and pickled summaries come back
-    (multiprocessing's pool costs more to import and start than a small range takes to run)."""
+    """run_local's summaries, the partitions run by a pool of `processes` forked workers
+    (concurrent.futures, a fork context). A worker is handed the next partition (largest first, so
+    that no large one starts last) when it has reported the last one; progress is told as each
+    partition ends; after an exception no partition starts, and it is raised here once the running
+    ones ended. The job and the partitions reach the workers through the fork (with a fork context
+    the initializer's arguments are inherited, not pickled): only partition numbers go to a worker,
+    and pickled summaries come back."""
+    # here, not at the top: a range too small to fork does not pay for importing the pool
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
     pending = sorted(range(len(partitions)), key=lambda i: -partitions[i].size)
-    workers: dict[int, _Worker] = {}  # by the file descriptor its results come on
+    slots = min(processes, len(partitions))
+    running: dict[Future[Summary], int] = {}
     done: dict[int, Summary] = {}
     failure: BaseException | None = None
-    selector = selectors.DefaultSelector()
+    before = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(
+        slots, mp_context=multiprocessing.get_context("fork"), initializer=_adopt, initargs=(job, partitions)
+    )
+    workers: list[BaseProcess] = []
+
+    def hand() -> None:
+        if pending:
+            position = pending.pop(0)
+            running[pool.submit(_run, position)] = position
+
+    finished = False
     try:
-        for _ in range(min(processes, len(partitions))):
-            worker = _Worker.start(job, partitions, [fd for w in workers.values() for fd in w.fds()])
-            workers[worker.results] = worker
-            selector.register(worker.results, selectors.EVENT_READ)
-            worker.hand(pending.pop(0) if pending else None)
+        for _ in range(slots):
+            hand()
+        workers = [p for p in multiprocessing.active_children() if p not in before]  # forked at the first
         bytes_done = events_done = 0
-        while workers:
-            for key, _events in selector.select():
-                worker = workers[int(key.fd)]
-                for position, outcome in worker.receive():
-                    if isinstance(outcome, BaseException):
-                        failure = failure or outcome
-                        pending.clear()
-                    else:
-                        done[position] = outcome
-                        bytes_done += partitions[position].size
-                        events_done += partitions[position].events
-                        if progress is not None:
-                            progress(bytes_done, events_done)
-                    worker.hand(pending.pop(0) if pending else None)
-                if worker.ended:
-                    selector.unregister(worker.results)
-                    del workers[worker.results]
-                    status = worker.reap()
-                    if worker.busy is not None and failure is None:
-                        failure = RuntimeError(f"a local worker process ended unexpectedly ({status})")
+        while running:
+            ended, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in ended:
+                position = running.pop(future)
+                error = future.exception()
+                if error is not None:
+                    failure = failure or _died(error, workers)
+                    pending.clear()
+                    continue
+                done[position] = future.result()
+                bytes_done += partitions[position].size
+                events_done += partitions[position].events
+                if progress is not None:
+                    progress(bytes_done, events_done)
+                hand()
+        finished = True
     finally:
-        selector.close()
-        for worker in workers.values():  # only after an error here (an interrupt): stop the rest
-            worker.kill()
+        if not finished:  # an error here (a cancel told through progress, an interrupt): stop them now
+            for worker in workers:
+                worker.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
     if failure is not None:
         raise failure
     summaries: list[Summary] = []
@@ -126,110 +141,46 @@ def run_forked(
     return summaries
 
 
-_FRAME = struct.Struct("<Q")  # the byte length of the pickled (partition number, summary) after it
+def _died(error: BaseException, workers: list[BaseProcess]) -> BaseException:
+    """The partition's own exception; a worker that died (the pool broke) in one line, as before."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    if not isinstance(error, BrokenProcessPool):
+        return error
+    for worker in workers:
+        worker.join(5)
+    codes = [w.exitcode for w in workers if w.exitcode not in (None, 0, -signal.SIGTERM)]
+    status = f"exit status {codes[0]}" if codes else "its exit status unknown"
+    return RuntimeError(f"a local worker process ended unexpectedly ({status})")
 
 
-class _Worker:
-    """One forked worker: partition numbers go in through one pipe, (number, summary or exception)
-    frames come back through another; no number (the pipe closed) ends it."""
-
-    def __init__(self, pid: int, tasks: int, results: int):
-        self.pid = pid
-        self.tasks: int | None = tasks
-        self.results = results
-        self.busy: int | None = None  # the partition it runs
-        self.ended = False
-        self._buffer = bytearray()
-
-    @classmethod
-    def start(cls, job: JobSpec, partitions: list[Partition], others: list[int]) -> _Worker:
-        """Fork a worker; `others`: the pipe ends of the workers before it, which it must not hold
-        open (a worker sees the end of its tasks only when every copy of their pipe is closed)."""
-        task_read, task_write = os.pipe()
-        result_read, result_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the worker: never returns into the caller's code
-            code = 0
-            try:
-                for fd in (task_write, result_read, *others):
-                    os.close(fd)
-                _serve(job, partitions, task_read, result_write)
-            except BaseException:  # noqa: BLE001 - _serve reports what it can; nothing may unwind
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(task_read)
-        os.close(result_write)
-        return cls(pid, task_write, result_read)
-
-    def fds(self) -> list[int]:
-        return [self.results] if self.tasks is None else [self.tasks, self.results]
-
-    def hand(self, position: int | None) -> None:
-        """Give the worker its next partition, or (None) tell it there is none."""
-        if self.tasks is None or self.busy is not None:
-            return
-        if position is None:
-            os.close(self.tasks)
-            self.tasks = None
-            return
-        self.busy = position
-        os.write(self.tasks, position.to_bytes(4, "little"))
-
-    def receive(self) -> list[tuple[int, Summary | BaseException]]:
-        """The frames that arrived whole; at the end of its output, `ended` is set."""
-        data = os.read(self.results, 1 << 16)
-        if not data:
-            self.ended = True
-            return []
-        self._buffer += data
-        frames: list[tuple[int, Summary | BaseException]] = []
-        while len(self._buffer) >= _FRAME.size:
-            (size,) = _FRAME.unpack_from(self._buffer)
-            if len(self._buffer) < _FRAME.size + size:
-                break
-            frames.append(pickle.loads(self._buffer[_FRAME.size : _FRAME.size + size]))
-            del self._buffer[: _FRAME.size + size]
-            self.busy = None
-        return frames
-
-    def reap(self) -> str:
-        if self.tasks is not None:
-            os.close(self.tasks)
-            self.tasks = None
-        os.close(self.results)
-        _pid, status = os.waitpid(self.pid, 0)
-        return f"exit status {os.waitstatus_to_exitcode(status)}"
-
-    def kill(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        self.reap()
+# In a worker: the job and its partitions, inherited through the fork.
+_job: JobSpec | None = None
+_partitions: list[Partition] = []
 
 
-def _serve(job: JobSpec, partitions: list[Partition], tasks: int, results: int) -> None:
-    """The worker's loop: run each partition it is handed, send back its summary (or the exception
-    that stopped it, after which it takes no more)."""
-    while True:
-        given = os.read(tasks, 4)  # written whole by one os.write: a pipe never splits 4 bytes
-        if len(given) < 4:
-            return
-        position = int.from_bytes(given, "little")
-        try:
-            outcome: Summary | BaseException = run_partition(job, partitions[position])
-        except BaseException as exc:  # noqa: BLE001 - the parent raises it
-            outcome = exc
-        try:
-            payload = pickle.dumps((position, outcome))
-        except Exception as exc:  # noqa: BLE001 - an exception that does not pickle: its text
-            payload = pickle.dumps((position, RuntimeError(f"{type(outcome).__name__}: {outcome} ({exc})")))
-        frame = _FRAME.pack(len(payload)) + payload
-        while frame:
-            frame = frame[os.write(results, frame) :]
-        if isinstance(outcome, BaseException):
-            return
+def _adopt(job: JobSpec, partitions: list[Partition]) -> None:
+    """The pool's initializer, in each worker: keep the job, and end with the parent. A worker
+    waiting for its next partition would otherwise outlive a parent that was killed (a cancelled
+    job's process): every worker holds the pool's queues open, so none would see them close."""
+    import multiprocessing
+
+    global _job, _partitions
+    _job, _partitions = job, partitions
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_end_with, args=(parent.sentinel,), daemon=True).start()
+
+
+def _end_with(sentinel: int) -> None:
+    from multiprocessing.connection import wait
+
+    wait([sentinel])
+    os._exit(1)
+
+
+def _run(position: int) -> Summary:
+    return run_partition(_job, _partitions[position])  # type: ignore[arg-type]
 
 
 def _offset(progress: JobProgress, bytes_before: int, events_before: int) -> PartitionProgress:

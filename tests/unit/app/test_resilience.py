@@ -224,7 +224,7 @@ def test_the_service_answers_health_while_the_upload_gate_refuses(make_client):
 def test_every_page_shows_control_and_bidi_characters_escaped(make_client):
     from markupsafe import Markup
 
-    from app.web.routes import templates
+    from app.web.page import templates
 
     render = templates.env.from_string("{{ a }}|{{ b }}|{{ c }}")
     shown = render.render(

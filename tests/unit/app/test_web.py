@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from app.core.security import csrf_token
-from app.web.routes import job_request_from_form
+from app.web.routes.jobs import job_request_from_form
 from tests.support.app import ADMIN, OPERATOR, VIEWER, job_row
 
 

@@ -3,7 +3,12 @@ summaries in partition order up to the first failure; it forks only a process wi
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import pickle
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +117,70 @@ def test_each_summary_says_when_its_partition_started_on_the_machines_clock(monk
     assert [s.started for s in alone] == sorted(s.started for s in alone)  # in order, one after the other
     assert alone[-1].started - alone[0].started >= 0.03
     assert all(s.seconds >= 0.01 and 0 <= s.cpu < s.seconds for s in alone)  # a sleep takes no CPU
+
+
+def test_the_job_reaches_the_workers_through_the_fork_not_pickled(monkeypatch):
+    class Unpicklable:  # a local class with a lambda: pickle refuses it
+        check = staticmethod(lambda: "inherited")
+
+    def fake(job, part, progress=None):
+        assert job.check() == "inherited"
+        return Summary(part.index, bytes=part.size, events=1)
+
+    monkeypatch.setattr(local, "run_partition", fake)
+    with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+        pickle.dumps(Unpicklable())
+    forked = local.run_forked(Unpicklable(), [_Part(i) for i in range(4)], None, 2)  # type: ignore[arg-type]
+    assert [s.index for s in forked] == [0, 1, 2, 3]
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except FileNotFoundError:
+        return True
+
+
+def test_the_workers_end_with_a_parent_that_is_killed(monkeypatch, tmp_path):
+    """A cancelled job's process is killed after its grace time: its workers, one inside a partition
+    and one waiting for the next, end with it instead of waiting forever."""
+
+    def fake(job, part, progress=None):
+        (tmp_path / str(os.getpid())).write_text("")
+        time.sleep(120 if part.index == 0 else 1)  # the quick one waits until the other worker took its part
+        return Summary(part.index, bytes=part.size, events=1)
+
+    monkeypatch.setattr(local, "run_partition", fake)
+    parent = multiprocessing.get_context("fork").Process(
+        target=local.run_forked, args=(None, [_Part(0), _Part(1)], None, 2)
+    )
+    parent.start()
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.iterdir())) < 2:
+        assert time.monotonic() < deadline, "the two workers did not start"
+        time.sleep(0.05)
+    workers = [int(p.name) for p in tmp_path.iterdir()]
+    parent.kill()
+    parent.join()
+    deadline = time.monotonic() + 10
+    while not all(_ended(pid) for pid in workers):
+        assert time.monotonic() < deadline, "a worker outlived its killed parent"
+        time.sleep(0.05)
+
+
+def test_a_cancel_told_through_progress_stops_the_running_workers_at_once(monkeypatch):
+    class Cancelled(Exception):
+        pass
+
+    def fake(job, part, progress=None):
+        time.sleep(120 if part.index == 0 else 0.5)
+        return Summary(part.index, bytes=part.size, events=1)
+
+    def cancel(done, events):
+        raise Cancelled()
+
+    monkeypatch.setattr(local, "run_partition", fake)
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        local.run_forked(None, [_Part(0), _Part(1)], cancel, 2)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 30, "the worker inside its partition was left running"
