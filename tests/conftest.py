@@ -166,7 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Before any test module imports it: every execute_plan on a scratch server is checked both ways.
     import rollback.target.execute
 
-    if not hasattr(rollback.target.execute.execute_plan, "__wrapped__"):
+    if not hasattr(rollback.target.execute.execute_plan, "unchecked"):
         rollback.target.execute.execute_plan = both_ways.checked_execute_plan(
             rollback.target.execute.execute_plan
         )

@@ -29,7 +29,7 @@ def incident(scratch_server, tmp_path):
 
 
 def test_the_check_is_installed_on_execute_plan(scratch_server):
-    assert hasattr(execute_plan, "__wrapped__")
+    assert hasattr(execute_plan, "unchecked")
 
 
 def test_a_script_that_restores_other_rows_than_its_plan_fails(incident):

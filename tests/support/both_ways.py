@@ -223,7 +223,9 @@ def checked_execute_plan(original: Callable[..., Any]) -> Callable[..., Any]:
             COUNTS["restores compared table by table"] += 1
         return result
 
-    execute_plan.__wrapped__ = original  # type: ignore[attr-defined]
+    # not __wrapped__: execute_plan has its own (functools.wraps of its collector pause), which would
+    # make the check look installed when it is not
+    execute_plan.unchecked = original  # type: ignore[attr-defined]
     return execute_plan
 
 
@@ -232,7 +234,7 @@ def _dry_run(server: ScratchServer, script: Path, plan: Path, inspect: Any = Non
     import rollback.target.execute
 
     original = getattr(
-        rollback.target.execute.execute_plan, "__wrapped__", rollback.target.execute.execute_plan
+        rollback.target.execute.execute_plan, "unchecked", rollback.target.execute.execute_plan
     )
     try:
         return original(
