@@ -151,43 +151,17 @@ def test_the_cli_names_a_bad_resolutions_entry_in_one_line(incident):
     assert "resolutions: rows[0].choice: unknown choice 'keep'" in done.stderr
 
 
-def test_a_merge_batches_its_reads_and_writes(scratch_server, tmp_path):
+def test_a_merge_batches_its_reads_and_writes(batch_incident):
     """120 rows (40 updated, 40 deleted, 40 inserted), nothing changed since: one batch, whose re-inserts
-    are one INSERT, its deletes one DELETE, its updates one UPDATE, its locking reads one count per kind."""
-    db = "merge_batches"
-    table = f"{db}.t"
-    scratch_server.run_sql(
-        [
-            f"DROP DATABASE IF EXISTS {db}",
-            f"CREATE DATABASE {db}",
-            f"CREATE TABLE {table} (id INT PRIMARY KEY, a INT, b VARCHAR(20))",
-            f"INSERT INTO {table} SELECT seq, seq, CONCAT('r', seq) FROM {db}.seq_1_to_80",
-        ]
-    )
-    before = snapshot(scratch_server, [table])
-    rng = scratch_server.run_sql(
-        [
-            f"UPDATE {table} SET a = -a WHERE id <= 40",
-            f"DELETE FROM {table} WHERE id > 40",
-            f"INSERT INTO {table} SELECT seq, 0, 'new' FROM {db}.seq_100_to_139",
-        ]
-    )
-    _script, plan, _report = flashback(scratch_server, rng, tmp_path, net=True)
+    are one INSERT, its deletes one DELETE, its updates one UPDATE."""
+    server, table, plan = batch_incident["server"], batch_incident["table"], batch_incident["plan"]
     counts: list[dict[str, int]] = []
-
-    def status(conn):
-        with conn.cursor() as cur:
-            cur.execute(
-                "SHOW SESSION STATUS WHERE Variable_name IN ('Com_insert', 'Com_delete', 'Com_update')"
-            )
-            counts.append({name: int(value) for name, value in cur.fetchall()})
-
-    dry = execute_plan(plan, scratch_server.dsn, merge=True, inspect=status)
+    dry = execute_plan(plan, server.dsn, merge=True, inspect=_session_counts(counts))
     assert dry.merge["restored"] == 120 and dry.statements == 120
-    assert counts == [{"Com_insert": 1, "Com_delete": 1, "Com_update": 1}]
-    execute_plan(plan, scratch_server.dsn, commit=True, merge=True)
-    assert snapshot(scratch_server, [table]) == before
-    scratch_server.query(f"DROP DATABASE {db}")
+    writes = [{name: seen[name] for name in ("Com_insert", "Com_delete", "Com_update")} for seen in counts]
+    assert writes == [{"Com_insert": 1, "Com_delete": 1, "Com_update": 1}]
+    execute_plan(plan, server.dsn, commit=True, merge=True)
+    assert server.query(f"SELECT id, a, b FROM {table} ORDER BY id") == batch_incident["before"]
 
 
 def test_a_merge_on_a_table_with_triggers_is_refused_as_the_strict_apply_is(incident):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pymysql
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +17,14 @@ from rollback import Filters, Options, generate
 from rollback.base.errors import NetRefused
 from rollback.schema.tables import ServerSchema
 from tests.support.examples import examples
-from tests.support.restore import apply_with_client, flashback, range_spec, snapshot, span, statements
+from tests.support.restore import (
+    apply_with_client,
+    flashback,
+    range_spec,
+    run_as_an_application,
+    snapshot,
+    statements,
+)
 
 DB = "net_once"
 
@@ -131,18 +137,7 @@ def _statement(kind: str, key: int, other: int, u: int) -> str:
 @given(operations)
 def test_random_sequences_give_the_folded_script(scratch_server, tmp_path_factory, steps):
     _tables(scratch_server, rows=10)
-    first = scratch_server.run_sql([])
-    conn = scratch_server.connect(DB)
-    try:
-        with conn.cursor() as cur:
-            for step in steps:
-                try:
-                    cur.execute(_statement(*step))
-                except pymysql.err.IntegrityError:
-                    pass  # a duplicate key: the server refused it
-    finally:
-        conn.close()
-    rng = span(scratch_server, first, scratch_server.run_sql([]))
+    rng = run_as_an_application(scratch_server, DB, [_statement(*step) for step in steps])
     out = tmp_path_factory.mktemp("once")
     try:
         folded = _plan_statements(scratch_server, rng, out, allow_empty=True)

@@ -44,6 +44,25 @@ def span(server: ScratchServer, first: BinlogRange, last: BinlogRange) -> Binlog
     )
 
 
+def run_as_an_application(server: ScratchServer, database: str, statements: Iterable[str]) -> BinlogRange:
+    """The statements, each in a transaction of its own as an application would send them; one the server
+    refuses for a duplicate key is left out, as the application's would be. Returns the range they wrote."""
+    import pymysql
+
+    first = server.run_sql([])
+    conn = server.connect(database)
+    try:
+        with conn.cursor() as cur:
+            for sql in statements:
+                try:
+                    cur.execute(sql)
+                except pymysql.err.IntegrityError:
+                    pass
+    finally:
+        conn.close()
+    return span(server, first, server.run_sql([]))
+
+
 def snapshot(server: ScratchServer, tables: Iterable[str]) -> dict[str, tuple[Any, list[str]]]:
     """Per table: CHECKSUM TABLE ... EXTENDED and every row (sorted, as repr: duplicates kept)."""
     conn = server.connect()

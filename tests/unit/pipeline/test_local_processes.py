@@ -83,8 +83,6 @@ def test_an_exception_in_a_worker_is_raised_here_after_every_worker_ended(monkey
 
 
 def test_a_worker_that_dies_is_an_error_not_a_hang(monkeypatch):
-    import os
-
     def fake(job, part, progress=None):
         if part.index == 1:
             os._exit(9)
@@ -96,8 +94,6 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(monkeypatch):
 
 
 def test_each_summary_says_when_its_partition_started_on_the_machines_clock(monkeypatch):
-    import time
-
     from rollback.pipeline import partition
 
     class TenMilliseconds:  # a partition's run; run_partition around it stamps the summary
