@@ -62,6 +62,25 @@ ensure_test_packages() {
     fi
 }
 
+# Whether an install stamp (.installed-EXTRAS) names every extra asked for: the test install
+# (test,bench) serves `scripts/serve` too, without a second build of the compiled core.
+_stamp_covers() {
+    local have="${1##*/.installed-}" extra
+    [ "$have" = base ] && have=""
+    for extra in ${2//,/ }; do
+        [[ ",$have," == *",$extra,"* ]] || return 1
+    done
+}
+
+# Whether the install a stamp records is newer than every build input of the package.
+_stamp_fresh() {
+    local input
+    for input in "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/rollback/*.pyx; do
+        [ "$input" -nt "$1" ] && return 1
+    done
+    return 0
+}
+
 ensure_venv() {
     local extras="$1"
     local stamp="$VENV/.installed-${extras:-base}"
@@ -69,12 +88,14 @@ ensure_venv() {
         echo "mysql-rollback: creating virtualenv $VENV" >&2
         "$PYTHON_BIN" -m venv "$VENV"
     fi
-    # Reinstall only when the package's build inputs changed since the last install, or the compiled
-    # core is missing (pip install -e builds it into rollback/).
-    local stale=0
-    [ -f "$stamp" ] || stale=1
-    for input in "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/rollback/*.pyx; do
-        [ "$input" -nt "$stamp" ] && stale=1
+    # Reinstall only when no install with these extras (or more) is newer than the package's build
+    # inputs, or the compiled core is missing (pip install -e builds it into rollback/).
+    local stale=1 found
+    for found in "$VENV"/.installed-*; do
+        if [ -f "$found" ] && _stamp_covers "$found" "$extras" && _stamp_fresh "$found"; then
+            stale=0
+            break
+        fi
     done
     compgen -G "$ROOT/rollback/_speedups.*.so" >/dev/null || stale=1
     if [ "$stale" -eq 1 ]; then
