@@ -32,6 +32,7 @@ from rollback.base.errors import (
     SavepointError,
     UndecidedTransaction,
 )
+from rollback.base.identifiers import quote_ident
 from rollback.binlog import events as ev
 from rollback.binlog.constants import EventType
 from rollback.binlog.decode import (
@@ -62,7 +63,6 @@ from rollback.pipeline.savepoints import (
     XaEvent,
     merged,
     overlapping,
-    quoted,
     xa_event,
     xa_outcomes,
 )
@@ -372,7 +372,7 @@ class _FilePlanner:
                 self._note_undo(outer, found, tx)
         elif found is not None and has_rows:
             raise SavepointError(
-                f"{self.label}:{outer}: ROLLBACK TO {quoted(found)} names no SAVEPOINT logged in its "
+                f"{self.label}:{outer}: ROLLBACK TO {quote_ident(found)} names no SAVEPOINT logged in its "
                 f"transaction (gtid {tx.gtid or '-'}, opened at {self.label}:{tx.begin_pos}): which of its "
                 "row changes it undid cannot be told; leave this transaction out of the range"
             )
@@ -386,7 +386,7 @@ class _FilePlanner:
             )
             return
         self.plan.notes.append(
-            f"{where}: ROLLBACK TO {quoted(undo.savepoint)} undid the {undo.rows_events} rows event(s) "
+            f"{where}: ROLLBACK TO {quote_ident(undo.savepoint)} undid the {undo.rows_events} rows event(s) "
             f"its transaction (gtid {tx.gtid or '-'}) logged after {self.label}:{undo.savepoint_pos}: "
             "they never persisted and are left out"
         )

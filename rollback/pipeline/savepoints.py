@@ -51,10 +51,6 @@ def name_key(name: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
 
 
-def quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 @dataclass(slots=True)
 class Undo:
     """What a ROLLBACK TO (or ROLLBACK) undid: the void, and what the notes say about it."""

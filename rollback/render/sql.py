@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from rollback.base import hotpath
 from rollback.base.errors import RollbackError
+from rollback.base.identifiers import quote_ident, quote_table
 from rollback.base.render_text import comment_text
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType as T
@@ -27,10 +28,6 @@ from rollback.schema.tables import TableSchema
 Literal = Callable[[Any], str]
 _FLOAT32 = struct.Struct("<f")
 _FLT_MAX = 3.4028234663852886e38
-
-
-def quote_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 # Backslash means escape unless NO_BACKSLASH_ESCAPES; control characters do not survive copy/paste (and the
@@ -360,7 +357,7 @@ class TableRenderer:
         self.schema_names = schema.names if schema is not None else None
         unsigned = schema.unsigned if schema is not None else None
         self.unsigned_of: Callable[[TableMap], tuple[bool, ...] | None] = lambda _tmap: unsigned
-        self.table = f"{quote_ident(tmap.database)}.{quote_ident(tmap.table)}"
+        self.table = quote_table(tmap.database, tmap.table)
         self.check_head = f"SELECT COUNT(*) FROM {self.table} WHERE "  # of exists and key_exists
         specs = tmap.specs(schema.unsigned if schema else None)
         names = (

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from rollback.base.identifiers import quote_ident
 from rollback.binlog.table_map import TableMap
 from rollback.schema.ddl import ddl_targets, shorten
 from rollback.schema.operations import (
@@ -679,7 +680,7 @@ def _keys_without(schema: TableSchema, column: str) -> None:
 
 def _keys_renaming(schema: TableSchema, old: str, new: str) -> None:
     """A column renamed: the server renames it in every key."""
-    quoted = "`" + new.replace("`", "``") + "`"
+    quoted = quote_ident(new)
     _rewrite_keys(
         schema,
         lambda columns: [

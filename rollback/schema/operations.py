@@ -21,6 +21,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from rollback.base.identifiers import quote_ident
 from rollback.schema.tables import Column, _strip_comments, parse_ddl
 
 # sqlglot logs a warning when it falls back to a bare command; that is an `Unparsed` here, said once.
@@ -343,7 +344,7 @@ def server_key_name(keys: dict[str, str], first_column: str) -> str:
 def named_key(definition: str, name: str) -> str:
     """An unnamed key's definition with the name the server gave it (before its column list)."""
     at = definition.index("(")
-    quoted = "`" + name.replace("`", "``") + "`"
+    quoted = quote_ident(name)
     return f"{definition[:at].rstrip()} {quoted} {definition[at:]}"
 
 

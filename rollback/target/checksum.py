@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rollback.base.errors import RollbackError, SourceError
+from rollback.base.identifiers import quote_ident, quote_table
 
 FORMAT = "mysql-rollback-checksum/1"
 ROW_DIGEST_HEX = 16  # 64 bits per row: a collision inside one table is not a practical concern
@@ -23,10 +24,6 @@ ROW_DIGEST_HEX = 16  # 64 bits per row: a collision inside one table is not a pr
 
 class ChecksumError(RollbackError):
     """A checksum file that cannot be read, or a table that cannot be checksummed."""
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def split_table(name: str) -> tuple[str, str]:
@@ -133,14 +130,14 @@ def take_table(conn: Any, name: str) -> TableChecksum:
         key = _key_columns(cur, database, table, nullable)
     result = TableChecksum(name, columns, key)
     at = [columns.index(k) for k in key]
-    select = ", ".join(quote(c) for c in columns)
+    select = ", ".join(quote_ident(c) for c in columns)
     # The text protocol's own rendering of each value: decoders switched off for this cursor.
     saved = conn.decoders
     conn.decoders = {}
     try:
         with conn.cursor(pymysql.cursors.SSCursor) as cur:
-            order = f" ORDER BY {', '.join(quote(k) for k in key)}" if key else ""
-            cur.execute(f"SELECT {select} FROM {quote(database)}.{quote(table)}{order}")
+            order = f" ORDER BY {', '.join(quote_ident(k) for k in key)}" if key else ""
+            cur.execute(f"SELECT {select} FROM {quote_table(database, table)}{order}")
             for row in cur:
                 digest = _row_digest(row)
                 if key:

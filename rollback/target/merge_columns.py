@@ -30,6 +30,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from rollback.base.errors import RollbackError
+from rollback.base.identifiers import quote_ident, quote_table
 from rollback.target.batches import CASE_ROWS
 from rollback.target.resolutions import (
     COLUMN,
@@ -85,7 +86,7 @@ def quoted_name(table: str) -> str:
     if _QUOTED_TABLE.match(table):
         return table
     db, _, name = table.partition(".")
-    return "`" + db.replace("`", "``") + "`.`" + name.replace("`", "``") + "`"
+    return quote_table(db, name)
 
 
 def now_value(value: Any) -> Any:
@@ -134,15 +135,12 @@ class Row:
 
 
 def _names(columns: Sequence[dict[str, Any]]) -> str:
-    return ", ".join("`" + str(c["name"]).replace("`", "``") + "`" for c in columns)
+    return ", ".join(quote_ident(str(c["name"])) for c in columns)
 
 
 def _set(columns: Sequence[dict[str, Any]]) -> str:
     return ", ".join(
-        "`"
-        + str(c["name"]).replace("`", "``")
-        + "` = "
-        + ("NULL" if c["before_sql"] is None else c["before_sql"])
+        quote_ident(str(c["name"])) + " = " + ("NULL" if c["before_sql"] is None else c["before_sql"])
         for c in columns
     )
 
@@ -504,9 +502,8 @@ def _cases(rows: list[Row]) -> str:
     """One CASE per changed column: each row's before value, the row found by its key."""
     names = [c["name"] for c in rows[0].merge["columns"]]
     return ", ".join(
-        "`"
-        + name.replace("`", "``")
-        + "` = CASE"
+        quote_ident(name)
+        + " = CASE"
         + "".join(
             f" WHEN ({row.merge['where']}) THEN {row.merge['columns'][i]['before_sql']}" for row in rows
         )
@@ -524,7 +521,7 @@ def _one_update(rows: list[Row]) -> bool:
     """Whether the updates can be one UPDATE: the same columns, plain values, and no column its WHENs
     find rows by (the server sets columns left to right: a later CASE would see the row changed)."""
     names = [c["name"] for c in rows[0].columns]
-    quoted = ["`" + name.replace("`", "``") + "`" for name in names]
+    quoted = [quote_ident(name) for name in names]
     for row in rows:
         columns = row.merge["columns"]
         if [c["name"] for c in columns] != names:

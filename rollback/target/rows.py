@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rollback.base.errors import SourceError
-from rollback.target.checksum import _key_columns, prepare_session, quote
+from rollback.base.identifiers import quote_ident, quote_table
+from rollback.target.checksum import _key_columns, prepare_session
 from rollback.target.execute import connect
 
 MAX_ROWS = 1000  # reads per call: the conflict view shows the first ones, never a table scan per row
@@ -57,7 +58,7 @@ class _Table:
         self.columns = [str(c) for c, _ in found]
         nullable = {str(c): bool(n) for c, n in found}
         self.key = _key_columns(cur, database, table, nullable) if found else []
-        self.source = f"{quote(database)}.{quote(table)}"
+        self.source = quote_table(database, table)
 
 
 def rows_now(dsn: str, wanted: Iterable[tuple[str, dict[str, Any]]]) -> list[RowNow]:
@@ -94,7 +95,7 @@ def _lookup(conn: Any, cur: Any, table: _Table, image: dict[str, Any]) -> RowNow
     if not columns or any(c not in image for c in columns):
         return RowNow(table.name, {}, None, "the change does not carry the columns that identify the row")
     key = {c: image[c] for c in columns}
-    where = " AND ".join(f"{quote(c)} <=> %s" for c in columns)
+    where = " AND ".join(f"{quote_ident(c)} <=> %s" for c in columns)
     saved = conn.decoders
     conn.decoders = {}  # the row's values as the server prints them, like the change log's text
     try:
