@@ -16,6 +16,7 @@ import re
 import socket
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,7 +180,8 @@ def _connection() -> Any:
     certificate check), and PyMySQL builds a new context for each: loading the system's CA bundle,
     tens of milliseconds holding the GIL, five or more times per job (schemas, proof, packet
     limit, side effects), in the service's threads beside its event loop. The context is the same
-    each time, so it is built once."""
+    each time, so it is built once, and only when a server offers TLS: PyMySQL builds it before it
+    knows (30-90 ms of every apply's start against a server without TLS, bench/bench_apply.py)."""
     global _connection_class
     if _connection_class is None:
         import pymysql.connections
@@ -188,14 +190,25 @@ def _connection() -> Any:
             def _create_ssl_ctx(self, sslp: Any) -> Any:
                 if sslp:  # the caller's own TLS options: a context of their own
                     return super()._create_ssl_ctx(sslp)
-                global _preferred_tls
-                with _open_lock:
-                    if _preferred_tls is None:
-                        _preferred_tls = super()._create_ssl_ctx(sslp)
-                    return _preferred_tls
+                return _PreferredTls(super()._create_ssl_ctx)
 
         _connection_class = Connection
     return _connection_class
+
+
+class _PreferredTls:
+    """The preferred mode's context, built on the first TLS handshake (PyMySQL's only use of it)."""
+
+    def __init__(self, build: Callable[[Any], Any]):
+        self._build = build
+
+    def wrap_socket(self, sock: Any, **kwargs: Any) -> Any:
+        global _preferred_tls
+        with _open_lock:
+            if _preferred_tls is None:
+                _preferred_tls = self._build({})
+            context = _preferred_tls
+        return context.wrap_socket(sock, **kwargs)
 
 
 def open_connection(**args: Any) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import ssl
 import subprocess
 import sys
 
@@ -133,3 +135,29 @@ def test_parsing_a_dsn_does_not_import_sqlalchemy():
     code = "import sys; from rollback import parse_dsn; parse_dsn('mysql://u@h/'); print('sqlalchemy' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_preferred_tls_context_is_built_at_the_first_handshake_once(monkeypatch):
+    # PyMySQL builds a session's "preferred" context before it knows whether the server offers TLS
+    from rollback.base import dsn
+
+    monkeypatch.setattr(dsn, "_preferred_tls", None)
+    built = []
+
+    def build(options):
+        built.append(options)
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        return context
+
+    connection = dsn._connection()
+    lazy = connection._create_ssl_ctx(object.__new__(connection), {})
+    assert isinstance(lazy, dsn._PreferredTls) and dsn._preferred_tls is None
+    first, second = socket.socketpair()
+    with first, second:
+        for end in (first, second):
+            wrapped = dsn._PreferredTls(build).wrap_socket(
+                end, server_hostname="db", do_handshake_on_connect=False
+            )
+            assert isinstance(wrapped, ssl.SSLSocket)
+    assert built == [{}] and dsn._preferred_tls is not None
