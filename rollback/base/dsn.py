@@ -181,7 +181,7 @@ def _connection() -> Any:
     tens of milliseconds holding the GIL, five or more times per job (schemas, proof, packet
     limit, side effects), in the service's threads beside its event loop. The context is the same
     each time, so it is built once, and only when a server offers TLS: PyMySQL builds it before it
-    knows (30-90 ms of every apply's start against a server without TLS, bench/bench_apply.py)."""
+    knows (0.03 CPU s of every apply's start against a server without TLS, bench/README.md)."""
     global _connection_class
     if _connection_class is None:
         import pymysql.connections
@@ -190,25 +190,38 @@ def _connection() -> Any:
             def _create_ssl_ctx(self, sslp: Any) -> Any:
                 if sslp:  # the caller's own TLS options: a context of their own
                     return super()._create_ssl_ctx(sslp)
-                return _PreferredTls(super()._create_ssl_ctx)
+                global _preferred_tls
+                with _open_lock:
+                    if _preferred_tls is None:
+                        # PyMySQL's builder reads only its options: not bound to this session, which
+                        # the shared context would otherwise keep alive
+                        base = pymysql.connections.Connection._create_ssl_ctx
+                        _preferred_tls = _PreferredTls(lambda options: base(None, options))
+                    return _preferred_tls
 
         _connection_class = Connection
     return _connection_class
 
 
 class _PreferredTls:
-    """The preferred mode's context, built on the first TLS handshake (PyMySQL's only use of it)."""
+    """The preferred mode's context, one for every such session, built when first used: at the first
+    TLS handshake (PyMySQL's only use of it), or when an attribute of it is read."""
 
     def __init__(self, build: Callable[[Any], Any]):
         self._build = build
+        self._context: Any = None
+
+    def _built(self) -> Any:
+        with _open_lock:
+            if self._context is None:
+                self._context = self._build({})
+            return self._context
 
     def wrap_socket(self, sock: Any, **kwargs: Any) -> Any:
-        global _preferred_tls
-        with _open_lock:
-            if _preferred_tls is None:
-                _preferred_tls = self._build({})
-            context = _preferred_tls
-        return context.wrap_socket(sock, **kwargs)
+        return self._built().wrap_socket(sock, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._built(), name)
 
 
 def open_connection(**args: Any) -> Any:
