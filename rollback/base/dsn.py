@@ -16,6 +16,7 @@ import re
 import socket
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,7 +180,8 @@ def _connection() -> Any:
     certificate check), and PyMySQL builds a new context for each: loading the system's CA bundle,
     tens of milliseconds holding the GIL, five or more times per job (schemas, proof, packet
     limit, side effects), in the service's threads beside its event loop. The context is the same
-    each time, so it is built once."""
+    each time, so it is built once, and only when a server offers TLS: PyMySQL builds it before it
+    knows (0.03 CPU s of every apply's start against a server without TLS, bench/README.md)."""
     global _connection_class
     if _connection_class is None:
         import pymysql.connections
@@ -191,11 +193,35 @@ def _connection() -> Any:
                 global _preferred_tls
                 with _open_lock:
                     if _preferred_tls is None:
-                        _preferred_tls = super()._create_ssl_ctx(sslp)
+                        # PyMySQL's builder reads only its options: not bound to this session, which
+                        # the shared context would otherwise keep alive
+                        base = pymysql.connections.Connection._create_ssl_ctx
+                        _preferred_tls = _PreferredTls(lambda options: base(None, options))
                     return _preferred_tls
 
         _connection_class = Connection
     return _connection_class
+
+
+class _PreferredTls:
+    """The preferred mode's context, one for every such session, built when first used: at the first
+    TLS handshake (PyMySQL's only use of it), or when an attribute of it is read."""
+
+    def __init__(self, build: Callable[[Any], Any]):
+        self._build = build
+        self._context: Any = None
+
+    def _built(self) -> Any:
+        with _open_lock:
+            if self._context is None:
+                self._context = self._build({})
+            return self._context
+
+    def wrap_socket(self, sock: Any, **kwargs: Any) -> Any:
+        return self._built().wrap_socket(sock, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._built(), name)
 
 
 def open_connection(**args: Any) -> Any:

@@ -112,12 +112,14 @@ def statement_kinds(counts: Mapping[tuple[str, str], int], mode: str = "flashbac
 
 def plan_statement_kinds(plan: Iterable[dict[str, Any]]) -> Counter:
     """The statements of an execution plan, by table and kind (read from the statement itself)."""
-    # a plan's statements start with their kind and a space: that prefix says it without a split
-    kinds = (
-        (step["table"], _HEADS.get(step["sql"][:7]) or step["sql"].lstrip().split(None, 1)[0].upper())
-        for step in plan
-    )
+    kinds = ((step["table"], statement_kind(step["sql"])) for step in plan)
     return Counter(pair for pair in kinds if pair[1] in KINDS)
+
+
+def statement_kind(sql: str) -> str:
+    """A statement's first word, upper-cased (INSERT, UPDATE, DELETE: KINDS; or another)."""
+    # a plan's statements start with their kind and a space: that prefix says it without a split
+    return _HEADS.get(sql[:7]) or sql.lstrip().split(None, 1)[0].upper()
 
 
 _HEADS = {f"{kind} ": kind for kind in KINDS}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import ssl
 import subprocess
 import sys
 
@@ -133,3 +135,30 @@ def test_parsing_a_dsn_does_not_import_sqlalchemy():
     code = "import sys; from rollback import parse_dsn; parse_dsn('mysql://u@h/'); print('sqlalchemy' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_preferred_tls_context_is_built_at_the_first_handshake_once(monkeypatch):
+    # PyMySQL builds a session's "preferred" context before it knows whether the server offers TLS:
+    # against a server without TLS (most apply targets) it is never built now
+    from rollback.base import dsn
+
+    monkeypatch.setattr(dsn, "_preferred_tls", None)
+    first = dsn.open_connection(host="127.0.0.1", port=1, defer_connect=True)
+    second = dsn.open_connection(host="127.0.0.1", port=1, defer_connect=True)
+    assert first.ctx is second.ctx and isinstance(first.ctx, dsn._PreferredTls)
+    assert first.ctx._context is None  # not built by the sessions' start
+    built = []
+
+    def build(options):
+        built.append(options)
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        return context
+
+    lazy = dsn._PreferredTls(build)
+    one, other = socket.socketpair()
+    with one, other:
+        for end in (one, other):
+            wrapped = lazy.wrap_socket(end, server_hostname="db", do_handshake_on_connect=False)
+            assert isinstance(wrapped, ssl.SSLSocket)
+    assert built == [{}]  # once, at the first handshake

@@ -17,6 +17,7 @@ from rollback.target.execute import (
     _check_sizes,
     _packet_for,
     _refusals,
+    _survey,
     read_plan,
 )
 
@@ -128,3 +129,26 @@ def test_statement_kinds_are_read_from_each_statement_however_it_starts():
         ("d.t", "UPDATE"): 1,
         ("d.u", "DELETE"): 2,
     }
+
+
+def test_the_survey_taken_as_the_plan_is_read_says_what_the_separate_passes_say(tmp_path):
+    steps = [
+        {"table": "d.T", "sql": "INSERT INTO `d`.`T` (`id`) VALUES (1);", "check": "SELECT 1", "expect": 0},
+        {"table": "d.t", "sql": "  insert\tinto `d`.`t` (`b`) VALUES ('é');", "check": None},
+        {"table": "d.u", "sql": "UPDATE `d`.`u` SET `b`='ü' WHERE `id`=1;", "check": "SELECT 'ß' " * 40},
+        {"table": "d.u", "sql": "delete\nFROM `d`.`u` WHERE `id`=2;", "check": "SELECT 2", "expect": 1},
+        {"table": "d.v", "sql": "DO 1;", "check": None},
+    ]
+    path = tmp_path / "plan.jsonl"
+    path.write_text(
+        "\n\n".join(json.dumps(step, ensure_ascii=False) for step in steps) + "\n", encoding="utf-8"
+    )
+    survey = _survey(read_plan(path))
+    assert survey.plan == steps
+    assert survey.sizes == _check_sizes(steps, 1 << 20)
+    assert survey.kinds == plan_statement_kinds(steps)
+    assert survey.tables == ["d.t", "d.u", "d.v"]
+    assert survey.longest == len(("SELECT 'ß' " * 40).encode()) + len(LOCKING)  # the check of step 3
+    _check_sizes(steps, survey.longest + 2)
+    with pytest.raises(ExecutionRefused, match="^the check query of statement 3 of 5"):
+        _check_sizes(steps, survey.longest + 1)
