@@ -41,6 +41,7 @@ import orjson
 
 from rollback.base.dsn import open_connection, parse_dsn, redact
 from rollback.base.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
+from rollback.base.identifiers import quote_ident
 from rollback.schema.side_effects import (
     KINDS,
     SideEffects,
@@ -997,7 +998,7 @@ def _preflight(
                     tables,
                 )
                 for table, column in cur.fetchall():
-                    quoted = "`" + str(column).replace("`", "``") + "`"
+                    quoted = quote_ident(str(column))
                     keyed[table] = f"{keyed[table]}, {quoted}" if table in keyed else quoted
         kinds = survey.kinds + plan_statement_kinds(also) if also else survey.kinds
         return detect(conn, kinds), max_packet, keyed, sizes

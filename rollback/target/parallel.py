@@ -36,6 +36,7 @@ from typing import Any
 
 from rollback.base.dsn import redact
 from rollback.base.errors import RollbackError
+from rollback.base.identifiers import quote_ident
 from rollback.sources.resolve import DATA_DIR_ENV
 from rollback.target import batches as apply_batches
 from rollback.target.execute import (
@@ -100,7 +101,7 @@ def table_facts(conn: Any, tables: Iterable[str]) -> TableFacts:
         )
         for table, index, column in cur.fetchall():
             if index == "PRIMARY":
-                facts.primary.setdefault(table, []).append("`" + column.replace("`", "``") + "`")
+                facts.primary.setdefault(table, []).append(quote_ident(column))
             else:
                 facts.other_unique.add(table)
         cur.execute(
