@@ -13,6 +13,7 @@ run, and written as one transaction block: one statement per row.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
 import os
@@ -186,6 +187,20 @@ class NetChanges:
             return items
         once: list[NetRow | _Event] = list(reversed(self.once))
         return list(heapq.merge(items, once, key=_newest))
+
+
+def net_body(out_dir: str, summaries: list[Summary], with_plan: bool) -> tuple[str, str, int]:
+    """The partitions' changes folded and written (write_body), with the cyclic garbage collector off:
+    the fold holds a few objects per row (its steps, images and rows), none in a cycle, which the
+    collector would walk again at every threshold they pass (on the 1M-row bench file, half of the
+    driver's CPU). They are freed by reference counting when the body is written."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return write_body(net_changes(out_dir, summaries), out_dir, with_plan)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:

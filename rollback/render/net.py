@@ -327,9 +327,11 @@ def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[
     # then): only values that change are looked at. First those rows take after the range (inserted
     # rows, moved keys); without any, no row waits for another.
     holders: dict[tuple[str, int, Any], int] = {}  # (table, key number, values) -> row holding it after
+    # (only a row with a before image looks values up: a table with none needs no holders)
+    looking = {row.table for row in rows if row.before is not None}
     for index, row in enumerate(rows):
         before, after = row.before, row.after
-        if after is None:
+        if after is None or row.table not in looking:
             continue
         for number, get, values_of in keys[row.table]:
             if before is not None and get(before) == get(after):
