@@ -23,6 +23,7 @@ never the rows. The local engine and the Spark engine both run exactly this func
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
 import pickle
@@ -425,6 +426,11 @@ class _Run:
             self.changes_out = open(
                 part_path(job.out_dir, part.index, "changes.jsonl"), "wb", buffering=WRITE_BYTES
             )
+        # --net: the collector off while the partition holds its steps (NetChains: a few objects per
+        # changed row, none in a cycle, which it would walk again at every threshold they pass)
+        paused = job.net and gc.isenabled()
+        if paused:
+            gc.disable()
         try:
             with ByteRange(part.location, part.start, part.end) as source:
                 self._read(source.buf)
@@ -442,6 +448,8 @@ class _Run:
                 if f is not None:
                     f.close()
             self.rendered.close()
+            if paused:
+                gc.enable()
         return self.finish_summary()
 
     def finish_summary(self) -> Summary:
