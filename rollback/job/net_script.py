@@ -1,36 +1,42 @@
 """The script and plan of a --net job, from the partitions' part-N.net.pickle files.
 
-Each partition wrote its selected row changes as decoded images (rollback/pipeline/partition.py),
-each rows event's images after a record of their own. Here every record is read first. A table the
-range only deletes from, each key once, needs no fold: each deleted row's net change is its DELETE,
-and no row of it waits for another in the execution order; without a plan, its statements are the
-plain script's, rendered in one call per rows event (NetChanges.settle). The other tables' changes
-are folded per table in binlog order (rollback/render/net.py), put in an order that can run, and written
-as one transaction block: one statement per row.
+Each partition wrote a record of each selected rows event, and its tables' changes folded per key as
+far as the partition can (rollback.render.net.NetChains: a key's run of changes is one step), in
+blocks after the records; a DELETE of a table the partition saw only deleted from came with its
+decoded images instead (rollback/pipeline/partition.py). Here every record is read first. A table
+the range only deletes from, each key once, needs no fold: each deleted row's net change is its
+DELETE, and no row of it waits for another in the execution order; without a plan, its statements are
+the plain script's, rendered in one call per rows event (NetChanges.settle). The other tables' steps
+and images are folded per table in binlog order (rollback/render/net.py), put in an order that can
+run, and written as one transaction block: one statement per row.
 """
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
 import os
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
+from rollback.base.errors import NetRefused
 from rollback.base.render_text import comment_line
 from rollback.job.merge import Sink, copy_range
 from rollback.pipeline.parts import BLOCK_END, Summary, part_path
-from rollback.render.net import NetFold, NetRenderer, NetRow, execution_order
+from rollback.render.net import NetFold, NetRenderer, NetRow, Where, execution_order
 from rollback.render.sql import TableRenderer
 
 
 @dataclass(slots=True)
 class _Event:
-    """One rows event's changes in a part file: its images are decoded only when folded or rendered."""
+    """One rows event's changes in a part file: a DELETE's images (size > 0) are decoded only when
+    folded or rendered; the other changes are in the part file's steps (NetChains)."""
 
     table: str
     kind: str
@@ -38,8 +44,18 @@ class _Event:
     seq: int  # its first row's place in the range's order
     path: str
     offset: int
-    size: int  # of its images' pickle, at offset
+    size: int  # of its images' pickle, at offset (0: none, the rows are in the steps)
     plain: tuple[int, int] | None  # a DELETE's plain statements after it (without a plan): bytes, count
+
+
+@dataclass(slots=True)
+class _Steps:
+    """A block of one table's steps in a part file (rollback.render.net.NetChains)."""
+
+    events: list[_Event]  # the part file's rows events, which the steps name by index
+    path: str
+    offset: int
+    size: int
 
 
 @dataclass
@@ -48,6 +64,8 @@ class NetChanges:
     renderers: dict[str, NetRenderer] = field(default_factory=dict)
     seq: int = 0
     events: list[_Event] = field(default_factory=list)  # binlog order
+    # per table, in binlog order: its DELETEs' images (_Event) and its blocks of steps (_Steps)
+    changes: dict[str, list[_Event | _Steps]] = field(default_factory=dict)
     # tables the range only deletes from -> the keys it deletes, and how many DELETEs of rows
     deleted: dict[str, set[Any]] = field(default_factory=dict)
     deletes: dict[str, int] = field(default_factory=dict)
@@ -56,8 +74,10 @@ class NetChanges:
     _files: dict[str, int] = field(default_factory=dict)  # part file -> its descriptor, read by images()
 
     def read(self, path: str) -> None:
-        """A part file's records: its tables, and its rows events (their images left in the file)."""
+        """A part file's records: its tables, its rows events (their images left in the file) and its
+        blocks of steps (left in the file too)."""
         tables: dict[int, str] = {}
+        events: list[_Event] = []
         with open(path, "rb") as f:
             while True:
                 try:
@@ -72,12 +92,22 @@ class NetChanges:
                         self.renderers[name] = NetRenderer(renderer)
                         self.folds[name] = NetFold(name, schema.row_key)
                         self.deleted[name], self.deletes[name] = set(), 0
+                        self.changes[name] = []
                     tables[number] = name
+                    continue
+                if item[0] == "steps":
+                    _, number, size = item
+                    self.changes[tables[number]].append(_Steps(events, path, f.tell(), size))
+                    f.seek(size, os.SEEK_CUR)
                     continue
                 _, number, (kind, file, pos, numbers), tx, gtid, keys, size, plain = item
                 name = tables[number]
                 where = (file, pos, numbers, tx, gtid)
-                self.events.append(_Event(name, kind, where, self.seq, path, f.tell(), size, plain))
+                event = _Event(name, kind, where, self.seq, path, f.tell(), size, plain)
+                self.events.append(event)
+                events.append(event)
+                if size:
+                    self.changes[name].append(event)
                 self.seq += len(numbers)
                 f.seek(size + (plain[0] if plain else 0), os.SEEK_CUR)
                 deleted = self.deleted.get(name)
@@ -90,26 +120,45 @@ class NetChanges:
                 self.deletes[name] += len(keys)
 
     def settle(self) -> None:
-        """Fold the rows events, but those of a table the range only deletes from, each key once,
-        whose plain statements the partitions wrote (no plan, and the table has full-image
-        functions): write_body copies those."""
+        """Fold the changes of every table but those the range only deletes from, each key once, whose
+        plain statements the partitions wrote (no plan, and the table has full-image functions):
+        write_body copies those. Where folds refuse, the refusal of the change first in the range is
+        raised, as a fold change by change in binlog order would."""
         plain = {name for name, keys in self.deleted.items() if len(keys) == self.deletes[name]}
         self.deleted.clear()
-        for event in self.events:
-            if event.table in plain:
-                self.once.append(event)
-            else:
-                self._fold(event)
+        self.once = [event for event in self.events if event.table in plain]
+        refused: list[tuple[int, NetRefused]] = []
+        for name, changes in self.changes.items():
+            if name in plain:
+                continue
+            fold = self.folds[name]
+            try:
+                for item in changes:
+                    if isinstance(item, _Event):
+                        self._fold(item)
+                    else:
+                        fold.add_steps(self.steps(item), _where_of(item.events))
+            except NetRefused as error:
+                refused.append((fold.refused_seq, error))
+        if refused:
+            raise min(refused, key=itemgetter(0))[1]
 
     def _fold(self, event: _Event) -> None:
         file, pos, numbers, tx, gtid = event.where
         rows = self.images(event)
         self.folds[event.table].add_rows(event.kind, rows, event.seq, file, pos, numbers, tx, gtid)
 
+    def steps(self, block: _Steps) -> list[list[Any]]:
+        steps: list[list[Any]] = pickle.loads(self._read_at(block.path, block.size, block.offset))
+        return steps
+
     def _read(self, event: _Event, size: int, offset: int) -> bytes:
-        fd = self._files.get(event.path)
+        return self._read_at(event.path, size, offset)
+
+    def _read_at(self, path: str, size: int, offset: int) -> bytes:
+        fd = self._files.get(path)
         if fd is None:
-            fd = self._files[event.path] = os.open(event.path, os.O_RDONLY)
+            fd = self._files[path] = os.open(path, os.O_RDONLY)
         return os.pread(fd, size, offset)
 
     def images(self, event: _Event) -> list[Any]:
@@ -138,6 +187,20 @@ class NetChanges:
             return items
         once: list[NetRow | _Event] = list(reversed(self.once))
         return list(heapq.merge(items, once, key=_newest))
+
+
+def net_body(out_dir: str, summaries: list[Summary], with_plan: bool) -> tuple[str, str, int]:
+    """The partitions' changes folded and written (write_body), with the cyclic garbage collector off:
+    the fold holds a few objects per row (its steps, images and rows), none in a cycle, which the
+    collector would walk again at every threshold they pass (on the 1M-row bench file, half of the
+    driver's CPU). They are freed by reference counting when the body is written."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return write_body(net_changes(out_dir, summaries), out_dir, with_plan)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
@@ -219,6 +282,17 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
                         + "\n"
                     )
     return script_path, plan_path, count
+
+
+def _where_of(events: list[_Event]) -> Callable[[int, int], tuple[int, Where]]:
+    """A step's change, named by its event's index in the part file and its row there: (seq, where)."""
+
+    def where_of(index: int, row: int) -> tuple[int, Where]:
+        event = events[index]
+        file, pos, numbers, tx, gtid = event.where
+        return event.seq + row, (file, pos, numbers[row], tx, gtid)
+
+    return where_of
 
 
 def _newest(item: NetRow | _Event) -> int:

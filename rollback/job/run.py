@@ -41,7 +41,7 @@ from rollback.job.merge import (
     merge_parts,
     partial_picks,
 )
-from rollback.job.net_script import net_changes, write_body, write_net
+from rollback.job.net_script import net_body, write_net
 from rollback.job.range_notes import range_notes
 from rollback.job.report import IRREVERSIBLE_KEPT, PARTIAL_KEPT, Progress, ProgressCallback, Report
 from rollback.pipeline.contents import held, table_hints
@@ -624,7 +624,7 @@ class Job:
         mode = self.options.mode
         body = None
         if self.options.net:
-            body = write_body(net_changes(out_dir, summaries), out_dir, plan_out is not None)
+            body = net_body(out_dir, summaries, plan_out is not None)
             self.report.statements = body[2]
             self.report.transactions = 1 if body[2] else 0
         header = script_header(

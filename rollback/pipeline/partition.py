@@ -23,6 +23,7 @@ never the rows. The local engine and the Spark engine both run exactly this func
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
 import pickle
@@ -70,8 +71,8 @@ from rollback.pipeline.spill import SpillBuffer
 from rollback.pipeline.storage import ByteRange
 from rollback.render.change_lines import ChangeLineCache
 from rollback.render.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
+from rollback.render.net import NetChains, row_keys
 from rollback.render.net import complete as net_complete
-from rollback.render.net import row_keys
 from rollback.render.sql import TableRenderer, decimal_literal
 from rollback.render.statement_batches import join_statements, join_updates
 from rollback.request.spec import Filters, GtidFilter
@@ -82,6 +83,9 @@ from rollback.schema.tables import TableSchema, legacy_temporal_specs
 PartitionProgress = Callable[[int, int], None]
 
 PROGRESS_STEP = 1 << 20  # report at least every this many bytes
+# --net: the steps (NetChains) a partition holds before it writes them out, a memory bound (a key
+# changed again after that starts a new step: more for the driver to fold, the same result)
+NET_STEPS_HELD = 1 << 16
 
 _NO_FOREIGN_KEY_CHECKS = 0x2  # a rows event's flag: its statement ran with foreign_key_checks=0
 
@@ -232,6 +236,8 @@ class _Run:
         self.net_out: IO[bytes] | None = None
         self.net_tables: dict[int, int] = {}  # renderer id -> its number in part-N.net.pickle
         self.net_changed: set[int] = set()  # renderer ids of tables with changes other than DELETEs
+        self.net_chains: dict[int, NetChains] = {}  # table number in part-N.net.pickle -> its steps
+        self.net_events = 0  # rows events written to part-N.net.pickle
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -420,6 +426,11 @@ class _Run:
             self.changes_out = open(
                 part_path(job.out_dir, part.index, "changes.jsonl"), "wb", buffering=WRITE_BYTES
             )
+        # --net: the collector off while the partition holds its steps (NetChains: a few objects per
+        # changed row, none in a cycle, which it would walk again at every threshold they pass)
+        paused = job.net and gc.isenabled()
+        if paused:
+            gc.disable()
         try:
             with ByteRange(part.location, part.start, part.end) as source:
                 self._read(source.buf)
@@ -429,6 +440,7 @@ class _Run:
                     f"the plan says {part.end_block}: the planner and the workers disagree"
                 )
             self._write()
+            self._write_net_steps()
             self._write_taints()
             self._write_keys()
         finally:
@@ -436,6 +448,8 @@ class _Run:
                 if f is not None:
                     f.close()
             self.rendered.close()
+            if paused:
+                gc.enable()
         return self.finish_summary()
 
     def finish_summary(self) -> Summary:
@@ -760,12 +774,12 @@ class _Run:
         first = batch.first_row
         numbers: Sequence[int] = self.kept_index or range(first, first + len(rows))
         change = (batch.kind, batch.file or self.part.file_label, batch.pos, numbers)
-        # The images follow the record as a pickle of their own: the driver reads every record first
-        # and decodes the images of a rows event only when it folds them. A DELETE's record names its
-        # rows' keys: a table the range only deletes from, each key once, needs no fold, and without a
-        # plan its statements are the plain script's, rendered here after the images.
-        images = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
-        keys = statements = None
+        # A DELETE of a table the partition saw changed by nothing else yet writes its images after its
+        # record, as a pickle of their own, and its rows' keys: a table the range only deletes from, each
+        # key once, needs no fold, and without a plan its statements are the plain script's, rendered
+        # here after the images; the driver decodes the images only if it folds the table after all.
+        # Every other change goes to its table's steps (NetChains), written after the records.
+        images = keys = statements = None
         written = 0
         if batch.kind != "delete":
             self.net_changed.add(id(renderer))
@@ -773,15 +787,39 @@ class _Run:
             # (the driver folds a table changed otherwise, and every change for a plan)
             full = renderer.full_images()
             if full is not None:
+                images = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
                 keys = row_keys(rows, schema.row_key)
                 statements, written, _longest = full.script("delete", rows, False)
+        if images is None:
+            chains = self.net_chains.get(number)
+            if chains is None:
+                chains = self.net_chains[number] = NetChains(schema.row_key)
+            chains.add(batch.kind, rows, self.net_events)
         plain = (len(statements), written) if statements is not None else None
-        record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, len(images), plain)
+        size = len(images) if images is not None else 0
+        record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, size, plain)
         pickle.dump(record, out, protocol=pickle.HIGHEST_PROTOCOL)
-        out.write(images)
+        if images is not None:
+            out.write(images)
         if statements is not None:
             out.write(statements)
+        self.net_events += 1
         self.summary.net_changes += len(rows)
+        if sum(len(c.steps) for c in self.net_chains.values()) >= NET_STEPS_HELD:
+            self._write_net_steps()
+
+    def _write_net_steps(self) -> None:
+        """Each table's steps so far (NetChains) into part-N.net.pickle, after a record naming the table
+        and their pickle's size: the driver reads them only for a table it folds."""
+        out = self.net_out
+        if out is None:
+            return
+        for number, chains in self.net_chains.items():
+            steps = chains.flush()
+            if steps:
+                data = pickle.dumps(steps, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(("steps", number, len(data)), out, protocol=pickle.HIGHEST_PROTOCOL)
+                out.write(data)
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:
         block.statements += statements

@@ -51,6 +51,15 @@ class NetRow:
         return "delete" if self.after is None else "update"
 
 
+# A step of NetChains: [kind, key, before, event, row, after, last event, last row]
+INSERT, UPDATE, DELETE, MOVE = range(4)
+_TAKEN = "an INSERT into a key the range's rows already hold"
+_DELETED = {
+    UPDATE: "an UPDATE of a key the range had deleted",
+    DELETE: "a DELETE of a key the range had deleted already",
+}
+
+
 def _describe(table: str, where: Where) -> str:
     return f"table {table} at {where[0]}:{where[1]}"
 
@@ -66,6 +75,7 @@ class NetFold:
         self.live: dict[Any, NetRow] = {}  # key after the change -> its row
         self.gone: dict[Any, NetRow] = {}  # key it was deleted at -> its row
         self.settled: list[NetRow] = []  # deleted rows whose key another row took since
+        self.refused_seq = 0  # the change the fold refused at (NetRefused): its place in the range's order
 
     def add(self, kind: str, row: Any, seq: int, where: Where) -> None:
         file, pos, number, tx, gtid = where
@@ -94,7 +104,7 @@ class NetFold:
                 row = live.pop(old, None)
                 if row is None:
                     if old in gone:
-                        raise self._refuse(where, "a DELETE of a key the range had deleted already")
+                        raise self._refuse(where, _DELETED[DELETE], seq)
                     gone[old] = NetRow(table, before, None, seq, where)
                 else:
                     row.after, row.seq, row.where = None, seq, where
@@ -108,7 +118,7 @@ class NetFold:
                 after = change if type(change) is tuple else tuple(change)
                 new = key(after)
                 if new in live:
-                    raise self._refuse(where, "an INSERT into a key the range's rows already hold")
+                    raise self._refuse(where, _TAKEN, seq)
                 row = gone.pop(new, None) if gone else None
                 if row is None:
                     live[new] = NetRow(table, None, after, seq, where)
@@ -125,33 +135,144 @@ class NetFold:
             old, new = key(before), key(after)
             row = live.pop(old, None)
             if row is None or old != new:
-                row = self._moved(row, old, new, before, where)
+                row = self._moved(row, old, new, before, where, seq)
             row.after, row.seq, row.where = after, seq, where
             live[new] = row
             seq += 1
         return seq
 
-    def _refuse(self, where: Where, what: str) -> NetRefused:
+    def _refuse(self, where: Where, what: str, seq: int) -> NetRefused:
+        self.refused_seq = seq
         return NetRefused(f"{_describe(self.table, where)}: --net cannot follow the row: {what}; {WAY_OUT}")
 
-    def _moved(self, row: NetRow | None, old: Any, new: Any, before: tuple, where: Where) -> NetRow:
+    def _moved(self, row: NetRow | None, old: Any, new: Any, before: tuple, where: Where, seq: int) -> NetRow:
         """An UPDATE of a row the range has not touched yet, or one that moves its key."""
         if row is None:
             if old in self.gone:
-                raise self._refuse(where, "an UPDATE of a key the range had deleted")
+                raise self._refuse(where, _DELETED[UPDATE], seq)
             row = NetRow(self.table, before, None)
         if old != new:
             if new in self.live:
-                raise self._refuse(where, "an UPDATE onto a key the range's rows already hold")
+                raise self._refuse(where, "an UPDATE onto a key the range's rows already hold", seq)
             taken = self.gone.pop(new, None)
             if taken is not None:  # the key of a row deleted earlier, taken by this one: both stay
                 self.settled.append(taken)
         return row
 
+    def add_steps(self, steps: list[list[Any]], where_of: Any) -> None:
+        """A partition's steps of this table (NetChains), in the order of their first changes;
+        `where_of(event, row)`: the change's (seq, where). Each step is applied where its first change
+        came: the later changes of its key in the partition are valid after it whatever the rows
+        before, and no other change of the partition meets its key."""
+        live, gone, table = self.live, self.gone, self.table
+        for kind, key, before, event, number, after, last_event, last in steps:
+            if kind == MOVE:
+                seq, where = where_of(event, number)
+                file, pos, row_number, tx, gtid = where
+                self.add_rows("update", [before], seq, file, pos, [row_number], tx, gtid)
+                continue
+            row = live.pop(key, None)
+            if kind == INSERT:
+                if row is not None:
+                    seq, where = where_of(event, number)
+                    raise self._refuse(where, _TAKEN, seq)
+                row = gone.pop(key, None) if gone else None
+                if row is None:
+                    if after is None:  # inserted then deleted inside the range: nothing to undo
+                        continue
+                    row = NetRow(table, None, None)
+            elif row is None:
+                if key in gone:
+                    seq, where = where_of(event, number)
+                    raise self._refuse(where, _DELETED[kind], seq)
+                row = NetRow(table, before, None)
+            row.after = after
+            row.seq, row.where = where_of(last_event, last)
+            if after is not None:
+                live[key] = row
+            elif row.before is not None:
+                gone[key] = row
+
     def rows(self) -> list[NetRow]:
-        """The rows whose image after the range differs from the one before it."""
-        every = [*self.live.values(), *self.gone.values(), *self.settled]
+        """The rows whose image after the range differs from the one before it: the rows there after
+        the range, then those deleted, each in the order of their last changes (add_steps applies a
+        step at its first change), then those whose key another row took."""
+        every = [
+            *sorted(self.live.values(), key=_seq),
+            *sorted(self.gone.values(), key=_seq),
+            *self.settled,
+        ]
         return [row for row in every if row.before != row.after]
+
+
+def _seq(row: NetRow) -> int:
+    return row.seq
+
+
+class NetChains:
+    """One table's changes in one partition, each key's run of changes as one step (NetFold.add_steps).
+
+    A step is [kind of its first change, key, that change's before image (UPDATE, DELETE), its event and
+    row in the partition, the image after its last change (None: deleted), that change's event and row].
+    A change that cannot follow its key's step (an INSERT where the step leaves the row, an UPDATE or
+    DELETE where it leaves none) starts a new one: the fold refuses there, or takes the row as new, as it
+    would change by change. An UPDATE moving the key is a step of its own (kind MOVE, before = the pair)
+    and ends the steps of both keys. `flush` hands the steps over and starts afresh, which bounds what
+    a partition holds: a key changed again after it starts a new step."""
+
+    def __init__(self, key: tuple[int, ...]):
+        self._key = itemgetter(*key)
+        self.open: dict[Any, list[Any]] = {}
+        self.steps: list[list[Any]] = []
+
+    def add(self, kind: str, rows: list[Any], event: int) -> None:
+        key, steps = self._key, self.steps
+        get = self.open.get
+        open_ = self.open
+        if kind == "insert":
+            for number, after in enumerate(rows):
+                if type(after) is not tuple:
+                    after = tuple(after)
+                k = key(after)
+                step = get(k)
+                if step is None or step[5] is not None:
+                    step = open_[k] = [INSERT, k, None, event, number, after, event, number]
+                    steps.append(step)
+                else:
+                    step[5], step[6], step[7] = after, event, number
+        elif kind == "delete":
+            for number, before in enumerate(rows):
+                k = key(before)
+                step = get(k)
+                if step is None or step[5] is None:
+                    if type(before) is not tuple:
+                        before = tuple(before)
+                    step = open_[k] = [DELETE, k, before, event, number, None, event, number]
+                    steps.append(step)
+                else:
+                    step[5], step[6], step[7] = None, event, number
+        else:
+            for number, pair in enumerate(rows):
+                before, after = pair
+                k = key(before)
+                if k != key(after):
+                    open_.pop(k, None)
+                    open_.pop(key(after), None)
+                    steps.append([MOVE, None, pair, event, number, None, event, number])
+                    continue
+                if type(before) is not tuple:
+                    before, after = tuple(before), tuple(after)
+                step = get(k)
+                if step is None or step[5] is None:
+                    step = open_[k] = [UPDATE, k, before, event, number, after, event, number]
+                    steps.append(step)
+                else:
+                    step[5], step[6], step[7] = after, event, number
+
+    def flush(self) -> list[list[Any]]:
+        steps = self.steps
+        self.steps, self.open = [], {}
+        return steps
 
 
 _TEXT_TYPES = frozenset(
@@ -206,9 +327,11 @@ def execution_order(rows: list[NetRow], uniques: dict[str, UniqueKeys]) -> list[
     # then): only values that change are looked at. First those rows take after the range (inserted
     # rows, moved keys); without any, no row waits for another.
     holders: dict[tuple[str, int, Any], int] = {}  # (table, key number, values) -> row holding it after
+    # (only a row with a before image looks values up: a table with none needs no holders)
+    looking = {row.table for row in rows if row.before is not None}
     for index, row in enumerate(rows):
         before, after = row.before, row.after
-        if after is None:
+        if after is None or row.table not in looking:
             continue
         for number, get, values_of in keys[row.table]:
             if before is not None and get(before) == get(after):
