@@ -13,6 +13,7 @@ which raises the located ``BinlogFormatError`` (or returns the same values: the 
 that call back into ``columns.py`` are exactly its converters).
 """
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.float cimport PyFloat_FromDouble
 from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
@@ -37,6 +38,8 @@ cdef extern from "Python.h":
     char* PyOS_double_to_string(double val, char format_code, int precision, int flags, int *ptype) except NULL
     double PyOS_string_to_double(const char *s, char **endptr, object overflow_exception) except? -1.0
     int Py_DTSF_ADD_DOT_0
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    void *PyUnicode_DATA(object o)
 
 from decimal import Decimal
 
@@ -95,6 +98,7 @@ cdef class _Decimal:
             self.digits[k] = extra[3][k]
 
 
+@cython.final
 cdef class Layout:
     """One row image's columns as C arrays: what ``compiled_layout`` describes."""
 
@@ -185,7 +189,11 @@ cdef inline int _put_hms(char *out, int hour, int minute, int second) noexcept:
 
 
 cdef inline object _ascii(char *text, int n):
-    return PyUnicode_DecodeUTF8(text, n, NULL)
+    """The str of `n` ASCII characters (digits and punctuation made here): made directly, where
+    PyUnicode_DecodeUTF8 would scan them first (two of these a row cost 400 instructions)."""
+    cdef object s = PyUnicode_New(n, 127)
+    memcpy(PyUnicode_DATA(s), text, n)
+    return s
 
 
 cdef object _datetime2(uint64_t r, int fsp, object fn):
@@ -416,19 +424,29 @@ cdef object _decimal_text(bint negative, const char *digits, int nd, int scale):
     return _ascii(text, n + scale)
 
 
+cdef char _DIGIT_PAIRS[200]  # "00" to "99", side by side
+for _i in range(100):
+    _DIGIT_PAIRS[2 * _i] = 48 + _i // 10
+    _DIGIT_PAIRS[2 * _i + 1] = 48 + _i % 10
+
+
 cdef inline int _put_uint(char *out, uint64_t v) noexcept:
+    """The decimal digits of `v` at `out`; their count. Two digits a division."""
     cdef char tmp[24]
-    cdef int n = 0, i
-    if v == 0:
-        out[0] = b'0'
-        return 1
-    while v:
-        tmp[n] = <char>(48 + v % 10)
-        v //= 10
-        n += 1
-    for i in range(n):
-        out[i] = tmp[n - 1 - i]
-    return n
+    cdef int n = 24, count
+    while v >= 100:
+        n -= 2
+        memcpy(tmp + n, &_DIGIT_PAIRS[2 * (v % 100)], 2)
+        v //= 100
+    if v >= 10:
+        n -= 2
+        memcpy(tmp + n, &_DIGIT_PAIRS[2 * v], 2)
+    else:
+        n -= 1
+        tmp[n] = <char>(48 + v)
+    count = 24 - n
+    memcpy(out, tmp + n, count)
+    return count
 
 
 cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, object row,
@@ -436,14 +454,7 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
     """Decode one image at ``pos`` into the (MISSING-filled) tuple ``row``; the position after it."""
     cdef int n = layout.ncols
     cdef int nb = (n + 7) // 8
-    cdef int k, kind, size, arg, prefix
-    cdef const unsigned char *p
-    cdef uint64_t u
-    cdef int64_t s
-    cdef Py_ssize_t length
-    cdef float f32
-    cdef double f64
-    cdef char text[16]
+    cdef int k
     cdef object value
     if pos + nb > end:
         raise Fallback
@@ -453,76 +464,116 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
         if nulls[k >> 3] >> (k & 7) & 1:
             value = None
         else:
-            kind = layout.kind[k]
-            size = layout.size[k]
-            arg = layout.arg[k]
-            if kind == K_STRING:
-                if pos + arg > end:
-                    raise Fallback
-                length = <Py_ssize_t>_le(buf + pos, arg)
-                pos += arg
-                if length > end - pos:
-                    raise Fallback
-                value = PyBytes_FromStringAndSize(<const char *>buf + pos, length)
-                pos += length
-            else:
-                if kind == K_UNSUPPORTED or pos + size > end:
-                    raise Fallback
-                p = buf + pos
-                pos += size
-                if kind == K_INT:
-                    u = _le(p, size)
-                    if arg and size < 8 and u >> (size * 8 - 1):
-                        u |= ~((<uint64_t>1 << (size * 8)) - 1)
-                    if arg:
-                        value = PyLong_FromLongLong(<int64_t>u)
-                    else:
-                        value = PyLong_FromUnsignedLongLong(u)
-                elif kind == K_DATETIME2:
-                    value = _datetime2(_be(p, size), arg, layout.fns[k])
-                elif kind == K_TIMESTAMP2:
-                    value = _timestamp2(_be(p, size), arg, layout.fns[k])
-                elif kind == K_TIME2:
-                    value = _time2(_be(p, size), arg, layout.fns[k])
-                elif kind == K_DECIMAL:
-                    value = _decimal_value(p, <_Decimal>layout.extras[k], decimal_text)
-                elif kind == K_LE_UINT:
-                    value = PyLong_FromUnsignedLongLong(_le(p, size))
-                elif kind == K_BE_UINT:
-                    value = PyLong_FromUnsignedLongLong(_be(p, size))
-                elif kind == K_DATE:
-                    u = _le(p, 3)
-                    if (u >> 9) > 9999 or (u >> 5 & 15) > 12:
-                        raise Fallback
-                    value = _ascii(text, _put_date(text, <int>(u >> 9), <int>(u >> 5 & 15), <int>(u & 31)))
-                elif kind == K_YEAR:
-                    value = PyLong_FromLongLong(p[0] + 1900 if p[0] else 0)
-                elif kind == K_FLOAT:
-                    memcpy(&f32, p, 4)
-                    if not (f32 - f32 == 0):  # NaN or an infinity: the generated code refuses it
-                        raise Fallback
-                    value = PyFloat_FromDouble(<double>f32)
-                elif kind == K_DOUBLE:
-                    memcpy(&f64, p, 8)
-                    if not (f64 - f64 == 0):
-                        raise Fallback
-                    value = PyFloat_FromDouble(f64)
-                elif kind == K_BE_CALL:
-                    value = layout.fns[k](_be(p, size), arg)
-                elif kind == K_LE_CALL:
-                    u = _le(p, size)
-                    if arg and size < 8 and u >> (size * 8 - 1):
-                        u |= ~((<uint64_t>1 << (size * 8)) - 1)
-                        value = layout.fns[k](<int64_t>u)
-                    else:
-                        value = layout.fns[k](u)
-                elif kind == K_NULL_TYPE:
-                    value = None
-                else:
-                    raise Fallback
+            value = _column(layout, k, buf, &pos, end, decimal_text)
         Py_INCREF(value)
         PyTuple_SET_ITEM(row, layout.col[k], value)
     return pos
+
+
+cdef Py_ssize_t _skip_row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end) except -1:
+    """The position after the image at ``pos``, its bounds checked as _row checks them."""
+    cdef int n = layout.ncols
+    cdef int nb = (n + 7) // 8
+    cdef int k, kind, arg
+    cdef Py_ssize_t length
+    if pos + nb > end:
+        raise Fallback
+    cdef const unsigned char *nulls = buf + pos
+    pos += nb
+    for k in range(n):
+        if nulls[k >> 3] >> (k & 7) & 1:
+            continue
+        kind = layout.kind[k]
+        if kind == K_STRING:
+            arg = layout.arg[k]
+            if pos + arg > end:
+                raise Fallback
+            length = <Py_ssize_t>_le(buf + pos, arg)
+            pos += arg
+            if length > end - pos:
+                raise Fallback
+            pos += length
+        elif kind == K_UNSUPPORTED or pos + layout.size[k] > end:
+            raise Fallback
+        else:
+            pos += layout.size[k]
+    return pos
+
+
+cdef inline object _column(Layout layout, int k, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end,
+                           bint decimal_text):
+    """The value of present column ``k`` (not NULL) at ``at[0]``, which moves past it."""
+    cdef int kind = layout.kind[k]
+    cdef int size = layout.size[k]
+    cdef int arg = layout.arg[k]
+    cdef Py_ssize_t pos = at[0]
+    cdef const unsigned char *p
+    cdef uint64_t u
+    cdef Py_ssize_t length
+    cdef float f32
+    cdef double f64
+    cdef char text[16]
+    cdef object value
+    if kind == K_STRING:
+        if pos + arg > end:
+            raise Fallback
+        length = <Py_ssize_t>_le(buf + pos, arg)
+        pos += arg
+        if length > end - pos:
+            raise Fallback
+        at[0] = pos + length
+        return PyBytes_FromStringAndSize(<const char *>buf + pos, length)
+    if kind == K_UNSUPPORTED or pos + size > end:
+        raise Fallback
+    p = buf + pos
+    at[0] = pos + size
+    if kind == K_INT:
+        u = _le(p, size)
+        if arg and size < 8 and u >> (size * 8 - 1):
+            u |= ~((<uint64_t>1 << (size * 8)) - 1)
+        if arg:
+            return PyLong_FromLongLong(<int64_t>u)
+        return PyLong_FromUnsignedLongLong(u)
+    if kind == K_DATETIME2:
+        return _datetime2(_be(p, size), arg, layout.fns[k])
+    if kind == K_TIMESTAMP2:
+        return _timestamp2(_be(p, size), arg, layout.fns[k])
+    if kind == K_TIME2:
+        return _time2(_be(p, size), arg, layout.fns[k])
+    if kind == K_DECIMAL:
+        return _decimal_value(p, <_Decimal>layout.extras[k], decimal_text)
+    if kind == K_LE_UINT:
+        return PyLong_FromUnsignedLongLong(_le(p, size))
+    if kind == K_BE_UINT:
+        return PyLong_FromUnsignedLongLong(_be(p, size))
+    if kind == K_DATE:
+        u = _le(p, 3)
+        if (u >> 9) > 9999 or (u >> 5 & 15) > 12:
+            raise Fallback
+        return _ascii(text, _put_date(text, <int>(u >> 9), <int>(u >> 5 & 15), <int>(u & 31)))
+    if kind == K_YEAR:
+        return PyLong_FromLongLong(p[0] + 1900 if p[0] else 0)
+    if kind == K_FLOAT:
+        memcpy(&f32, p, 4)
+        if not (f32 - f32 == 0):  # NaN or an infinity: the generated code refuses it
+            raise Fallback
+        return PyFloat_FromDouble(<double>f32)
+    if kind == K_DOUBLE:
+        memcpy(&f64, p, 8)
+        if not (f64 - f64 == 0):
+            raise Fallback
+        return PyFloat_FromDouble(f64)
+    if kind == K_BE_CALL:
+        return layout.fns[k](_be(p, size), arg)
+    if kind == K_LE_CALL:
+        u = _le(p, size)
+        if arg and size < 8 and u >> (size * 8 - 1):
+            u |= ~((<uint64_t>1 << (size * 8)) - 1)
+            return layout.fns[k](<int64_t>u)
+        return layout.fns[k](u)
+    if kind == K_NULL_TYPE:
+        return None
+    raise Fallback
 
 
 cdef inline void _set(object row, int i, object value):
@@ -622,6 +673,7 @@ for _i in range(256):
     _HEX_PAIRS[2 * _i + 1] = _HEX[_i & 15]
 
 
+@cython.final
 cdef class _Out:
     """A growing UTF-8 buffer, read out as str."""
 
@@ -637,11 +689,14 @@ cdef class _Out:
     def __dealloc__(self):
         PyMem_Free(self.data)
 
-    cdef int reserve(self, Py_ssize_t more) except -1:
+    cdef inline int reserve(self, Py_ssize_t more) except -1:
+        if self.size + more <= self.cap:
+            return 0
+        return self._grow(more)
+
+    cdef int _grow(self, Py_ssize_t more) except -1:
         cdef Py_ssize_t cap = self.cap
         cdef char *grown
-        if self.size + more <= cap:
-            return 0
         while cap < self.size + more:
             cap *= 2
         grown = <char *>PyMem_Realloc(self.data, cap)
@@ -731,14 +786,17 @@ cdef int _hex(_Out out, const unsigned char *s, Py_ssize_t n, bytes charset) exc
 cdef int _text(_Out out, object value, bint ascii_only, bytes charset) except -1:
     """string_literal(data, charset) for a charset whose Python codec is UTF-8 or ASCII: readable when
     valid and free of backslashes and control characters, quotes doubled; hex otherwise."""
-    cdef const unsigned char *s
-    cdef Py_ssize_t n, i, quotes = 0
-    cdef unsigned char c
-    cdef char *w
     if not PyBytes_CheckExact(value):
         value = bytes(value)
-    s = <const unsigned char *>PyBytes_AS_STRING(value)
-    n = PyBytes_GET_SIZE(value)
+    return _text_at(out, <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value),
+                    ascii_only, charset)
+
+
+cdef int _text_at(_Out out, const unsigned char *s, Py_ssize_t n, bint ascii_only, bytes charset) except -1:
+    """_text of the `n` bytes at `s`."""
+    cdef Py_ssize_t i, quotes = 0
+    cdef unsigned char c
+    cdef char *w
     for i in range(n):
         c = s[i]
         if c < 0x20 or c == 0x5C or c == 0x7F or (ascii_only and c >= 0x80):
@@ -910,6 +968,7 @@ cdef int _literal(_Out out, int kind, object fn, bytes charset, object value) ex
     return out.text(fn(value))
 
 
+@cython.final
 cdef class FullImages:
     """INSERT, DELETE and UPDATE of one table for images without MISSING values: the same text as
     sql._compile_full_images' generated functions, from the plan sql.compiled_statements builds."""
@@ -1122,6 +1181,98 @@ cdef class FullImages:
         out.size = 0
         return data, count, longest
 
+    def script_images(self, Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t limit,
+                      str kind, bint forward, bint decimal_text=False):
+        """(script(kind, rows, forward)'s three values, the position after the rows) for the rows
+        decode_rows_part(layout, data, pos, end, limit, decimal_text) would give, written from the
+        images' bytes: integers and strings straight into the text, the other values made one at a
+        time as decode_rows makes them. For INSERTs (a forward INSERT, a reverse DELETE) of images
+        with every column; Fallback as decode_rows_part (then nothing is written)."""
+        cdef _Out out = self.out
+        cdef Py_ssize_t rows = 0, cap = 0, i, start, longest = 0
+        cdef Py_ssize_t *starts = NULL
+        cdef Py_ssize_t *grown
+        cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
+        cdef int k
+        if self._op(kind, forward) != 0 or layout.ncols != self.n or layout.width != self.n:
+            raise ValueError("script_images writes the INSERTs of images with every column")
+        for k in range(self.n):
+            if layout.col[k] != k:
+                raise ValueError("script_images writes the INSERTs of images with every column")
+        if end > PyBytes_GET_SIZE(data):
+            end = PyBytes_GET_SIZE(data)
+        out.size = 0
+        try:
+            while pos < end and limit != 0:  # where each row starts: a flashback writes the newest first
+                if rows == cap:
+                    cap = cap * 2 if cap else 256
+                    grown = <Py_ssize_t *>PyMem_Realloc(starts, cap * sizeof(Py_ssize_t))
+                    if grown == NULL:
+                        raise MemoryError()
+                    starts = grown
+                starts[rows] = pos
+                pos = _skip_row(layout, buf, pos, end)
+                rows += 1
+                limit -= 1
+            for i in range(rows):
+                start = out.size
+                self._insert_at(layout, buf, starts[i if forward else rows - 1 - i], end, decimal_text)
+                if out.size - start > longest:
+                    longest = out.size - start
+                out.raw(b"\n", 1)
+            script = PyBytes_FromStringAndSize(out.data, out.size)
+        finally:
+            PyMem_Free(starts)
+            out.size = 0
+        return script, rows, longest, pos
+
+    cdef int _insert_at(self, Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
+                        bint decimal_text) except -1:
+        """_insert of the image at `pos` (its bounds checked by _skip_row)."""
+        cdef _Out out = self.out
+        cdef int n = self.n
+        cdef const unsigned char *nulls = buf + pos
+        cdef int k, kind, literal, size
+        cdef uint64_t u
+        cdef int64_t v
+        cdef Py_ssize_t length
+        cdef char digits[24]
+        pos += (n + 7) // 8
+        out.text(self.insert_head)
+        for k in range(n):
+            if k:
+                out.raw(b", ", 2)
+            if nulls[k >> 3] >> (k & 7) & 1:
+                out.raw(b"NULL", 4)
+                continue
+            kind = layout.kind[k]
+            literal = self.vk[k]
+            if kind == K_INT and literal == L_STR:
+                size = layout.size[k]
+                u = _le(buf + pos, size)
+                pos += size
+                if layout.arg[k]:
+                    if size < 8 and u >> (size * 8 - 1):
+                        u |= ~((<uint64_t>1 << (size * 8)) - 1)
+                    v = <int64_t>u
+                    if v < 0:
+                        out.raw(b"-", 1)
+                        out.raw(digits, _put_uint(digits, <uint64_t>(-(v + 1)) + 1))
+                        continue
+                out.raw(digits, _put_uint(digits, u))
+            elif kind == K_STRING and (literal == L_TEXT or literal == L_ASCII or literal == L_HEX):
+                size = layout.arg[k]
+                length = <Py_ssize_t>_le(buf + pos, size)
+                pos += size
+                if literal == L_HEX:
+                    _hex(out, buf + pos, length, _BINARY)
+                else:
+                    _text_at(out, buf + pos, length, literal == L_ASCII, self.v_cs[k])
+                pos += length
+            else:
+                self._value(k, _column(layout, k, buf, &pos, end, decimal_text))
+        return out.raw(b");", 2)
+
     cdef int _check(self, int op, object row) except -1:
         """Append the conflict check of a reverse statement (invert.invert_row's): 1 when one was
         appended, 0 for none (the reverse INSERT of a table without a key)."""
@@ -1276,6 +1427,7 @@ DEF C_ENUM = 3   # an int through the members' JSON texts (index 0: ""), anythin
 DEF C_SET = 4    # an int through fn(value), anything else through value
 
 
+@cython.final
 cdef class ChangeImages:
     """The change log's lines of one table's rows events: the same text as change_lines'
     generated image encoder and record lines, from the per-column plan change_lines prepares.

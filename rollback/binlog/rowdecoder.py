@@ -44,6 +44,7 @@ _ERRORS: Final = (IndexError, struct.error, ValueError, OverflowError)
 # What the compiled core raises for an event it leaves to the generated code: its Fallback (a
 # ValueError), or the ValueError of a shared converter (columns.py) called on an invalid value.
 _COMPILED_REFUSALS: Final = (ValueError, OverflowError)
+COMPILED_REFUSALS: Final = _COMPILED_REFUSALS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -646,6 +647,11 @@ class RowDecoder:
     @property
     def compiled(self) -> bool:
         return self._layout is not None
+
+    @property
+    def layout(self) -> Any:
+        """The compiled core's Layout of these images (None on the pure-Python path)."""
+        return self._layout
 
     def __repr__(self) -> str:
         return f"RowDecoder({len(self.specs)} columns, {len(self.columns)} present)"
