@@ -199,18 +199,26 @@ cdef inline object _ascii(char *text, int n):
 cdef object _datetime2(uint64_t r, int fsp, object fn):
     """DATETIME2 text as rowdecoder's inline statements make it; anything they leave to
     ``columns.datetime2_text`` goes there."""
+    cdef char text[32]
+    cdef int n = _datetime2_put(r, fsp, text)
+    if n < 0:
+        return fn(r, fsp)
+    return _ascii(text, n)
+
+
+cdef int _datetime2_put(uint64_t r, int fsp, char *text) except -2:
+    """_datetime2's text at `text` (32 bytes), its length; -1 for a value left to the converter."""
     cdef int nbytes = (fsp + 1) // 2
     cdef int bits = nbytes * 8
     cdef uint64_t limit = 1
     cdef uint64_t frac = 0
     cdef uint64_t ip
     cdef int ym, year, month, day, hms, hour, minute, second, n
-    cdef char text[32]
     if nbytes:
         limit = _FRAC_LIMIT[nbytes]
         frac = r & ((<uint64_t>1 << bits) - 1)
     if r < (<uint64_t>0x80 << (32 + bits)) or (nbytes and frac >= limit):
-        return fn(r, fsp)
+        return -1
     ip = (r >> bits) & ((<uint64_t>1 << 39) - 1)
     ym = <int>(ip >> 22)
     year = ym // 13
@@ -230,7 +238,7 @@ cdef object _datetime2(uint64_t r, int fsp, object fn):
         text[n] = b'.'
         n += 1
         n += _put_digits(text + n, frac // 10 if fsp & 1 else frac, fsp)
-    return _ascii(text, n)
+    return n
 
 
 cdef int[7] _FRAC_UNIT_BY_FSP  # TIME2's stored fraction unit in microseconds, by fsp (columns._FRAC_UNIT)
@@ -332,38 +340,11 @@ cdef object _timestamp2(uint64_t r, int fsp, object fn):
 cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
     """NEWDECIMAL as ``columns.decimal_converter`` makes it: Decimal('[-]<unscaled>E-<scale>');
     with ``as_text`` the text the statement renderer writes for that Decimal, ``format(value,
-    "f")``, as a str (see decode_rows). The unscaled digits are the groups' digits one after the
-    other (each group but the leading ones zero-padded to its digit count): no integer wider than
-    a group is needed, at any precision (up to 65 digits)."""
-    cdef int k, nbytes, d
-    cdef uint64_t g, top
+    "f")``, as a str (see decode_rows)."""
     cdef bint negative = False
     cdef char digits[72]
     cdef char text[80]
-    cdef int nd = 0, n = 0
-    for k in range(dec.ngroups):
-        nbytes = dec.sizes[k]
-        d = dec.digits[k]
-        g = _be(p, nbytes)
-        p += nbytes
-        if k == 0:
-            top = <uint64_t>1 << (nbytes * 8 - 1)
-            negative = g < top
-            if negative:
-                g ^= top - 1
-            else:
-                g -= top
-        elif negative:
-            g ^= (<uint64_t>1 << (nbytes * 8)) - 1
-        if g >= _POW10[d]:
-            raise Fallback
-        if nd:
-            nd += _put_digits(digits + nd, g, d)
-        elif g:
-            nd = _put_uint(digits, g)
-    if nd == 0:
-        digits[0] = b'0'
-        nd = 1
+    cdef int nd = _decimal_digits(p, dec, digits, &negative), n = 0
     if as_text and negative and nd == 1 and digits[0] == b'0':
         # -0.00 (never stored by the server, which normalises it, but bytes can say it) is equal to
         # 0.00 in MySQL, and an UPDATE between the two changes nothing: as a Decimal beside the other
@@ -385,6 +366,40 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
     return _decimal(_ascii(text, n))
 
 
+cdef int _decimal_digits(const unsigned char *p, _Decimal dec, char *digits, bint *negative) except -1:
+    """The unscaled digits of a NEWDECIMAL at `digits` (72 bytes), their count, and its sign: the
+    groups' digits one after the other (each group but the leading ones zero-padded to its digit
+    count): no integer wider than a group is needed, at any precision (up to 65 digits)."""
+    cdef int k, nbytes, d
+    cdef uint64_t g, top
+    cdef int nd = 0
+    negative[0] = False
+    for k in range(dec.ngroups):
+        nbytes = dec.sizes[k]
+        d = dec.digits[k]
+        g = _be(p, nbytes)
+        p += nbytes
+        if k == 0:
+            top = <uint64_t>1 << (nbytes * 8 - 1)
+            negative[0] = g < top
+            if negative[0]:
+                g ^= top - 1
+            else:
+                g -= top
+        elif negative[0]:
+            g ^= (<uint64_t>1 << (nbytes * 8)) - 1
+        if g >= _POW10[d]:
+            raise Fallback
+        if nd:
+            nd += _put_digits(digits + nd, g, d)
+        elif g:
+            nd = _put_uint(digits, g)
+    if nd == 0:
+        digits[0] = b'0'
+        nd = 1
+    return nd
+
+
 cdef inline bint _plain_decimal(bint negative, const char *digits, int nd, int scale) noexcept:
     """Whether str() of Decimal('[-]<digits>E-<scale>') is its format(value, "f") text: not in
     exponent form (adjusted exponent from -6 on), and not a negative zero (-0.00 is a Decimal equal
@@ -394,10 +409,16 @@ cdef inline bint _plain_decimal(bint negative, const char *digits, int nd, int s
 
 
 cdef object _decimal_text(bint negative, const char *digits, int nd, int scale):
-    """format(Decimal('[-]<digits>E-<scale>'), "f"): the digits with the point `scale` from the
-    right, a 0 before a point with nothing left of it. A negative zero (-0.00) is a Decimal equal
-    to 0.00 with another text: left to the Decimal path (an UPDATE compares values)."""
+    """format(Decimal('[-]<digits>E-<scale>'), "f") as a str (see _decimal_put)."""
     cdef char text[160]
+    return _ascii(text, _decimal_put(negative, digits, nd, scale, text))
+
+
+cdef int _decimal_put(bint negative, const char *digits, int nd, int scale, char *text) except -1:
+    """format(Decimal('[-]<digits>E-<scale>'), "f") at `text` (160 bytes), its length: the digits
+    with the point `scale` from the right, a 0 before a point with nothing left of it. A negative
+    zero (-0.00) is a Decimal equal to 0.00 with another text: left to the Decimal path (an UPDATE
+    compares values)."""
     cdef int n = 0, i
     if negative and nd == 1 and digits[0] == b'0':
         raise Fallback
@@ -406,7 +427,7 @@ cdef object _decimal_text(bint negative, const char *digits, int nd, int scale):
         n += 1
     if scale == 0:
         memcpy(text + n, digits, nd)
-        return _ascii(text, n + nd)
+        return n + nd
     if nd <= scale:
         text[n] = b'0'
         text[n + 1] = b'.'
@@ -415,13 +436,13 @@ cdef object _decimal_text(bint negative, const char *digits, int nd, int scale):
             text[n] = b'0'
             n += 1
         memcpy(text + n, digits, nd)
-        return _ascii(text, n + nd)
+        return n + nd
     memcpy(text + n, digits, nd - scale)
     n += nd - scale
     text[n] = b'.'
     n += 1
     memcpy(text + n, digits + nd - scale, scale)
-    return _ascii(text, n + scale)
+    return n + scale
 
 
 cdef char _DIGIT_PAIRS[200]  # "00" to "99", side by side
@@ -470,8 +491,10 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
     return pos
 
 
-cdef Py_ssize_t _skip_row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end) except -1:
-    """The position after the image at ``pos``, its bounds checked as _row checks them."""
+cdef Py_ssize_t _columns_at(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
+                            Py_ssize_t *at) except -1:
+    """The position after the image at ``pos``, its bounds checked as _row checks them; where each
+    present column's value starts in ``at`` (-1: NULL)."""
     cdef int n = layout.ncols
     cdef int nb = (n + 7) // 8
     cdef int k, kind, arg
@@ -482,7 +505,9 @@ cdef Py_ssize_t _skip_row(Layout layout, const unsigned char *buf, Py_ssize_t po
     pos += nb
     for k in range(n):
         if nulls[k >> 3] >> (k & 7) & 1:
+            at[k] = -1
             continue
+        at[k] = pos
         kind = layout.kind[k]
         if kind == K_STRING:
             arg = layout.arg[k]
@@ -498,6 +523,28 @@ cdef Py_ssize_t _skip_row(Layout layout, const unsigned char *buf, Py_ssize_t po
         else:
             pos += layout.size[k]
     return pos
+
+
+cdef int _check_column(Layout layout, int k, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
+                       bint decimal_text) except -1:
+    """Raise what _column raises for the value of column `k` at `pos`, without making the values
+    that cannot fail (integers, strings, ENUM and SET members, YEAR)."""
+    cdef int kind = layout.kind[k]
+    cdef char scratch[72]
+    cdef bint negative
+    cdef int nd
+    if kind == K_INT or kind == K_STRING or kind == K_LE_UINT or kind == K_BE_UINT or kind == K_YEAR:
+        return 0
+    if kind == K_DATETIME2:
+        if _datetime2_put(_be(buf + pos, layout.size[k]), layout.arg[k], scratch) >= 0:
+            return 0
+    elif kind == K_DECIMAL:
+        nd = _decimal_digits(buf + pos, <_Decimal>layout.extras[k], scratch, &negative)
+        if decimal_text and negative and nd == 1 and scratch[0] == b'0':
+            raise Fallback  # _decimal_value's negative zero
+        return 0
+    _column(layout, k, buf, &pos, end, decimal_text)
+    return 0
 
 
 cdef inline object _column(Layout layout, int k, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end,
@@ -1185,24 +1232,29 @@ cdef class FullImages:
                       str kind, bint forward, bint decimal_text=False):
         """(script(kind, rows, forward)'s three values, the position after the rows) for the rows
         decode_rows_part(layout, data, pos, end, limit, decimal_text) would give, written from the
-        images' bytes: integers and strings straight into the text, the other values made one at a
-        time as decode_rows makes them. For INSERTs (a forward INSERT, a reverse DELETE) of images
-        with every column; Fallback as decode_rows_part (then nothing is written)."""
+        images' bytes: integers, strings, DATETIME2, DECIMAL text and ENUM members straight into the
+        text, other values made one at a time as decode_rows makes them. For the INSERTs and DELETEs
+        of images with every column (not UPDATEs); Fallback as decode_rows_part (nothing written)."""
         cdef _Out out = self.out
         cdef Py_ssize_t rows = 0, cap = 0, i, start, longest = 0
         cdef Py_ssize_t *starts = NULL
         cdef Py_ssize_t *grown
+        cdef Py_ssize_t *at = NULL
         cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
         cdef int k
-        if self._op(kind, forward) != 0 or layout.ncols != self.n or layout.width != self.n:
-            raise ValueError("script_images writes the INSERTs of images with every column")
+        cdef int op = self._op(kind, forward)
+        if op == 2 or layout.ncols != self.n or layout.width != self.n:
+            raise ValueError("script_images writes the INSERTs and DELETEs of images with every column")
         for k in range(self.n):
             if layout.col[k] != k:
-                raise ValueError("script_images writes the INSERTs of images with every column")
+                raise ValueError("script_images writes the INSERTs and DELETEs of images with every column")
         if end > PyBytes_GET_SIZE(data):
             end = PyBytes_GET_SIZE(data)
         out.size = 0
         try:
+            at = <Py_ssize_t *>PyMem_Malloc((self.n + 1) * sizeof(Py_ssize_t))
+            if at == NULL:
+                raise MemoryError()
             while pos < end and limit != 0:  # where each row starts: a flashback writes the newest first
                 if rows == cap:
                     cap = cap * 2 if cap else 256
@@ -1211,67 +1263,141 @@ cdef class FullImages:
                         raise MemoryError()
                     starts = grown
                 starts[rows] = pos
-                pos = _skip_row(layout, buf, pos, end)
+                pos = _columns_at(layout, buf, pos, end, at)
                 rows += 1
                 limit -= 1
             for i in range(rows):
                 start = out.size
-                self._insert_at(layout, buf, starts[i if forward else rows - 1 - i], end, decimal_text)
+                _columns_at(layout, buf, starts[i if forward else rows - 1 - i], end, at)
+                if op == 0:
+                    self._insert_at(layout, buf, at, end, decimal_text)
+                else:
+                    self._delete_at(layout, buf, at, end, decimal_text)
                 if out.size - start > longest:
                     longest = out.size - start
                 out.raw(b"\n", 1)
             script = PyBytes_FromStringAndSize(out.data, out.size)
         finally:
             PyMem_Free(starts)
+            PyMem_Free(at)
             out.size = 0
         return script, rows, longest, pos
 
-    cdef int _insert_at(self, Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
+    cdef int _insert_at(self, Layout layout, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end,
                         bint decimal_text) except -1:
-        """_insert of the image at `pos` (its bounds checked by _skip_row)."""
+        """_insert of the image whose columns start at `at` (-1: NULL)."""
         cdef _Out out = self.out
-        cdef int n = self.n
-        cdef const unsigned char *nulls = buf + pos
-        cdef int k, kind, literal, size
+        cdef int k
+        out.text(self.insert_head)
+        for k in range(self.n):
+            if k:
+                out.raw(b", ", 2)
+            if at[k] < 0:
+                out.raw(b"NULL", 4)
+            else:
+                self._put_at(layout, k, self.vk[k], self.v_fn[k], self.v_cs[k], buf, at[k], end, decimal_text,
+                             None, "NULL")
+        return out.raw(b");", 2)
+
+    cdef int _delete_at(self, Layout layout, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end,
+                        bint decimal_text) except -1:
+        """_delete of the image whose columns start at `at` (-1: NULL), its WHERE as _identify writes it."""
+        cdef _Out out = self.out
+        cdef bint first = True
+        cdef int i
+        for i in range(self.n):  # the values the WHERE leaves out are checked as decode_rows checks them
+            if at[i] >= 0:
+                _check_column(layout, i, buf, at[i], end, decimal_text)
+        out.text(self.delete_head)
+        for i in self.by_value:
+            if not first:
+                out.raw(b" AND ", 5)
+            first = False
+            if at[i] < 0:
+                out.text(self.isnull[i])
+            else:
+                self._put_at(layout, i, self.vk[i], self.v_fn[i], self.v_cs[i], buf, at[i], end, decimal_text,
+                             self.eq[i], self.isnull[i])
+        if not self.keyed:
+            for i in range(self.n):
+                if not first:
+                    out.raw(b" AND ", 5)
+                first = False
+                if at[i] < 0:
+                    out.text(self.null[i])
+                else:
+                    self._put_at(layout, i, self.wk[i], self.w_fn[i], self.w_cs[i], buf, at[i], end,
+                                 decimal_text, self.exact[i], self.null[i])
+        return out.text(self.tail)
+
+    cdef int _put_at(self, Layout layout, int k, int literal, object fn, object cs, const unsigned char *buf,
+                     Py_ssize_t pos, Py_ssize_t end, bint decimal_text, object before, object if_none) except -1:
+        """The text `before` (None: nothing), then the literal (`literal`, `fn`, `cs`: _literal's) of
+        column `k`'s value at `pos` (not NULL in the image); `if_none` alone when that value decodes
+        as None (as _identify and _value write a None)."""
+        cdef _Out out = self.out
+        cdef int kind = layout.kind[k]
+        cdef int size = layout.size[k]
         cdef uint64_t u
         cdef int64_t v
         cdef Py_ssize_t length
         cdef char digits[24]
-        pos += (n + 7) // 8
-        out.text(self.insert_head)
-        for k in range(n):
-            if k:
-                out.raw(b", ", 2)
-            if nulls[k >> 3] >> (k & 7) & 1:
-                out.raw(b"NULL", 4)
-                continue
-            kind = layout.kind[k]
-            literal = self.vk[k]
-            if kind == K_INT and literal == L_STR:
-                size = layout.size[k]
-                u = _le(buf + pos, size)
-                pos += size
-                if layout.arg[k]:
-                    if size < 8 and u >> (size * 8 - 1):
-                        u |= ~((<uint64_t>1 << (size * 8)) - 1)
-                    v = <int64_t>u
-                    if v < 0:
-                        out.raw(b"-", 1)
-                        out.raw(digits, _put_uint(digits, <uint64_t>(-(v + 1)) + 1))
-                        continue
-                out.raw(digits, _put_uint(digits, u))
-            elif kind == K_STRING and (literal == L_TEXT or literal == L_ASCII or literal == L_HEX):
-                size = layout.arg[k]
-                length = <Py_ssize_t>_le(buf + pos, size)
-                pos += size
-                if literal == L_HEX:
-                    _hex(out, buf + pos, length, _BINARY)
-                else:
-                    _text_at(out, buf + pos, length, literal == L_ASCII, self.v_cs[k])
-                pos += length
-            else:
-                self._value(k, _column(layout, k, buf, &pos, end, decimal_text))
-        return out.raw(b");", 2)
+        cdef char text[160]
+        cdef char decimals[72]
+        cdef bint negative
+        cdef int nd, written
+        cdef _Decimal dec
+        cdef list literals
+        cdef object value
+        if kind == K_INT and literal == L_STR:
+            if before is not None:
+                out.text(before)
+            u = _le(buf + pos, size)
+            if layout.arg[k]:
+                if size < 8 and u >> (size * 8 - 1):
+                    u |= ~((<uint64_t>1 << (size * 8)) - 1)
+                v = <int64_t>u
+                if v < 0:
+                    out.raw(b"-", 1)
+                    return out.raw(digits, _put_uint(digits, <uint64_t>(-(v + 1)) + 1))
+            return out.raw(digits, _put_uint(digits, u))
+        if kind == K_STRING and (literal == L_TEXT or literal == L_ASCII or literal == L_HEX):
+            if before is not None:
+                out.text(before)
+            size = layout.arg[k]
+            length = <Py_ssize_t>_le(buf + pos, size)
+            if literal == L_HEX:
+                return _hex(out, buf + pos + size, length, _BINARY)
+            return _text_at(out, buf + pos + size, length, literal == L_ASCII, cs)
+        if kind == K_DATETIME2 and literal == L_TEMPORAL:
+            written = _datetime2_put(_be(buf + pos, size), layout.arg[k], text + 1)
+            if written >= 0:  # else left to the converter, below
+                if before is not None:
+                    out.text(before)
+                text[0] = b"'"
+                text[written + 1] = b"'"
+                return out.raw(text, written + 2)
+        elif kind == K_DECIMAL and literal == L_DECIMAL and decimal_text:
+            dec = <_Decimal>layout.extras[k]
+            nd = _decimal_digits(buf + pos, dec, decimals, &negative)
+            if _plain_decimal(negative, decimals, nd, dec.scale):  # else a Decimal, or refused, below
+                if before is not None:
+                    out.text(before)
+                return out.raw(text, _decimal_put(negative, decimals, nd, dec.scale, text))
+        elif kind == K_LE_UINT and literal == L_ENUM:
+            if before is not None:
+                out.text(before)
+            u = _le(buf + pos, size)
+            literals = <list>fn.literals
+            if u < <uint64_t>len(literals):
+                return out.text(literals[u])
+            return out.raw(digits, _put_uint(digits, u))
+        value = _column(layout, k, buf, &pos, end, decimal_text)
+        if value is None:
+            return out.text(if_none)
+        if before is not None:
+            out.text(before)
+        return _literal(out, literal, fn, cs, value)
 
     cdef int _check(self, int op, object row) except -1:
         """Append the conflict check of a reverse statement (invert.invert_row's): 1 when one was

@@ -44,7 +44,6 @@ _ERRORS: Final = (IndexError, struct.error, ValueError, OverflowError)
 # What the compiled core raises for an event it leaves to the generated code: its Fallback (a
 # ValueError), or the ValueError of a shared converter (columns.py) called on an invalid value.
 _COMPILED_REFUSALS: Final = (ValueError, OverflowError)
-COMPILED_REFUSALS: Final = _COMPILED_REFUSALS
 
 
 # ---------------------------------------------------------------------------------------------

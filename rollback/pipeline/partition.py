@@ -50,7 +50,6 @@ from rollback.binlog.decode import (
     rows_batch,
     rows_batches,
 )
-from rollback.binlog.rowdecoder import COMPILED_REFUSALS
 from rollback.binlog.rows import JsonPartial, RowsEvent
 from rollback.binlog.table_map import TableMap
 from rollback.pipeline.dependencies import DependencyKeys
@@ -548,7 +547,7 @@ class _Run:
                 dropped = self.dropped.get(id(renderer))
                 if dropped:
                     complete = False
-                if complete and self._inserts_from_images(current, decoded, event, state, tmap, renderer):
+                if complete and self._statements_from_images(current, decoded, event, state, tmap, renderer):
                     continue
                 for part_batch in rows_batches(
                     decoded,
@@ -639,7 +638,7 @@ class _Run:
                 self.change_lines.encoded(batch, names, schema.columns if schema else None)
             )
 
-    def _inserts_from_images(
+    def _statements_from_images(
         self,
         current: _Block,
         decoded: DecodedEvent,
@@ -648,15 +647,14 @@ class _Run:
         tmap: TableMap,
         renderer: TableRenderer,
     ) -> bool:
-        """The INSERTs of a rows event of complete images (a flashback's DELETE, a forward INSERT)
-        written by the compiled core straight from the images' bytes, when nothing but the script
-        needs the rows (no plan, change log, picks, --where or hold-back): what rows_batches, _pick_rows
-        and _take would do with them, without a Python value per column. False: not done here."""
+        """The statements of a WRITE_ROWS or DELETE_ROWS event of complete images written by the
+        compiled core straight from the images' bytes, when nothing but the script needs the rows
+        (no plan, change log, picks, --where or hold-back): what rows_batches, _pick_rows and _take
+        would do with them, without a Python value per column. False: not done here."""
         job = self.job
         forward = job.mode == "forward"
         if (
-            event.kind != ("insert" if forward else "delete")
-            or job.net
+            job.net
             or job.plan_lines
             or self.hold is not None
             or self.deps is not None
@@ -685,8 +683,8 @@ class _Run:
                 parts.append((script, count, longest))
                 if pos >= len(data):
                     break
-        except COMPILED_REFUSALS:
-            return False  # rows_batches decodes them, or raises the located error
+        except Exception:  # noqa: BLE001 - nothing was written: the general path decides, as ever
+            return False  # (rows_batches decodes them, or raises the located error)
         table = tmap.qualified_name
         where = RowsBatch(
             state.file_name, decoded.outer_pos, decoded.outer_end, event.kind, tmap, state.tx, 0, 0, [], False
