@@ -494,7 +494,7 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
 cdef Py_ssize_t _columns_at(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
                             Py_ssize_t *at) except -1:
     """The position after the image at ``pos``, its bounds checked as _row checks them; where each
-    present column's value starts in ``at`` (-1: NULL)."""
+    present column's value starts in ``at`` (-1: NULL) unless it is NULL."""
     cdef int n = layout.ncols
     cdef int nb = (n + 7) // 8
     cdef int k, kind, arg
@@ -505,9 +505,11 @@ cdef Py_ssize_t _columns_at(Layout layout, const unsigned char *buf, Py_ssize_t 
     pos += nb
     for k in range(n):
         if nulls[k >> 3] >> (k & 7) & 1:
-            at[k] = -1
+            if at != NULL:
+                at[k] = -1
             continue
-        at[k] = pos
+        if at != NULL:
+            at[k] = pos
         kind = layout.kind[k]
         if kind == K_STRING:
             arg = layout.arg[k]
@@ -1263,15 +1265,15 @@ cdef class FullImages:
                         raise MemoryError()
                     starts = grown
                 starts[rows] = pos
-                pos = _columns_at(layout, buf, pos, end, at)
+                pos = _columns_at(layout, buf, pos, end, NULL)
                 rows += 1
                 limit -= 1
             for i in range(rows):
                 start = out.size
-                _columns_at(layout, buf, starts[i if forward else rows - 1 - i], end, at)
                 if op == 0:
-                    self._insert_at(layout, buf, at, end, decimal_text)
+                    self._insert_at(layout, buf, starts[i if forward else rows - 1 - i], end, decimal_text)
                 else:
+                    _columns_at(layout, buf, starts[i if forward else rows - 1 - i], end, at)
                     self._delete_at(layout, buf, at, end, decimal_text)
                 if out.size - start > longest:
                     longest = out.size - start
@@ -1283,20 +1285,22 @@ cdef class FullImages:
             out.size = 0
         return script, rows, longest, pos
 
-    cdef int _insert_at(self, Layout layout, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end,
+    cdef int _insert_at(self, Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
                         bint decimal_text) except -1:
-        """_insert of the image whose columns start at `at` (-1: NULL)."""
+        """_insert of the image at `pos` (its bounds checked by _columns_at)."""
         cdef _Out out = self.out
+        cdef const unsigned char *nulls = buf + pos
         cdef int k
+        pos += (self.n + 7) // 8
         out.text(self.insert_head)
         for k in range(self.n):
             if k:
                 out.raw(b", ", 2)
-            if at[k] < 0:
+            if nulls[k >> 3] >> (k & 7) & 1:
                 out.raw(b"NULL", 4)
             else:
-                self._put_at(layout, k, self.vk[k], self.v_fn[k], self.v_cs[k], buf, at[k], end, decimal_text,
-                             None, "NULL")
+                pos = self._put_at(layout, k, self.vk[k], self.v_fn[k], self.v_cs[k], buf, pos, end,
+                                   decimal_text, None, "NULL")
         return out.raw(b");", 2)
 
     cdef int _delete_at(self, Layout layout, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end,
@@ -1330,11 +1334,12 @@ cdef class FullImages:
                                  decimal_text, self.exact[i], self.null[i])
         return out.text(self.tail)
 
-    cdef int _put_at(self, Layout layout, int k, int literal, object fn, object cs, const unsigned char *buf,
-                     Py_ssize_t pos, Py_ssize_t end, bint decimal_text, object before, object if_none) except -1:
+    cdef Py_ssize_t _put_at(self, Layout layout, int k, int literal, object fn, object cs,
+                            const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, bint decimal_text,
+                            object before, object if_none) except -1:
         """The text `before` (None: nothing), then the literal (`literal`, `fn`, `cs`: _literal's) of
         column `k`'s value at `pos` (not NULL in the image); `if_none` alone when that value decodes
-        as None (as _identify and _value write a None)."""
+        as None (as _identify and _value write a None). The position after the value."""
         cdef _Out out = self.out
         cdef int kind = layout.kind[k]
         cdef int size = layout.size[k]
@@ -1359,16 +1364,20 @@ cdef class FullImages:
                 v = <int64_t>u
                 if v < 0:
                     out.raw(b"-", 1)
-                    return out.raw(digits, _put_uint(digits, <uint64_t>(-(v + 1)) + 1))
-            return out.raw(digits, _put_uint(digits, u))
+                    out.raw(digits, _put_uint(digits, <uint64_t>(-(v + 1)) + 1))
+                    return pos + size
+            out.raw(digits, _put_uint(digits, u))
+            return pos + size
         if kind == K_STRING and (literal == L_TEXT or literal == L_ASCII or literal == L_HEX):
             if before is not None:
                 out.text(before)
             size = layout.arg[k]
             length = <Py_ssize_t>_le(buf + pos, size)
             if literal == L_HEX:
-                return _hex(out, buf + pos + size, length, _BINARY)
-            return _text_at(out, buf + pos + size, length, literal == L_ASCII, cs)
+                _hex(out, buf + pos + size, length, _BINARY)
+            else:
+                _text_at(out, buf + pos + size, length, literal == L_ASCII, cs)
+            return pos + size + length
         if kind == K_DATETIME2 and literal == L_TEMPORAL:
             written = _datetime2_put(_be(buf + pos, size), layout.arg[k], text + 1)
             if written >= 0:  # else left to the converter, below
@@ -1376,28 +1385,34 @@ cdef class FullImages:
                     out.text(before)
                 text[0] = b"'"
                 text[written + 1] = b"'"
-                return out.raw(text, written + 2)
+                out.raw(text, written + 2)
+                return pos + size
         elif kind == K_DECIMAL and literal == L_DECIMAL and decimal_text:
             dec = <_Decimal>layout.extras[k]
             nd = _decimal_digits(buf + pos, dec, decimals, &negative)
             if _plain_decimal(negative, decimals, nd, dec.scale):  # else a Decimal, or refused, below
                 if before is not None:
                     out.text(before)
-                return out.raw(text, _decimal_put(negative, decimals, nd, dec.scale, text))
+                out.raw(text, _decimal_put(negative, decimals, nd, dec.scale, text))
+                return pos + size
         elif kind == K_LE_UINT and literal == L_ENUM:
             if before is not None:
                 out.text(before)
             u = _le(buf + pos, size)
             literals = <list>fn.literals
             if u < <uint64_t>len(literals):
-                return out.text(literals[u])
-            return out.raw(digits, _put_uint(digits, u))
+                out.text(literals[u])
+            else:
+                out.raw(digits, _put_uint(digits, u))
+            return pos + size
         value = _column(layout, k, buf, &pos, end, decimal_text)
         if value is None:
-            return out.text(if_none)
+            out.text(if_none)
+            return pos
         if before is not None:
             out.text(before)
-        return _literal(out, literal, fn, cs, value)
+        _literal(out, literal, fn, cs, value)
+        return pos
 
     cdef int _check(self, int op, object row) except -1:
         """Append the conflict check of a reverse statement (invert.invert_row's): 1 when one was
