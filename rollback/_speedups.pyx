@@ -1299,8 +1299,7 @@ cdef class FullImages:
             if nulls[k >> 3] >> (k & 7) & 1:
                 out.raw(b"NULL", 4)
             else:
-                pos = self._put_at(layout, k, self.vk[k], self.v_fn[k], self.v_cs[k], buf, pos, end,
-                                   decimal_text, None, "NULL")
+                pos = self._put_at(layout, k, False, buf, pos, end, decimal_text, None, "NULL")
         return out.raw(b");", 2)
 
     cdef int _delete_at(self, Layout layout, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end,
@@ -1320,8 +1319,7 @@ cdef class FullImages:
             if at[i] < 0:
                 out.text(self.isnull[i])
             else:
-                self._put_at(layout, i, self.vk[i], self.v_fn[i], self.v_cs[i], buf, at[i], end, decimal_text,
-                             self.eq[i], self.isnull[i])
+                self._put_at(layout, i, False, buf, at[i], end, decimal_text, self.eq[i], self.isnull[i])
         if not self.keyed:
             for i in range(self.n):
                 if not first:
@@ -1330,17 +1328,18 @@ cdef class FullImages:
                 if at[i] < 0:
                     out.text(self.null[i])
                 else:
-                    self._put_at(layout, i, self.wk[i], self.w_fn[i], self.w_cs[i], buf, at[i], end,
-                                 decimal_text, self.exact[i], self.null[i])
+                    self._put_at(layout, i, True, buf, at[i], end, decimal_text, self.exact[i], self.null[i])
         return out.text(self.tail)
 
-    cdef Py_ssize_t _put_at(self, Layout layout, int k, int literal, object fn, object cs,
-                            const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, bint decimal_text,
-                            object before, object if_none) except -1:
-        """The text `before` (None: nothing), then the literal (`literal`, `fn`, `cs`: _literal's) of
-        column `k`'s value at `pos` (not NULL in the image); `if_none` alone when that value decodes
-        as None (as _identify and _value write a None). The position after the value."""
+    cdef inline Py_ssize_t _put_at(self, Layout layout, int k, bint exact, const unsigned char *buf,
+                                   Py_ssize_t pos, Py_ssize_t end, bint decimal_text, object before,
+                                   object if_none) except -1:
+        """The text `before` (None: nothing), then the literal of column `k`'s value at `pos` (not
+        NULL in the image): the value's (_value's), or with `exact` the exact comparison's
+        (_identify's every column); `if_none` alone when that value decodes as None (as _identify and
+        _value write a None). The position after the value."""
         cdef _Out out = self.out
+        cdef int literal = self.wk[k] if exact else self.vk[k]
         cdef int kind = layout.kind[k]
         cdef int size = layout.size[k]
         cdef uint64_t u
@@ -1376,7 +1375,8 @@ cdef class FullImages:
             if literal == L_HEX:
                 _hex(out, buf + pos + size, length, _BINARY)
             else:
-                _text_at(out, buf + pos + size, length, literal == L_ASCII, cs)
+                _text_at(out, buf + pos + size, length, literal == L_ASCII,
+                         self.w_cs[k] if exact else self.v_cs[k])
             return pos + size + length
         if kind == K_DATETIME2 and literal == L_TEMPORAL:
             written = _datetime2_put(_be(buf + pos, size), layout.arg[k], text + 1)
@@ -1399,7 +1399,7 @@ cdef class FullImages:
             if before is not None:
                 out.text(before)
             u = _le(buf + pos, size)
-            literals = <list>fn.literals
+            literals = <list>(self.w_fn[k] if exact else self.v_fn[k]).literals
             if u < <uint64_t>len(literals):
                 out.text(literals[u])
             else:
@@ -1411,7 +1411,10 @@ cdef class FullImages:
             return pos
         if before is not None:
             out.text(before)
-        _literal(out, literal, fn, cs, value)
+        if exact:
+            _literal(out, literal, self.w_fn[k], self.w_cs[k], value)
+        else:
+            _literal(out, literal, self.v_fn[k], self.v_cs[k], value)
         return pos
 
     cdef int _check(self, int op, object row) except -1:
