@@ -13,6 +13,7 @@ which raises the located ``BinlogFormatError`` (or returns the same values: the 
 that call back into ``columns.py`` are exactly its converters).
 """
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.float cimport PyFloat_FromDouble
 from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
@@ -37,6 +38,8 @@ cdef extern from "Python.h":
     char* PyOS_double_to_string(double val, char format_code, int precision, int flags, int *ptype) except NULL
     double PyOS_string_to_double(const char *s, char **endptr, object overflow_exception) except? -1.0
     int Py_DTSF_ADD_DOT_0
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    void *PyUnicode_DATA(object o)
 
 from decimal import Decimal
 
@@ -95,6 +98,7 @@ cdef class _Decimal:
             self.digits[k] = extra[3][k]
 
 
+@cython.final
 cdef class Layout:
     """One row image's columns as C arrays: what ``compiled_layout`` describes."""
 
@@ -185,24 +189,36 @@ cdef inline int _put_hms(char *out, int hour, int minute, int second) noexcept:
 
 
 cdef inline object _ascii(char *text, int n):
-    return PyUnicode_DecodeUTF8(text, n, NULL)
+    """The str of `n` ASCII characters (digits and punctuation made here): made directly, where
+    PyUnicode_DecodeUTF8 would scan them first (two of these a row cost 400 instructions)."""
+    cdef object s = PyUnicode_New(n, 127)
+    memcpy(PyUnicode_DATA(s), text, n)
+    return s
 
 
 cdef object _datetime2(uint64_t r, int fsp, object fn):
     """DATETIME2 text as rowdecoder's inline statements make it; anything they leave to
     ``columns.datetime2_text`` goes there."""
+    cdef char text[32]
+    cdef int n = _datetime2_put(r, fsp, text)
+    if n < 0:
+        return fn(r, fsp)
+    return _ascii(text, n)
+
+
+cdef int _datetime2_put(uint64_t r, int fsp, char *text) except -2:
+    """_datetime2's text at `text` (32 bytes), its length; -1 for a value left to the converter."""
     cdef int nbytes = (fsp + 1) // 2
     cdef int bits = nbytes * 8
     cdef uint64_t limit = 1
     cdef uint64_t frac = 0
     cdef uint64_t ip
     cdef int ym, year, month, day, hms, hour, minute, second, n
-    cdef char text[32]
     if nbytes:
         limit = _FRAC_LIMIT[nbytes]
         frac = r & ((<uint64_t>1 << bits) - 1)
     if r < (<uint64_t>0x80 << (32 + bits)) or (nbytes and frac >= limit):
-        return fn(r, fsp)
+        return -1
     ip = (r >> bits) & ((<uint64_t>1 << 39) - 1)
     ym = <int>(ip >> 22)
     year = ym // 13
@@ -222,7 +238,7 @@ cdef object _datetime2(uint64_t r, int fsp, object fn):
         text[n] = b'.'
         n += 1
         n += _put_digits(text + n, frac // 10 if fsp & 1 else frac, fsp)
-    return _ascii(text, n)
+    return n
 
 
 cdef int[7] _FRAC_UNIT_BY_FSP  # TIME2's stored fraction unit in microseconds, by fsp (columns._FRAC_UNIT)
@@ -324,38 +340,11 @@ cdef object _timestamp2(uint64_t r, int fsp, object fn):
 cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
     """NEWDECIMAL as ``columns.decimal_converter`` makes it: Decimal('[-]<unscaled>E-<scale>');
     with ``as_text`` the text the statement renderer writes for that Decimal, ``format(value,
-    "f")``, as a str (see decode_rows). The unscaled digits are the groups' digits one after the
-    other (each group but the leading ones zero-padded to its digit count): no integer wider than
-    a group is needed, at any precision (up to 65 digits)."""
-    cdef int k, nbytes, d
-    cdef uint64_t g, top
+    "f")``, as a str (see decode_rows)."""
     cdef bint negative = False
     cdef char digits[72]
     cdef char text[80]
-    cdef int nd = 0, n = 0
-    for k in range(dec.ngroups):
-        nbytes = dec.sizes[k]
-        d = dec.digits[k]
-        g = _be(p, nbytes)
-        p += nbytes
-        if k == 0:
-            top = <uint64_t>1 << (nbytes * 8 - 1)
-            negative = g < top
-            if negative:
-                g ^= top - 1
-            else:
-                g -= top
-        elif negative:
-            g ^= (<uint64_t>1 << (nbytes * 8)) - 1
-        if g >= _POW10[d]:
-            raise Fallback
-        if nd:
-            nd += _put_digits(digits + nd, g, d)
-        elif g:
-            nd = _put_uint(digits, g)
-    if nd == 0:
-        digits[0] = b'0'
-        nd = 1
+    cdef int nd = _decimal_digits(p, dec, digits, &negative), n = 0
     if as_text and negative and nd == 1 and digits[0] == b'0':
         # -0.00 (never stored by the server, which normalises it, but bytes can say it) is equal to
         # 0.00 in MySQL, and an UPDATE between the two changes nothing: as a Decimal beside the other
@@ -377,6 +366,40 @@ cdef object _decimal_value(const unsigned char *p, _Decimal dec, bint as_text):
     return _decimal(_ascii(text, n))
 
 
+cdef int _decimal_digits(const unsigned char *p, _Decimal dec, char *digits, bint *negative) except -1:
+    """The unscaled digits of a NEWDECIMAL at `digits` (72 bytes), their count, and its sign: the
+    groups' digits one after the other (each group but the leading ones zero-padded to its digit
+    count): no integer wider than a group is needed, at any precision (up to 65 digits)."""
+    cdef int k, nbytes, d
+    cdef uint64_t g, top
+    cdef int nd = 0
+    negative[0] = False
+    for k in range(dec.ngroups):
+        nbytes = dec.sizes[k]
+        d = dec.digits[k]
+        g = _be(p, nbytes)
+        p += nbytes
+        if k == 0:
+            top = <uint64_t>1 << (nbytes * 8 - 1)
+            negative[0] = g < top
+            if negative[0]:
+                g ^= top - 1
+            else:
+                g -= top
+        elif negative[0]:
+            g ^= (<uint64_t>1 << (nbytes * 8)) - 1
+        if g >= _POW10[d]:
+            raise Fallback
+        if nd:
+            nd += _put_digits(digits + nd, g, d)
+        elif g:
+            nd = _put_uint(digits, g)
+    if nd == 0:
+        digits[0] = b'0'
+        nd = 1
+    return nd
+
+
 cdef inline bint _plain_decimal(bint negative, const char *digits, int nd, int scale) noexcept:
     """Whether str() of Decimal('[-]<digits>E-<scale>') is its format(value, "f") text: not in
     exponent form (adjusted exponent from -6 on), and not a negative zero (-0.00 is a Decimal equal
@@ -386,10 +409,16 @@ cdef inline bint _plain_decimal(bint negative, const char *digits, int nd, int s
 
 
 cdef object _decimal_text(bint negative, const char *digits, int nd, int scale):
-    """format(Decimal('[-]<digits>E-<scale>'), "f"): the digits with the point `scale` from the
-    right, a 0 before a point with nothing left of it. A negative zero (-0.00) is a Decimal equal
-    to 0.00 with another text: left to the Decimal path (an UPDATE compares values)."""
+    """format(Decimal('[-]<digits>E-<scale>'), "f") as a str (see _decimal_put)."""
     cdef char text[160]
+    return _ascii(text, _decimal_put(negative, digits, nd, scale, text))
+
+
+cdef int _decimal_put(bint negative, const char *digits, int nd, int scale, char *text) except -1:
+    """format(Decimal('[-]<digits>E-<scale>'), "f") at `text` (160 bytes), its length: the digits
+    with the point `scale` from the right, a 0 before a point with nothing left of it. A negative
+    zero (-0.00) is a Decimal equal to 0.00 with another text: left to the Decimal path (an UPDATE
+    compares values)."""
     cdef int n = 0, i
     if negative and nd == 1 and digits[0] == b'0':
         raise Fallback
@@ -398,7 +427,7 @@ cdef object _decimal_text(bint negative, const char *digits, int nd, int scale):
         n += 1
     if scale == 0:
         memcpy(text + n, digits, nd)
-        return _ascii(text, n + nd)
+        return n + nd
     if nd <= scale:
         text[n] = b'0'
         text[n + 1] = b'.'
@@ -407,28 +436,38 @@ cdef object _decimal_text(bint negative, const char *digits, int nd, int scale):
             text[n] = b'0'
             n += 1
         memcpy(text + n, digits, nd)
-        return _ascii(text, n + nd)
+        return n + nd
     memcpy(text + n, digits, nd - scale)
     n += nd - scale
     text[n] = b'.'
     n += 1
     memcpy(text + n, digits + nd - scale, scale)
-    return _ascii(text, n + scale)
+    return n + scale
+
+
+cdef char _DIGIT_PAIRS[200]  # "00" to "99", side by side
+for _i in range(100):
+    _DIGIT_PAIRS[2 * _i] = 48 + _i // 10
+    _DIGIT_PAIRS[2 * _i + 1] = 48 + _i % 10
 
 
 cdef inline int _put_uint(char *out, uint64_t v) noexcept:
+    """The decimal digits of `v` at `out`; their count. Two digits a division."""
     cdef char tmp[24]
-    cdef int n = 0, i
-    if v == 0:
-        out[0] = b'0'
-        return 1
-    while v:
-        tmp[n] = <char>(48 + v % 10)
-        v //= 10
-        n += 1
-    for i in range(n):
-        out[i] = tmp[n - 1 - i]
-    return n
+    cdef int n = 24, count
+    while v >= 100:
+        n -= 2
+        memcpy(tmp + n, &_DIGIT_PAIRS[2 * (v % 100)], 2)
+        v //= 100
+    if v >= 10:
+        n -= 2
+        memcpy(tmp + n, &_DIGIT_PAIRS[2 * v], 2)
+    else:
+        n -= 1
+        tmp[n] = <char>(48 + v)
+    count = 24 - n
+    memcpy(out, tmp + n, count)
+    return count
 
 
 cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, object row,
@@ -436,14 +475,7 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
     """Decode one image at ``pos`` into the (MISSING-filled) tuple ``row``; the position after it."""
     cdef int n = layout.ncols
     cdef int nb = (n + 7) // 8
-    cdef int k, kind, size, arg, prefix
-    cdef const unsigned char *p
-    cdef uint64_t u
-    cdef int64_t s
-    cdef Py_ssize_t length
-    cdef float f32
-    cdef double f64
-    cdef char text[16]
+    cdef int k
     cdef object value
     if pos + nb > end:
         raise Fallback
@@ -453,76 +485,144 @@ cdef Py_ssize_t _row(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py
         if nulls[k >> 3] >> (k & 7) & 1:
             value = None
         else:
-            kind = layout.kind[k]
-            size = layout.size[k]
-            arg = layout.arg[k]
-            if kind == K_STRING:
-                if pos + arg > end:
-                    raise Fallback
-                length = <Py_ssize_t>_le(buf + pos, arg)
-                pos += arg
-                if length > end - pos:
-                    raise Fallback
-                value = PyBytes_FromStringAndSize(<const char *>buf + pos, length)
-                pos += length
-            else:
-                if kind == K_UNSUPPORTED or pos + size > end:
-                    raise Fallback
-                p = buf + pos
-                pos += size
-                if kind == K_INT:
-                    u = _le(p, size)
-                    if arg and size < 8 and u >> (size * 8 - 1):
-                        u |= ~((<uint64_t>1 << (size * 8)) - 1)
-                    if arg:
-                        value = PyLong_FromLongLong(<int64_t>u)
-                    else:
-                        value = PyLong_FromUnsignedLongLong(u)
-                elif kind == K_DATETIME2:
-                    value = _datetime2(_be(p, size), arg, layout.fns[k])
-                elif kind == K_TIMESTAMP2:
-                    value = _timestamp2(_be(p, size), arg, layout.fns[k])
-                elif kind == K_TIME2:
-                    value = _time2(_be(p, size), arg, layout.fns[k])
-                elif kind == K_DECIMAL:
-                    value = _decimal_value(p, <_Decimal>layout.extras[k], decimal_text)
-                elif kind == K_LE_UINT:
-                    value = PyLong_FromUnsignedLongLong(_le(p, size))
-                elif kind == K_BE_UINT:
-                    value = PyLong_FromUnsignedLongLong(_be(p, size))
-                elif kind == K_DATE:
-                    u = _le(p, 3)
-                    if (u >> 9) > 9999 or (u >> 5 & 15) > 12:
-                        raise Fallback
-                    value = _ascii(text, _put_date(text, <int>(u >> 9), <int>(u >> 5 & 15), <int>(u & 31)))
-                elif kind == K_YEAR:
-                    value = PyLong_FromLongLong(p[0] + 1900 if p[0] else 0)
-                elif kind == K_FLOAT:
-                    memcpy(&f32, p, 4)
-                    if not (f32 - f32 == 0):  # NaN or an infinity: the generated code refuses it
-                        raise Fallback
-                    value = PyFloat_FromDouble(<double>f32)
-                elif kind == K_DOUBLE:
-                    memcpy(&f64, p, 8)
-                    if not (f64 - f64 == 0):
-                        raise Fallback
-                    value = PyFloat_FromDouble(f64)
-                elif kind == K_BE_CALL:
-                    value = layout.fns[k](_be(p, size), arg)
-                elif kind == K_LE_CALL:
-                    u = _le(p, size)
-                    if arg and size < 8 and u >> (size * 8 - 1):
-                        u |= ~((<uint64_t>1 << (size * 8)) - 1)
-                        value = layout.fns[k](<int64_t>u)
-                    else:
-                        value = layout.fns[k](u)
-                elif kind == K_NULL_TYPE:
-                    value = None
-                else:
-                    raise Fallback
+            value = _column(layout, k, buf, &pos, end, decimal_text)
         Py_INCREF(value)
         PyTuple_SET_ITEM(row, layout.col[k], value)
     return pos
+
+
+cdef Py_ssize_t _columns_at(Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
+                            Py_ssize_t *at) except -1:
+    """The position after the image at ``pos``, its bounds checked as _row checks them; where each
+    present column's value starts in ``at`` (-1: NULL) unless it is NULL."""
+    cdef int n = layout.ncols
+    cdef int nb = (n + 7) // 8
+    cdef int k, kind, arg
+    cdef Py_ssize_t length
+    if pos + nb > end:
+        raise Fallback
+    cdef const unsigned char *nulls = buf + pos
+    pos += nb
+    for k in range(n):
+        if nulls[k >> 3] >> (k & 7) & 1:
+            if at != NULL:
+                at[k] = -1
+            continue
+        if at != NULL:
+            at[k] = pos
+        kind = layout.kind[k]
+        if kind == K_STRING:
+            arg = layout.arg[k]
+            if pos + arg > end:
+                raise Fallback
+            length = <Py_ssize_t>_le(buf + pos, arg)
+            pos += arg
+            if length > end - pos:
+                raise Fallback
+            pos += length
+        elif kind == K_UNSUPPORTED or pos + layout.size[k] > end:
+            raise Fallback
+        else:
+            pos += layout.size[k]
+    return pos
+
+
+cdef int _check_column(Layout layout, int k, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
+                       bint decimal_text) except -1:
+    """Raise what _column raises for the value of column `k` at `pos`, without making the values
+    that cannot fail (integers, strings, ENUM and SET members, YEAR)."""
+    cdef int kind = layout.kind[k]
+    cdef char scratch[72]
+    cdef bint negative
+    cdef int nd
+    if kind == K_INT or kind == K_STRING or kind == K_LE_UINT or kind == K_BE_UINT or kind == K_YEAR:
+        return 0
+    if kind == K_DATETIME2:
+        if _datetime2_put(_be(buf + pos, layout.size[k]), layout.arg[k], scratch) >= 0:
+            return 0
+    elif kind == K_DECIMAL:
+        nd = _decimal_digits(buf + pos, <_Decimal>layout.extras[k], scratch, &negative)
+        if decimal_text and negative and nd == 1 and scratch[0] == b'0':
+            raise Fallback  # _decimal_value's negative zero
+        return 0
+    _column(layout, k, buf, &pos, end, decimal_text)
+    return 0
+
+
+cdef inline object _column(Layout layout, int k, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end,
+                           bint decimal_text):
+    """The value of present column ``k`` (not NULL) at ``at[0]``, which moves past it."""
+    cdef int kind = layout.kind[k]
+    cdef int size = layout.size[k]
+    cdef int arg = layout.arg[k]
+    cdef Py_ssize_t pos = at[0]
+    cdef const unsigned char *p
+    cdef uint64_t u
+    cdef Py_ssize_t length
+    cdef float f32
+    cdef double f64
+    cdef char text[16]
+    cdef object value
+    if kind == K_STRING:
+        if pos + arg > end:
+            raise Fallback
+        length = <Py_ssize_t>_le(buf + pos, arg)
+        pos += arg
+        if length > end - pos:
+            raise Fallback
+        at[0] = pos + length
+        return PyBytes_FromStringAndSize(<const char *>buf + pos, length)
+    if kind == K_UNSUPPORTED or pos + size > end:
+        raise Fallback
+    p = buf + pos
+    at[0] = pos + size
+    if kind == K_INT:
+        u = _le(p, size)
+        if arg and size < 8 and u >> (size * 8 - 1):
+            u |= ~((<uint64_t>1 << (size * 8)) - 1)
+        if arg:
+            return PyLong_FromLongLong(<int64_t>u)
+        return PyLong_FromUnsignedLongLong(u)
+    if kind == K_DATETIME2:
+        return _datetime2(_be(p, size), arg, layout.fns[k])
+    if kind == K_TIMESTAMP2:
+        return _timestamp2(_be(p, size), arg, layout.fns[k])
+    if kind == K_TIME2:
+        return _time2(_be(p, size), arg, layout.fns[k])
+    if kind == K_DECIMAL:
+        return _decimal_value(p, <_Decimal>layout.extras[k], decimal_text)
+    if kind == K_LE_UINT:
+        return PyLong_FromUnsignedLongLong(_le(p, size))
+    if kind == K_BE_UINT:
+        return PyLong_FromUnsignedLongLong(_be(p, size))
+    if kind == K_DATE:
+        u = _le(p, 3)
+        if (u >> 9) > 9999 or (u >> 5 & 15) > 12:
+            raise Fallback
+        return _ascii(text, _put_date(text, <int>(u >> 9), <int>(u >> 5 & 15), <int>(u & 31)))
+    if kind == K_YEAR:
+        return PyLong_FromLongLong(p[0] + 1900 if p[0] else 0)
+    if kind == K_FLOAT:
+        memcpy(&f32, p, 4)
+        if not (f32 - f32 == 0):  # NaN or an infinity: the generated code refuses it
+            raise Fallback
+        return PyFloat_FromDouble(<double>f32)
+    if kind == K_DOUBLE:
+        memcpy(&f64, p, 8)
+        if not (f64 - f64 == 0):
+            raise Fallback
+        return PyFloat_FromDouble(f64)
+    if kind == K_BE_CALL:
+        return layout.fns[k](_be(p, size), arg)
+    if kind == K_LE_CALL:
+        u = _le(p, size)
+        if arg and size < 8 and u >> (size * 8 - 1):
+            u |= ~((<uint64_t>1 << (size * 8)) - 1)
+            return layout.fns[k](<int64_t>u)
+        return layout.fns[k](u)
+    if kind == K_NULL_TYPE:
+        return None
+    raise Fallback
 
 
 cdef inline void _set(object row, int i, object value):
@@ -622,6 +722,7 @@ for _i in range(256):
     _HEX_PAIRS[2 * _i + 1] = _HEX[_i & 15]
 
 
+@cython.final
 cdef class _Out:
     """A growing UTF-8 buffer, read out as str."""
 
@@ -637,11 +738,14 @@ cdef class _Out:
     def __dealloc__(self):
         PyMem_Free(self.data)
 
-    cdef int reserve(self, Py_ssize_t more) except -1:
+    cdef inline int reserve(self, Py_ssize_t more) except -1:
+        if self.size + more <= self.cap:
+            return 0
+        return self._grow(more)
+
+    cdef int _grow(self, Py_ssize_t more) except -1:
         cdef Py_ssize_t cap = self.cap
         cdef char *grown
-        if self.size + more <= cap:
-            return 0
         while cap < self.size + more:
             cap *= 2
         grown = <char *>PyMem_Realloc(self.data, cap)
@@ -731,14 +835,17 @@ cdef int _hex(_Out out, const unsigned char *s, Py_ssize_t n, bytes charset) exc
 cdef int _text(_Out out, object value, bint ascii_only, bytes charset) except -1:
     """string_literal(data, charset) for a charset whose Python codec is UTF-8 or ASCII: readable when
     valid and free of backslashes and control characters, quotes doubled; hex otherwise."""
-    cdef const unsigned char *s
-    cdef Py_ssize_t n, i, quotes = 0
-    cdef unsigned char c
-    cdef char *w
     if not PyBytes_CheckExact(value):
         value = bytes(value)
-    s = <const unsigned char *>PyBytes_AS_STRING(value)
-    n = PyBytes_GET_SIZE(value)
+    return _text_at(out, <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value),
+                    ascii_only, charset)
+
+
+cdef int _text_at(_Out out, const unsigned char *s, Py_ssize_t n, bint ascii_only, bytes charset) except -1:
+    """_text of the `n` bytes at `s`."""
+    cdef Py_ssize_t i, quotes = 0
+    cdef unsigned char c
+    cdef char *w
     for i in range(n):
         c = s[i]
         if c < 0x20 or c == 0x5C or c == 0x7F or (ascii_only and c >= 0x80):
@@ -910,6 +1017,7 @@ cdef int _literal(_Out out, int kind, object fn, bytes charset, object value) ex
     return out.text(fn(value))
 
 
+@cython.final
 cdef class FullImages:
     """INSERT, DELETE and UPDATE of one table for images without MISSING values: the same text as
     sql._compile_full_images' generated functions, from the plan sql.compiled_statements builds."""
@@ -1122,6 +1230,193 @@ cdef class FullImages:
         out.size = 0
         return data, count, longest
 
+    def script_images(self, Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t limit,
+                      str kind, bint forward, bint decimal_text=False):
+        """(script(kind, rows, forward)'s three values, the position after the rows) for the rows
+        decode_rows_part(layout, data, pos, end, limit, decimal_text) would give, written from the
+        images' bytes: integers, strings, DATETIME2, DECIMAL text and ENUM members straight into the
+        text, other values made one at a time as decode_rows makes them. For the INSERTs and DELETEs
+        of images with every column (not UPDATEs); Fallback as decode_rows_part (nothing written)."""
+        cdef _Out out = self.out
+        cdef Py_ssize_t rows = 0, cap = 0, i, start, longest = 0
+        cdef Py_ssize_t *starts = NULL
+        cdef Py_ssize_t *grown
+        cdef Py_ssize_t *at = NULL
+        cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
+        cdef int k
+        cdef int op = self._op(kind, forward)
+        if op == 2 or layout.ncols != self.n or layout.width != self.n:
+            raise ValueError("script_images writes the INSERTs and DELETEs of images with every column")
+        for k in range(self.n):
+            if layout.col[k] != k:
+                raise ValueError("script_images writes the INSERTs and DELETEs of images with every column")
+        if end > PyBytes_GET_SIZE(data):
+            end = PyBytes_GET_SIZE(data)
+        out.size = 0
+        try:
+            at = <Py_ssize_t *>PyMem_Malloc((self.n + 1) * sizeof(Py_ssize_t))
+            if at == NULL:
+                raise MemoryError()
+            while pos < end and limit != 0:  # where each row starts: a flashback writes the newest first
+                if rows == cap:
+                    cap = cap * 2 if cap else 256
+                    grown = <Py_ssize_t *>PyMem_Realloc(starts, cap * sizeof(Py_ssize_t))
+                    if grown == NULL:
+                        raise MemoryError()
+                    starts = grown
+                starts[rows] = pos
+                pos = _columns_at(layout, buf, pos, end, NULL)
+                rows += 1
+                limit -= 1
+            for i in range(rows):
+                start = out.size
+                if op == 0:
+                    self._insert_at(layout, buf, starts[i if forward else rows - 1 - i], end, decimal_text)
+                else:
+                    _columns_at(layout, buf, starts[i if forward else rows - 1 - i], end, at)
+                    self._delete_at(layout, buf, at, end, decimal_text)
+                if out.size - start > longest:
+                    longest = out.size - start
+                out.raw(b"\n", 1)
+            script = PyBytes_FromStringAndSize(out.data, out.size)
+        finally:
+            PyMem_Free(starts)
+            PyMem_Free(at)
+            out.size = 0
+        return script, rows, longest, pos
+
+    cdef int _insert_at(self, Layout layout, const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end,
+                        bint decimal_text) except -1:
+        """_insert of the image at `pos` (its bounds checked by _columns_at)."""
+        cdef _Out out = self.out
+        cdef const unsigned char *nulls = buf + pos
+        cdef int k
+        pos += (self.n + 7) // 8
+        out.text(self.insert_head)
+        for k in range(self.n):
+            if k:
+                out.raw(b", ", 2)
+            if nulls[k >> 3] >> (k & 7) & 1:
+                out.raw(b"NULL", 4)
+            else:
+                pos = self._put_at(layout, k, False, buf, pos, end, decimal_text, None, "NULL")
+        return out.raw(b");", 2)
+
+    cdef int _delete_at(self, Layout layout, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end,
+                        bint decimal_text) except -1:
+        """_delete of the image whose columns start at `at` (-1: NULL), its WHERE as _identify writes it."""
+        cdef _Out out = self.out
+        cdef bint first = True
+        cdef int i
+        for i in range(self.n):  # the values the WHERE leaves out are checked as decode_rows checks them
+            if at[i] >= 0:
+                _check_column(layout, i, buf, at[i], end, decimal_text)
+        out.text(self.delete_head)
+        for i in self.by_value:
+            if not first:
+                out.raw(b" AND ", 5)
+            first = False
+            if at[i] < 0:
+                out.text(self.isnull[i])
+            else:
+                self._put_at(layout, i, False, buf, at[i], end, decimal_text, self.eq[i], self.isnull[i])
+        if not self.keyed:
+            for i in range(self.n):
+                if not first:
+                    out.raw(b" AND ", 5)
+                first = False
+                if at[i] < 0:
+                    out.text(self.null[i])
+                else:
+                    self._put_at(layout, i, True, buf, at[i], end, decimal_text, self.exact[i], self.null[i])
+        return out.text(self.tail)
+
+    cdef inline Py_ssize_t _put_at(self, Layout layout, int k, bint exact, const unsigned char *buf,
+                                   Py_ssize_t pos, Py_ssize_t end, bint decimal_text, object before,
+                                   object if_none) except -1:
+        """The text `before` (None: nothing), then the literal of column `k`'s value at `pos` (not
+        NULL in the image): the value's (_value's), or with `exact` the exact comparison's
+        (_identify's every column); `if_none` alone when that value decodes as None (as _identify and
+        _value write a None). The position after the value."""
+        cdef _Out out = self.out
+        cdef int literal = self.wk[k] if exact else self.vk[k]
+        cdef int kind = layout.kind[k]
+        cdef int size = layout.size[k]
+        cdef uint64_t u
+        cdef int64_t v
+        cdef Py_ssize_t length
+        cdef char digits[24]
+        cdef char text[160]
+        cdef char decimals[72]
+        cdef bint negative
+        cdef int nd, written
+        cdef _Decimal dec
+        cdef list literals
+        cdef object value
+        if kind == K_INT and literal == L_STR:
+            if before is not None:
+                out.text(before)
+            u = _le(buf + pos, size)
+            if layout.arg[k]:
+                if size < 8 and u >> (size * 8 - 1):
+                    u |= ~((<uint64_t>1 << (size * 8)) - 1)
+                v = <int64_t>u
+                if v < 0:
+                    out.raw(b"-", 1)
+                    out.raw(digits, _put_uint(digits, <uint64_t>(-(v + 1)) + 1))
+                    return pos + size
+            out.raw(digits, _put_uint(digits, u))
+            return pos + size
+        if kind == K_STRING and (literal == L_TEXT or literal == L_ASCII or literal == L_HEX):
+            if before is not None:
+                out.text(before)
+            size = layout.arg[k]
+            length = <Py_ssize_t>_le(buf + pos, size)
+            if literal == L_HEX:
+                _hex(out, buf + pos + size, length, _BINARY)
+            else:
+                _text_at(out, buf + pos + size, length, literal == L_ASCII,
+                         self.w_cs[k] if exact else self.v_cs[k])
+            return pos + size + length
+        if kind == K_DATETIME2 and literal == L_TEMPORAL:
+            written = _datetime2_put(_be(buf + pos, size), layout.arg[k], text + 1)
+            if written >= 0:  # else left to the converter, below
+                if before is not None:
+                    out.text(before)
+                text[0] = b"'"
+                text[written + 1] = b"'"
+                out.raw(text, written + 2)
+                return pos + size
+        elif kind == K_DECIMAL and literal == L_DECIMAL and decimal_text:
+            dec = <_Decimal>layout.extras[k]
+            nd = _decimal_digits(buf + pos, dec, decimals, &negative)
+            if _plain_decimal(negative, decimals, nd, dec.scale):  # else a Decimal, or refused, below
+                if before is not None:
+                    out.text(before)
+                out.raw(text, _decimal_put(negative, decimals, nd, dec.scale, text))
+                return pos + size
+        elif kind == K_LE_UINT and literal == L_ENUM:
+            if before is not None:
+                out.text(before)
+            u = _le(buf + pos, size)
+            literals = <list>(self.w_fn[k] if exact else self.v_fn[k]).literals
+            if u < <uint64_t>len(literals):
+                out.text(literals[u])
+            else:
+                out.raw(digits, _put_uint(digits, u))
+            return pos + size
+        value = _column(layout, k, buf, &pos, end, decimal_text)
+        if value is None:
+            out.text(if_none)
+            return pos
+        if before is not None:
+            out.text(before)
+        if exact:
+            _literal(out, literal, self.w_fn[k], self.w_cs[k], value)
+        else:
+            _literal(out, literal, self.v_fn[k], self.v_cs[k], value)
+        return pos
+
     cdef int _check(self, int op, object row) except -1:
         """Append the conflict check of a reverse statement (invert.invert_row's): 1 when one was
         appended, 0 for none (the reverse INSERT of a table without a key)."""
@@ -1276,6 +1571,7 @@ DEF C_ENUM = 3   # an int through the members' JSON texts (index 0: ""), anythin
 DEF C_SET = 4    # an int through fn(value), anything else through value
 
 
+@cython.final
 cdef class ChangeImages:
     """The change log's lines of one table's rows events: the same text as change_lines'
     generated image encoder and record lines, from the per-column plan change_lines prepares.

@@ -449,6 +449,26 @@ def rows_batches(
         first += len(rows)
 
 
+def full_images_layout(
+    decoded: DecodedEvent,
+    event: RowsEvent,
+    state: StreamState,
+    unsigned_for: UnsignedFor | None = None,
+    specs_for: SpecsFor | None = None,
+) -> tuple[Any, bytes] | None:
+    """(the compiled core's Layout of a WRITE_ROWS or DELETE_ROWS event's images, its rows' bytes)
+    when the images carry every column and the compiled core decodes them, else None: what
+    FullImages.script_images writes statements from, as rows_batches would decode them."""
+    if event.partial or event.kind == UPDATE or event.present != (1 << event.column_count) - 1:
+        return None
+    _tmap, key, specs = _event_specs(decoded, event, state, unsigned_for, specs_for)
+    try:
+        layout = _row_decoder(key, specs, event.present).layout
+    except BinlogFormatError:
+        return None  # rows_batches raises it, located
+    return None if layout is None else (layout, bytes(event.rows))
+
+
 def state_at(
     buf: memoryview | bytes, facts: FormatFacts, position: int, path: str | None = None
 ) -> StreamState:

@@ -647,6 +647,11 @@ class RowDecoder:
     def compiled(self) -> bool:
         return self._layout is not None
 
+    @property
+    def layout(self) -> Any:
+        """The compiled core's Layout of these images (None on the pure-Python path)."""
+        return self._layout
+
     def __repr__(self) -> str:
         return f"RowDecoder({len(self.specs)} columns, {len(self.columns)} present)"
 

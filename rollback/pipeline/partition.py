@@ -40,12 +40,14 @@ from rollback.binlog import events as ev
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType
 from rollback.binlog.decode import (
+    ROWS_PER_BATCH,
     DecodedEvent,
     RowsBatch,
     SpecsFor,
     StreamState,
     TxContext,
     decode_stream,
+    full_images_layout,
     rows_batch,
     rows_batches,
 )
@@ -559,6 +561,8 @@ class _Run:
                 dropped = self.dropped.get(id(renderer))
                 if dropped:
                     complete = False
+                if complete and self._statements_from_images(current, decoded, event, state, tmap, renderer):
+                    continue
                 for part_batch in rows_batches(
                     decoded,
                     event,
@@ -647,6 +651,81 @@ class _Run:
             self.changes_out.write(
                 self.change_lines.encoded(batch, names, schema.columns if schema else None)
             )
+
+    def _statements_from_images(
+        self,
+        current: _Block,
+        decoded: DecodedEvent,
+        event: RowsEvent,
+        state: StreamState,
+        tmap: TableMap,
+        renderer: TableRenderer,
+    ) -> bool:
+        """The statements of a WRITE_ROWS or DELETE_ROWS event of complete images written by the
+        compiled core straight from the images' bytes, when nothing but the script needs the rows
+        (no plan, change log, picks, --where or hold-back): what rows_batches, _pick_rows and _take
+        would do with them, without a Python value per column. False: not done here."""
+        job = self.job
+        forward = job.mode == "forward"
+        if (
+            job.net
+            or job.plan_lines
+            or self.hold is not None
+            or self.deps is not None
+            or self.changes_out is not None
+            or self.selection.predicate is not None
+        ):
+            return False
+        script_images = getattr(renderer.full_images(), "script_images", None)
+        if script_images is None:
+            return False
+        unsigned = renderer.unsigned_of
+        found = full_images_layout(
+            decoded, event, state, unsigned, self._specs_for(tmap, renderer.schema, unsigned, state)
+        )
+        if found is None:
+            return False
+        layout, data = found
+        decimal_text = self._decimals_as_text(renderer)
+        parts: list[tuple[bytes, int, int]] = []
+        pos = 0
+        try:
+            while True:  # ROWS_PER_BATCH rows at a time, as rows_batches decodes them
+                script, count, longest, pos = script_images(
+                    layout, data, pos, len(data), ROWS_PER_BATCH, event.kind, forward, decimal_text
+                )
+                parts.append((script, count, longest))
+                if pos >= len(data):
+                    break
+        except Exception:  # noqa: BLE001 - nothing was written: the general path decides, as ever
+            return False  # (rows_batches decodes them, or raises the located error)
+        table = tmap.qualified_name
+        where = RowsBatch(
+            state.file_name, decoded.outer_pos, decoded.outer_end, event.kind, tmap, state.tx, 0, 0, [], False
+        )
+        self.kept_index = None
+        self._changed(table.lower())
+        if not self.event_logged:
+            self.event_logged = True
+            current.selected += 1
+        query = state.tx.rows_query
+        if query and (not current.queries or current.queries[-1] != query):
+            current.queries.append(query)
+        if len(self.row_images) < 2:
+            self.row_images.add("FULL")
+        for script, count, longest in parts:
+            self.counts[(table, event.kind)] += count
+            self.event_picked += count
+            current.picked += count
+            if count:
+                if job.rows_per_statement > 1:
+                    script, longest = join_statements(
+                        script, job.rows_per_statement, *renderer.joinable_heads()
+                    )
+                self._note_largest(longest, where, table)
+                self.rendered.add_encoded(script, b"")
+                self._counted(current, where, table, count)
+        return True
 
     def _take(
         self, current: _Block, batch: RowsBatch, renderer: TableRenderer, complete: bool, inner: int

@@ -399,6 +399,30 @@ def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where)
             assert plan == outcome(_plan_of_each_row, renderer[1], kind, rows, forward, indexes)
             if plan[0] == "ok":
                 assert plan[1][:3] == expected[1]
+    # INSERTs and DELETEs written straight from the images' bytes (FullImages.script_images): the
+    # script of the decoded rows, a part at a time as rows_batches cuts them, or a refusal the caller
+    # falls back on
+    layout = fast_b.layout
+    for kind, forward in (("insert", True), ("delete", False), ("insert", False), ("delete", True)):
+        expected = outcome(pure_full.script, kind, rows_single, forward) if rows_single is not None else None
+        for decimal_text in (False, True):
+            whole = outcome(
+                fast_full.script_images, layout, single, 0, len(single), -1, kind, forward, decimal_text
+            )
+            if whole[0] == "error":
+                continue  # the partition then takes the general path (rows_batches, _take)
+            assert expected is not None and expected[0] == "ok", (expected, whole)
+            assert whole[1][:3] == expected[1] and whole[1][3] == len(single)
+            pos, parts = 0, []
+            while pos < len(single):
+                text, count, _longest, pos = fast_full.script_images(
+                    layout, single, pos, len(single), 1, kind, forward, decimal_text
+                )
+                assert count == 1
+                parts.append(text)
+            assert b"".join(parts) == b"".join(
+                pure_full.script(kind, [row], forward)[0] for row in rows_single
+            )
 
 
 @settings(max_examples=examples(400), deadline=None)

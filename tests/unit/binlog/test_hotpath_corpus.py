@@ -79,6 +79,13 @@ def script(path: Path, out: Path, mode: str) -> tuple[bytes, bytes, bytes]:
     return out.read_bytes(), plan.read_bytes() if mode != "changes" else b"", changes.read_bytes()
 
 
+def script_alone(path: Path, out: Path, mode: str) -> bytes:
+    """The script without a plan or change log (the compiled core then writes INSERTs straight from
+    the row images: FullImages.script_images)."""
+    generate(RangeSpec([str(path)]), Filters(), Options(mode=mode, engine="local"), out)
+    return out.read_bytes()
+
+
 @pytest.mark.parametrize("rel", VENDORED.with_rows())
 def test_a_corpus_file_gives_the_same_bytes_on_both_paths(rel, corpus_file, tmp_path):
     path = corpus_file(rel, VENDORED)
@@ -90,5 +97,7 @@ def test_a_corpus_file_gives_the_same_bytes_on_both_paths(rel, corpus_file, tmp_
                 outcome(script, path, tmp_path / f"{label}.flashback.sql", "flashback"),
                 outcome(script, path, tmp_path / f"{label}.forward.sql", "forward"),
                 outcome(script, path, tmp_path / f"{label}.changes.sql", "changes"),
+                outcome(script_alone, path, tmp_path / f"{label}.flashback-alone.sql", "flashback"),
+                outcome(script_alone, path, tmp_path / f"{label}.forward-alone.sql", "forward"),
             ]
     assert results["pure"] == results["compiled"]
