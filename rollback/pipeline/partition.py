@@ -633,12 +633,7 @@ class _Run:
         rows = batch.rows
         kind = batch.kind
         self.counts[(table, kind)] += len(rows)
-        if not self.event_logged:  # once per rows event, whichever of its parts comes first
-            self.event_logged = True
-            current.selected += 1
-        query = batch.tx.rows_query
-        if query and (not current.queries or current.queries[-1] != query):
-            current.queries.append(query)
+        self._event_selected(current, batch.tx.rows_query)
         if len(self.row_images) < 2:
             if complete:
                 partial = False  # every column in the images' bitmaps: nothing can be MISSING
@@ -651,6 +646,15 @@ class _Run:
             self.changes_out.write(
                 self.change_lines.encoded(batch, names, schema.columns if schema else None)
             )
+
+    def _event_selected(self, current: _Block, query: str | None) -> None:
+        """The rows event being read counted as selected, once, whichever of its parts comes first; the
+        original statement that wrote it (ROWS_QUERY / ANNOTATE_ROWS) kept with the block's."""
+        if not self.event_logged:
+            self.event_logged = True
+            current.selected += 1
+        if query and (not current.queries or current.queries[-1] != query):
+            current.queries.append(query)
 
     def _statements_from_images(
         self,
@@ -705,12 +709,7 @@ class _Run:
         )
         self.kept_index = None
         self._changed(table.lower())
-        if not self.event_logged:
-            self.event_logged = True
-            current.selected += 1
-        query = state.tx.rows_query
-        if query and (not current.queries or current.queries[-1] != query):
-            current.queries.append(query)
+        self._event_selected(current, state.tx.rows_query)
         if len(self.row_images) < 2:
             self.row_images.add("FULL")
         for script, count, longest in parts:
