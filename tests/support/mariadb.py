@@ -256,6 +256,19 @@ class ScratchServer:
     def flush_binary_logs(self) -> None:
         self.query("FLUSH BINARY LOGS")
 
+    def wait_for_binlog_checkpoint(self, timeout: float = 10.0) -> None:
+        """After a rotation MariaDB writes a Binlog_checkpoint event naming the new file into it once the
+        older file's transactions are durable, at a moment of its own (43 bytes at the end of the log):
+        a test that compares two reads of "the end of the log" waits for it first."""
+        current = self.binlog_position()[0]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            events = self.query(f"SHOW BINLOG EVENTS IN '{current}'")
+            if any(row[2] == "Binlog_checkpoint" and str(row[5]).strip() == current for row in events):
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"no Binlog_checkpoint of {current} within {timeout} s")
+
     def run_sql(
         self, statements: str | Iterable[str], database: str | None = None, own_file: bool = False
     ) -> BinlogRange:

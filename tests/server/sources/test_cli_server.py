@@ -120,6 +120,7 @@ def test_by_time_window_edges_are_exact(scratch_server, table, server_time_zone,
     # A fresh file: the window's files are then the new file alone. Every event is placed at an
     # exact second with SET timestamp: one on each side of each edge of [start, stop).
     scratch_server.flush_binary_logs()
+    scratch_server.wait_for_binlog_checkpoint()  # else it may land after the workload, past --stop-position
     ((now,),) = scratch_server.query("SELECT UNIX_TIMESTAMP()")
     # The window starts after the file was created (no older file can hold its events) and the last
     # events are at most 3 s ahead of the clock: the new file is still the last one when resolved.
