@@ -13,7 +13,6 @@ run, and written as one transaction block: one statement per row.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import json
 import os
@@ -25,6 +24,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
+from rollback.base.collector import collector_paused
 from rollback.base.errors import NetRefused
 from rollback.base.render_text import comment_line
 from rollback.job.merge import Sink, copy_range
@@ -194,13 +194,8 @@ def net_body(out_dir: str, summaries: list[Summary], with_plan: bool) -> tuple[s
     the fold holds a few objects per row (its steps, images and rows), none in a cycle, which the
     collector would walk again at every threshold they pass (on the 1M-row bench file, half of the
     driver's CPU). They are freed by reference counting when the body is written."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return write_body(net_changes(out_dir, summaries), out_dir, with_plan)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:

@@ -23,7 +23,6 @@ never the rows. The local engine and the Spark engine both run exactly this func
 
 from __future__ import annotations
 
-import gc
 import heapq
 import json
 import pickle
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from rollback.base import hotpath
+from rollback.base.collector import collector_paused
 from rollback.base.errors import NetRefused, RollbackError, SchemaMismatch, UnsupportedEvent
 from rollback.base.render_text import comment_line
 from rollback.binlog import events as ev
@@ -430,28 +430,24 @@ class _Run:
             )
         # --net: the collector off while the partition holds its steps (NetChains: a few objects per
         # changed row, none in a cycle, which it would walk again at every threshold they pass)
-        paused = job.net and gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
-            with ByteRange(part.location, part.start, part.end) as source:
-                self._read(source.buf)
-            if self.next_block != part.end_block:
-                raise RuntimeError(
-                    f"partition {part.index} ends before block {self.next_block}, "
-                    f"the plan says {part.end_block}: the planner and the workers disagree"
-                )
-            self._write()
-            self._write_net_steps()
-            self._write_taints()
-            self._write_keys()
-        finally:
-            for f in (self.changes_out, self.irreversible_out, self.net_out):
-                if f is not None:
-                    f.close()
-            self.rendered.close()
-            if paused:
-                gc.enable()
+        with collector_paused(job.net):
+            try:
+                with ByteRange(part.location, part.start, part.end) as source:
+                    self._read(source.buf)
+                if self.next_block != part.end_block:
+                    raise RuntimeError(
+                        f"partition {part.index} ends before block {self.next_block}, "
+                        f"the plan says {part.end_block}: the planner and the workers disagree"
+                    )
+                self._write()
+                self._write_net_steps()
+                self._write_taints()
+                self._write_keys()
+            finally:
+                for f in (self.changes_out, self.irreversible_out, self.net_out):
+                    if f is not None:
+                        f.close()
+                self.rendered.close()
         return self.finish_summary()
 
     def finish_summary(self) -> Summary:

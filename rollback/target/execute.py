@@ -27,7 +27,6 @@ dry run's read-only steps always run one at a time: a batch runs past a failed c
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import queue
 import threading
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import orjson
 
+from rollback.base.collector import collector_paused
 from rollback.base.dsn import open_connection, parse_dsn, redact
 from rollback.base.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
 from rollback.base.identifiers import quote_ident
@@ -265,13 +265,8 @@ def _collector_paused(run: Callable[_P, _R]) -> Callable[_P, _R]:
 
     @functools.wraps(run)
     def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             return run(*args, **kwargs)
-        finally:
-            if enabled:
-                gc.enable()
 
     return paused
 
