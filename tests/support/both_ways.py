@@ -286,7 +286,8 @@ _DRY_RUN_PASSED: dict[str, tuple[tuple[int, ...], list[str], list[str]]] = {}
 
 
 def _files_state(*paths: Path) -> tuple[int, ...]:
-    return tuple(n for path in paths for n in (path.stat().st_size, path.stat().st_mtime_ns))
+    stats = [path.stat() for path in paths]
+    return tuple(n for stat in stats for n in (stat.st_size, stat.st_mtime_ns))
 
 
 def _passed_on_these_tables(server: ScratchServer, script: Path, plan: Path) -> bool:
