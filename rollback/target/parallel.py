@@ -433,10 +433,13 @@ def _merged(results: list[ExecutionResult], into: ExecutionResult) -> ExecutionR
     return into
 
 
-def _observed(observer: ExecutionObserver, total: int, phase: str) -> tuple[list[int], Callable[..., None]]:
-    """Progress of all partitions as one: each partition's observer adds its own steps."""
+def _observed(
+    observer: ExecutionObserver, total: int, phase: str, lock: threading.Lock
+) -> Callable[..., None]:
+    """Progress of all partitions as one: each partition's observer adds its own steps. `lock`: the one
+    every call of the caller's observer holds while the partitions run (an observer keeps state between
+    calls, and one told out of turn writes an older record over a newer one: the XA record lost)."""
     done = [0]
-    lock = threading.Lock()
 
     def told(part: list[int], state: ExecutionProgress) -> None:
         with lock:
@@ -444,7 +447,7 @@ def _observed(observer: ExecutionObserver, total: int, phase: str) -> tuple[list
             part[0] = state.statements_done
             observer.progress(ExecutionProgress(phase, done[0], total, 0, state.transaction))
 
-    return done, told
+    return told
 
 
 class _PartObserver(ExecutionObserver):
@@ -517,7 +520,8 @@ def execute_parallel(
     gtrid = f"{XID_PREFIX}{digest[:12]}-{secrets.token_hex(4)}"
     batch_bytes = max(0, min(BATCH_BYTES, max_packet - 1024))
     phase = "apply" if commit else "check"
-    _, told = _observed(observer, len(plan), phase)
+    observing = threading.Lock()
+    told = _observed(observer, len(plan), phase, observing)
     branches = []
     stopped = threading.Event()  # a partition failed: the others stop at their next batch
     for n, steps in enumerate(parts):
@@ -563,7 +567,8 @@ def execute_parallel(
             if any(b.error is not None for b in branches):
                 return False
             if not written[0]:
-                _record(observer, record_dir, record, phase, len(plan))
+                with observing:
+                    _record(observer, record_dir, record, phase, len(plan))
                 written[0] = True
             return True
 

@@ -128,6 +128,37 @@ def test_parallel_commit_restores_what_one_connection_restores(scratch_server, i
     assert list(tmp_path.glob(f"{XID_PREFIX}*.json")) == [] and _prepared(scratch_server) == {}
 
 
+class OneAtATime(ExecutionObserver):
+    """An observer that takes its time, as the service's does (a record written to its database), and
+    counts the calls made while another was still running."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.overlaps = 0
+        self.xa: list[dict[str, Any]] = []
+
+    def progress(self, state: ExecutionProgress) -> None:
+        self.running += 1
+        if self.running > 1:
+            self.overlaps += 1
+        time.sleep(0.005)
+        if state.xa is not None:
+            self.xa.append(state.xa)
+        self.running -= 1
+
+
+def test_the_observer_is_told_one_call_at_a_time(scratch_server, incident, tmp_path):
+    """The partitions' progress and the XA record come from several threads; an observer told two at once
+    may write an older record after a newer one (the service's record lost its XA record that way)."""
+    seen = OneAtATime()
+    result = execute_parallel(
+        incident["plan"], scratch_server.dsn, 4, commit=True, observer=seen, record_dir=tmp_path
+    )
+    assert result.committed
+    assert [r["decision"] for r in seen.xa] == ["none", "commit", "commit"]
+    assert seen.overlaps == 0
+
+
 def test_a_conflict_in_one_partition_applies_nothing_anywhere(scratch_server, incident, tmp_path):
     scratch_server.run_sql([f"UPDATE {DB}.t SET b = 'later' WHERE id = 1995"])  # a row the plan restores
     changed = snapshot(scratch_server, TABLES)
