@@ -200,7 +200,9 @@ def test_the_execute_panel_shows_side_effects_and_asks_for_each_acceptance(brows
 
 def test_the_job_page_follows_an_execution_live(browser, service, scratch_server):
     """A dry run of 4,000 statements: the page shows it running with its progress moving (app.js polls
-    the API), then its result, without the user reloading."""
+    the API), then its result, without the user reloading. The test holds the last row the dry run
+    checks until the page has shown it running: the apply can finish 4,000 statements between two of
+    the page's polls."""
     from playwright.sync_api import expect
 
     from tests.support.app import OPERATOR
@@ -231,12 +233,22 @@ def test_the_job_page_follows_an_execution_live(browser, service, scratch_server
     page.fill("#token", ADMIN)
     page.click("button[type=submit]")
     page.goto(f"{service.url}/jobs/{job['id']}")
-    page.click("#dry-run")
-    row = page.locator("tr.execution").first
-    expect(row.locator('[data-field="state"]')).to_have_text("running")
-    expect(row.locator('[data-field="cancel"]')).to_be_visible()
-    expect(row.locator('[data-field="total"]')).to_have_text("4000")
-    expect(row.locator('[data-field="done"]')).not_to_have_text(re.compile(r"^0$"))
+    # the reverse runs newest first: id 1 is the last row checked, its locking read waits for this one
+    # (less than the execution's lock wait timeout, 10 s)
+    holder = scratch_server.connect()
+    try:
+        with holder.cursor() as cur:
+            cur.execute("BEGIN")
+            cur.execute("SELECT id FROM weblive.t WHERE id = 1 FOR UPDATE")
+        page.click("#dry-run")
+        row = page.locator("tr.execution").first
+        expect(row.locator('[data-field="state"]')).to_have_text("running")
+        expect(row.locator('[data-field="cancel"]')).to_be_visible()
+        expect(row.locator('[data-field="total"]')).to_have_text("4000")
+        expect(row.locator('[data-field="done"]')).not_to_have_text(re.compile(r"^0$"))
+    finally:
+        holder.rollback()
+        holder.close()
     # a 4000-statement dry run: minutes on a loaded 2-core machine
     expect(row.locator('[data-field="state"]')).to_have_text("succeeded", timeout=240_000)
     expect(row.locator('[data-field="cancel"]')).to_have_count(0)
