@@ -8,7 +8,9 @@ Starts one scratch MariaDB and gives every path its own identical database: a ta
 rows, then the incident (`DELETE ... WHERE id % 2 = 0`, then `UPDATE ... SET a = a + 1, b = 'x'
 WHERE id % 3 = 0`) in a binlog file of its own. `mysql-rollback flashback FILE -o script --plan plan`
 writes each database's script and plan (not timed). Then, back to back, it times the reference
-(`mariadb-binlog --flashback FILE | mariadb`), the script through the `mariadb` client (one row a
+(`mariadb-binlog --flashback FILE | mariadb`), the floor of any apply that keeps the plan's checks (the
+reverse UPDATEs' and DELETEs' checks as locking reads of 50 rows, then the reference's own row events:
+`checks_then_events`), the script through the `mariadb` client (one row a
 statement, and with `--rows-per-statement 1000`), as many statements that do nothing (the server's
 and the client's own floor for the one-row script), and the
 verified apply (`execute_plan` in a process of its own, as the CLI runs it): the dry run, the
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +42,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.bench_pipeline import CHILD_ENV, REPO, Timing, timed_process  # noqa: E402
 
 # the databases: one for each path that changes the table
-PATHS = ("reference", "script", "joined", "one", "per", "par2", "net", "merge", "service")
+PATHS = ("reference", "checked", "script", "joined", "one", "per", "par2", "net", "merge", "service")
 NET = ("net", "merge")  # their plans are written with --net (one statement per row)
 JOINED = "1000"  # --rows-per-statement of the `joined` script
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
@@ -63,6 +66,37 @@ def apply_main(plan: str, dsn: str, mode: str) -> None:
             **({"merge": True} if mode == "merge" else {}),
         )
     print(f"{result.statements} statements, {result.rows_affected} rows", file=sys.stderr)
+
+
+def checks_then_events(plan: Path, events: Path, database: str) -> str:
+    """The floor of any apply that keeps the plan's checks: each row the reverse UPDATEs and DELETEs
+    change read under lock and compared with the image the binlog left, 50 rows a read through the
+    primary key (the verified apply's combined form), then the reference's own row events for the writes
+    (a re-insert needs no read there: its row event fails on a key that is taken)."""
+    import orjson
+
+    reads: list[str] = []
+    table, conditions = "", []
+
+    def flush() -> None:
+        if conditions:
+            reads.append(
+                f"SELECT COUNT(*) FROM {table} FORCE INDEX (PRIMARY) WHERE ({') OR ('.join(conditions)}) FOR UPDATE;"
+            )
+            conditions.clear()
+
+    with open(plan, "rb") as lines:
+        for line in lines:
+            step = orjson.loads(line)
+            if step["type"] == "insert":
+                continue
+            head, condition = str(step["check"]).split(" WHERE ", 1)
+            if head != f"SELECT COUNT(*) FROM {table}" or len(conditions) == 50:
+                flush()
+                table = head.removeprefix("SELECT COUNT(*) FROM ")
+            conditions.append(condition)
+    flush()
+    return f"USE {database};\nSTART TRANSACTION;\n" + "\n".join(reads) + "\nCOMMIT;\n" + events.read_text()
 
 
 def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int | str], str]:
@@ -192,6 +226,10 @@ def main() -> None:
                 env=CHILD_ENV,
             )
         changes = sum(1 for _ in open(work / "one.plan", encoding="utf-8"))
+        events = work / "checked.events.sql"
+        with open(events, "wb") as out:
+            subprocess.run(["mariadb-binlog", "--flashback", str(files["checked"])], stdout=out, check=True)
+        (work / "checked.floor.sql").write_text(checks_then_events(work / "checked.plan", events, "checked"))
         # the server's own floor for the one-row script: as many statements that do nothing
         (work / "floor.sql").write_text("DO 0;\n" * changes)
         client = (
@@ -232,6 +270,11 @@ def main() -> None:
                         ["sh", "-c", f"mariadb-binlog --flashback {files['reference']} | {client}"]
                     )
                 ),
+            ),
+            (
+                "floor of a checked apply: the plan's checks as locking reads, then the reference's row events",
+                "checked",
+                measured(lambda: timed_process(["sh", "-c", f"{client} < {work / 'checked.floor.sql'}"])),
             ),
             (
                 "mysql-rollback script | mariadb",
