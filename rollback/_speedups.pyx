@@ -1744,3 +1744,110 @@ def skip_run(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t stop, Py_s
         count += 1
         pos += <Py_ssize_t>length
     return pos, count, timestamp
+
+
+# ---------------------------------------------------------------------------------------------
+# --net: a partition's changes folded per key into steps (render/net.py NetChains.add, compiled)
+# ---------------------------------------------------------------------------------------------
+
+cdef inline object _row_key(object image, tuple key, Py_ssize_t single):
+    """What operator.itemgetter(*key) gives: the value of one column, a tuple of several."""
+    cdef Py_ssize_t i, n
+    cdef tuple values
+    if single >= 0:
+        return image[single]
+    n = len(key)
+    values = PyTuple_New(n)
+    for i in range(n):
+        value = image[<Py_ssize_t>key[i]]
+        Py_INCREF(value)
+        PyTuple_SET_ITEM(values, i, value)
+    return values
+
+
+def net_chain(tuple key, str kind, list rows, object event, dict open_, list steps):
+    """NetChains.add's loop over one rows event's changes (rollback/render/net.py, its pure-Python
+    twin): the same steps, in the same order, with the same objects in them. A step is the list
+    [kind, key, before, event, row, after, last event, last row]; kinds INSERT, UPDATE, DELETE, MOVE =
+    0, 1, 2, 3."""
+    cdef Py_ssize_t number, n = len(rows)
+    cdef Py_ssize_t single = <Py_ssize_t>key[0] if len(key) == 1 else -1
+    cdef list step
+    cdef object found, k, image, before, after, pair
+    if kind == "insert":
+        for number in range(n):
+            after = rows[number]
+            if type(after) is not tuple:
+                after = tuple(after)
+            k = _row_key(after, key, single)
+            found = open_.get(k)
+            if found is None or (<list>found)[5] is not None:
+                step = [0, k, None, event, number, after, event, number]
+                open_[k] = step
+                steps.append(step)
+            else:
+                step = <list>found
+                step[5] = after
+                step[6] = event
+                step[7] = number
+    elif kind == "delete":
+        for number in range(n):
+            before = rows[number]
+            k = _row_key(before, key, single)
+            found = open_.get(k)
+            if found is None or (<list>found)[5] is None:
+                if type(before) is not tuple:
+                    before = tuple(before)
+                step = [2, k, before, event, number, None, event, number]
+                open_[k] = step
+                steps.append(step)
+            else:
+                step = <list>found
+                step[5] = None
+                step[6] = event
+                step[7] = number
+    else:
+        for number in range(n):
+            pair = rows[number]
+            before, after = pair
+            k = _row_key(before, key, single)
+            moved = _row_key(after, key, single)
+            if k != moved:
+                open_.pop(k, None)
+                open_.pop(moved, None)
+                steps.append([3, None, pair, event, number, None, event, number])
+                continue
+            if type(before) is not tuple:
+                before, after = tuple(before), tuple(after)
+            found = open_.get(k)
+            if found is None or (<list>found)[5] is None:
+                step = [1, k, before, event, number, after, event, number]
+                open_[k] = step
+                steps.append(step)
+            else:
+                step = <list>found
+                step[5] = after
+                step[6] = event
+                step[7] = number
+
+
+cdef bint _marshal_safe(object values):
+    cdef object t = type(values)
+    if t is list:
+        for item in <list>values:
+            if not _marshal_safe(item):
+                return False
+        return True
+    if t is tuple:
+        for item in <tuple>values:
+            if not _marshal_safe(item):
+                return False
+        return True
+    return values is None or t is int or t is str or t is bytes or t is float or t is bool
+
+
+def marshal_safe(object values):
+    """Whether `values` (lists and tuples, nested) holds only None, bool, int, float, str and bytes,
+    each of exactly that type: what marshal writes and reads back as the same values of the same types
+    (rollback/pipeline/parts.py, marshal_safe is its pure-Python twin)."""
+    return _marshal_safe(values)

@@ -28,7 +28,7 @@ from rollback.base.collector import collector_paused
 from rollback.base.errors import NetRefused
 from rollback.base.render_text import comment_line
 from rollback.job.merge import Sink, copy_range
-from rollback.pipeline.parts import BLOCK_END, Summary, part_path
+from rollback.pipeline.parts import BLOCK_END, Summary, load_values, part_path
 from rollback.render.net import NetFold, NetRenderer, NetRow, Where, execution_order
 from rollback.render.sql import TableRenderer
 
@@ -46,6 +46,7 @@ class _Event:
     offset: int
     size: int  # of its images' pickle, at offset (0: none, the rows are in the steps)
     plain: tuple[int, int] | None  # a DELETE's plain statements after it (without a plan): bytes, count
+    marshalled: bool  # its images written by marshal, not pickle (parts.dump_values)
 
 
 @dataclass(slots=True)
@@ -56,6 +57,7 @@ class _Steps:
     path: str
     offset: int
     size: int
+    marshalled: bool  # written by marshal, not pickle (parts.dump_values)
 
 
 @dataclass
@@ -96,14 +98,14 @@ class NetChanges:
                     tables[number] = name
                     continue
                 if item[0] == "steps":
-                    _, number, size = item
-                    self.changes[tables[number]].append(_Steps(events, path, f.tell(), size))
+                    _, number, size, marshalled = item
+                    self.changes[tables[number]].append(_Steps(events, path, f.tell(), size, marshalled))
                     f.seek(size, os.SEEK_CUR)
                     continue
-                _, number, (kind, file, pos, numbers), tx, gtid, keys, size, plain = item
+                _, number, (kind, file, pos, numbers), tx, gtid, keys, size, plain, marshalled = item
                 name = tables[number]
                 where = (file, pos, numbers, tx, gtid)
-                event = _Event(name, kind, where, self.seq, path, f.tell(), size, plain)
+                event = _Event(name, kind, where, self.seq, path, f.tell(), size, plain, marshalled)
                 self.events.append(event)
                 events.append(event)
                 if size:
@@ -149,7 +151,9 @@ class NetChanges:
         self.folds[event.table].add_rows(event.kind, rows, event.seq, file, pos, numbers, tx, gtid)
 
     def steps(self, block: _Steps) -> list[list[Any]]:
-        steps: list[list[Any]] = pickle.loads(self._read_at(block.path, block.size, block.offset))
+        steps: list[list[Any]] = load_values(
+            self._read_at(block.path, block.size, block.offset), block.marshalled
+        )
         return steps
 
     def _read(self, event: _Event, size: int, offset: int) -> bytes:
@@ -162,7 +166,7 @@ class NetChanges:
         return os.pread(fd, size, offset)
 
     def images(self, event: _Event) -> list[Any]:
-        rows: list[Any] = pickle.loads(self._read(event, event.size, event.offset))
+        rows: list[Any] = load_values(self._read(event, event.size, event.offset), event.marshalled)
         return rows
 
     def statements(self, event: _Event) -> tuple[bytes, int]:

@@ -62,6 +62,7 @@ from rollback.pipeline.parts import (
     Summary,
     block_header,
     comment,
+    dump_values,
     encode_error,
     part_path,
 )
@@ -855,13 +856,14 @@ class _Run:
         # Every other change goes to its table's steps (NetChains), written after the records.
         images = keys = statements = None
         written = 0
+        marshalled = False
         if batch.kind != "delete":
             self.net_changed.add(id(renderer))
         elif id(renderer) not in self.net_changed and not self.job.plan_lines:
             # (the driver folds a table changed otherwise, and every change for a plan)
             full = renderer.full_images()
             if full is not None:
-                images = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+                images, marshalled = dump_values(rows)
                 keys = row_keys(rows, schema.row_key)
                 statements, written, _longest = full.script("delete", rows, False)
         if images is None:
@@ -871,7 +873,7 @@ class _Run:
             chains.add(batch.kind, rows, self.net_events)
         plain = (len(statements), written) if statements is not None else None
         size = len(images) if images is not None else 0
-        record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, size, plain)
+        record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, size, plain, marshalled)
         pickle.dump(record, out, protocol=pickle.HIGHEST_PROTOCOL)
         if images is not None:
             out.write(images)
@@ -891,8 +893,8 @@ class _Run:
         for number, chains in self.net_chains.items():
             steps = chains.flush()
             if steps:
-                data = pickle.dumps(steps, protocol=pickle.HIGHEST_PROTOCOL)
-                pickle.dump(("steps", number, len(data)), out, protocol=pickle.HIGHEST_PROTOCOL)
+                data, marshalled = dump_values(steps)
+                pickle.dump(("steps", number, len(data), marshalled), out, protocol=pickle.HIGHEST_PROTOCOL)
                 out.write(data)
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:

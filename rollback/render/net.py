@@ -21,6 +21,7 @@ from decimal import Decimal
 from operator import itemgetter
 from typing import Any
 
+from rollback.base import hotpath
 from rollback.base.errors import NetRefused
 from rollback.binlog.columns import MISSING
 from rollback.binlog.constants import ColumnType as T
@@ -221,11 +222,19 @@ class NetChains:
     a partition holds: a key changed again after it starts a new step."""
 
     def __init__(self, key: tuple[int, ...]):
+        self._columns = tuple(key)
         self._key = itemgetter(*key)
         self.open: dict[Any, list[Any]] = {}
         self.steps: list[list[Any]] = []
+        self._core = hotpath.CORE  # the compiled core's net_chain, the same loop as add_pure's
 
     def add(self, kind: str, rows: list[Any], event: int) -> None:
+        if self._core is not None:
+            self._core.net_chain(self._columns, kind, rows, event, self.open, self.steps)
+        else:
+            self.add_pure(kind, rows, event)
+
+    def add_pure(self, kind: str, rows: list[Any], event: int) -> None:
         key, steps = self._key, self.steps
         get = self.open.get
         open_ = self.open
