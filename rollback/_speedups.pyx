@@ -1765,6 +1765,13 @@ cdef inline object _row_key(object image, tuple key, Py_ssize_t single):
     return values
 
 
+cdef inline void _continued(list step, object after, object event, Py_ssize_t number):
+    """A key's open step taken on by one more change: its image after it, and where it was."""
+    step[5] = after
+    step[6] = event
+    step[7] = number
+
+
 def net_chain(tuple key, str kind, list rows, object event, dict open_, list steps):
     """NetChains.add's loop over one rows event's changes (rollback/render/net.py, its pure-Python
     twin): the same steps, in the same order, with the same objects in them. A step is the list
@@ -1773,7 +1780,7 @@ def net_chain(tuple key, str kind, list rows, object event, dict open_, list ste
     cdef Py_ssize_t number, n = len(rows)
     cdef Py_ssize_t single = <Py_ssize_t>key[0] if len(key) == 1 else -1
     cdef list step
-    cdef object found, k, image, before, after, pair
+    cdef object found, k, before, after, pair
     if kind == "insert":
         for number in range(n):
             after = rows[number]
@@ -1786,10 +1793,7 @@ def net_chain(tuple key, str kind, list rows, object event, dict open_, list ste
                 open_[k] = step
                 steps.append(step)
             else:
-                step = <list>found
-                step[5] = after
-                step[6] = event
-                step[7] = number
+                _continued(<list>found, after, event, number)
     elif kind == "delete":
         for number in range(n):
             before = rows[number]
@@ -1802,10 +1806,7 @@ def net_chain(tuple key, str kind, list rows, object event, dict open_, list ste
                 open_[k] = step
                 steps.append(step)
             else:
-                step = <list>found
-                step[5] = None
-                step[6] = event
-                step[7] = number
+                _continued(<list>found, None, event, number)
     else:
         for number in range(n):
             pair = rows[number]
@@ -1825,10 +1826,7 @@ def net_chain(tuple key, str kind, list rows, object event, dict open_, list ste
                 open_[k] = step
                 steps.append(step)
             else:
-                step = <list>found
-                step[5] = after
-                step[6] = event
-                step[7] = number
+                _continued(<list>found, after, event, number)
 
 
 cdef bint _marshal_safe(object values):
