@@ -53,6 +53,7 @@ from rollback.schema.side_effects import (
 )
 from rollback.target import batches as apply_batches
 from rollback.target import merge_columns as apply_merge
+from rollback.target import merge_plan as apply_merge_plan
 
 if TYPE_CHECKING:
     import pymysql  # imported where a connection is made: a script-only run never loads it
@@ -234,22 +235,14 @@ def read_plan(path: str | Path, merge_data: bool = True) -> Iterator[dict[str, A
 
 
 _MERGE_DATA = b', "merge": {'
-_STRICT_KEYS = frozenset({"file", "pos", "table", "row", "type", "check", "expect", "tx", "gtid", "sql"})
 
 
 def _without_merge_data(line: bytes) -> dict[str, Any] | None:
     """A --net plan line's step without its `merge` object (three quarters of the line, which only the
-    merge apply reads), parsed from the bytes before it (the writer puts it last): None unless the first
-    `, "merge": {` is the top-level key's (a cut anywhere deeper leaves a brace open; inside a string every
-    quote is escaped) and every key the strict apply reads comes before it. The whole line is then parsed."""
-    at = line.find(_MERGE_DATA)
-    if at < 0:
-        return None
-    try:
-        step = orjson.loads(line[:at] + b"}")
-    except orjson.JSONDecodeError:
-        return None
-    return step if isinstance(step, dict) and _STRICT_KEYS <= step.keys() else None
+    merge apply reads), parsed from the bytes before it (apply_merge_plan.cut); None: the whole line is
+    then parsed."""
+    found = apply_merge_plan.cut(line)
+    return None if found is None else found[0]
 
 
 _P = ParamSpec("_P")
@@ -334,7 +327,7 @@ class _Pass:
     # False when the incident itself ran with foreign_key_checks=0 (Report.no_fk_checks): its reverse
     # then runs so too, or rows it left without their parents could not come back in plan order
     foreign_key_checks: bool = True
-    merge: list[apply_merge.Row] | None = None  # merge mode: the plan's rows (apply_merge), else None
+    merge: apply_merge_plan.MergePlan | None = None  # merge mode: where the plan's rows are, else None
     resolutions: Resolutions | None = None
 
     def _tell(
@@ -444,18 +437,14 @@ class _Pass:
             self._tell(current)
             self.last = current if self.per_transaction else None
 
-    def _merge(self, cur: Any, rows: list[apply_merge.Row]) -> None:
+    def _merge(self, cur: Any, source: apply_merge_plan.MergePlan) -> None:
         batch_bytes = self.batch_bytes if _multi_statements(cur.connection) else 0
         alone = self.alone
-        apply_merge.run(
-            self,
-            cur,
-            rows,
-            self.resolutions,
-            BATCH_STEPS,
-            batch_bytes,
-            lambda row: row.plan_table in alone,
+        units = apply_merge.units(
+            source.rows(self.plan), BATCH_STEPS, batch_bytes, lambda row: row.plan_table in alone, self.keyed
         )
+        with apply_merge_plan.ahead(units) as ready:
+            apply_merge.run(self, cur, ready, self.resolutions)
         self._tell(None)
         unresolved = [c for c in self.result.conflicts if c["resolution"] is None]
         if unresolved and self.on_conflict == "abort":
@@ -1023,9 +1012,14 @@ def _refuse_ddl(plan: list[dict[str, Any]]) -> None:
 
 
 def _merge_rows(
-    plan: list[dict[str, Any]], merge: bool, resolutions: Resolutions | None, single_transaction: bool
-) -> list[apply_merge.Row] | None:
-    if not merge:
+    plan: list[dict[str, Any]],
+    source: apply_merge_plan.MergePlan | None,
+    resolutions: Resolutions | None,
+    single_transaction: bool,
+) -> list[dict[str, Any]] | None:
+    """Refuse what a merge cannot run (resolutions without one too); the statements its resolutions may run
+    beyond the plan's (apply_merge.check_resolutions), or None."""
+    if source is None:
         if resolutions is not None:
             raise ExecutionRefused(
                 "refused, nothing was run: resolutions settle the conflicts of --merge only"
@@ -1035,7 +1029,10 @@ def _merge_rows(
         raise ExecutionRefused(
             "refused, nothing was run: --merge applies everything in one transaction, not --per-transaction"
         )
-    return apply_merge.prepare(plan, resolutions)
+    source.prepare(plan)
+    if resolutions is None:
+        return []
+    return apply_merge.check_resolutions(source.rows(plan), resolutions)
 
 
 @_collector_paused
@@ -1080,13 +1077,13 @@ def execute_plan(
     observer = observer or ExecutionObserver()
     if lock_wait_timeout < 1:
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
-    survey = _survey(read_plan(plan_path, merge_data=merge))
+    source = apply_merge_plan.MergePlan(plan_path) if merge else None
+    survey = _survey(source.steps() if source is not None else read_plan(plan_path, merge_data=False))
     plan = survey.plan
     _refuse_ddl(plan)
-    rows = _merge_rows(plan, merge, resolutions, single_transaction)
+    also = _merge_rows(plan, source, resolutions, single_transaction)
     factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
     try:
-        also = apply_merge.resolution_statements(rows, resolutions) if rows is not None else None
         found, max_packet, keyed, sizes = _preflight(factory, plan, also, survey)
     except ExecutionFailed as exc:
         if observer.cancelled():  # the cancel stopped the preflight's query (KILL QUERY) or cut its session
@@ -1119,7 +1116,7 @@ def execute_plan(
             keyed=keyed,
             sizes=sizes,
             foreign_key_checks=foreign_key_checks,
-            merge=rows,
+            merge=source,
             resolutions=resolutions,
         )
 
