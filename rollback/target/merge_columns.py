@@ -163,10 +163,8 @@ def refusal(step: dict[str, Any], merge: Any) -> str | None:
 
 
 def row_of(step: dict[str, Any], merge: dict[str, Any], table: str) -> Row:
-    """One plan step's row (`table`: its table quoted, for the queries; the step names it db.t)."""
-    refused = refusal(step, merge)
-    if refused is not None:
-        raise MergeRefused(refused)
+    """One plan step's row (`table`: its table quoted, for the queries; the step names it db.t), its merge
+    object one `refusal` accepts."""
     plan_table = str(step["table"])
     kind = str(merge["kind"])
     columns = merge["columns"]
@@ -550,8 +548,7 @@ def _batch(
     savepoint, then the locking reads and the writes again (_checked). A dry run that leaves a table's
     statements out decides by the reads."""
     if not host.read_only and _optimistic(host, cur, rows, built or writes_of(rows, host.keyed)):
-        for row in rows:
-            _tally(_Decision([row.restore]), host)
+        host.result.merge["restored"] += len(rows)  # as _tally counts a row without a conflict
         host.result.statements += len(rows)
         host.result.rows_affected += len(rows)
         return

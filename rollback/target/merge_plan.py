@@ -23,7 +23,8 @@ from rollback.target.merge_columns import MergeRefused, Row, plain_name, quoted_
 
 MERGE_KEY = b', "merge": '
 _HEAD = MERGE_KEY + b'{"kind": "'
-_KINDS = (b'update"', b'insert"', b'delete"')
+_KIND = len(_HEAD)
+_KINDS = (b'update"', b'insert"', b'delete"')  # the kinds merge_columns.refusal accepts
 # every key the strict apply reads: a line whose cut leaves one out is read whole
 STRICT_KEYS = frozenset({"file", "pos", "table", "row", "type", "check", "expect", "tx", "gtid", "sql"})
 CHUNK = 256  # steps read from the file at once
@@ -34,19 +35,21 @@ _T = TypeVar("_T")
 
 def cut(line: bytes) -> tuple[dict[str, Any], int] | None:
     """A --net plan line's step without its `merge` object (the writer puts it last), parsed from the bytes
-    before it, and where that object starts in the line: None unless the first `, "merge": ` is the top-level
-    key's (a cut anywhere deeper leaves a brace open; inside a string every quote is escaped) and every key
-    the strict apply reads comes before it."""
+    before it, and where that object starts in the line: None unless the first `, "merge": {` is the
+    top-level key's and every key the strict apply reads comes before it (_before)."""
     at = line.find(MERGE_KEY + b"{")
-    if at < 0:
-        return None
+    step = _before(line, at) if at >= 0 else None
+    return None if step is None else (step, at + len(MERGE_KEY))
+
+
+def _before(line: bytes, at: int) -> dict[str, Any] | None:
+    """The step the bytes before `at` hold, if `at` is a top-level key's (a cut anywhere deeper leaves a brace
+    open; inside a string every quote is escaped) and they hold every key the strict apply reads."""
     try:
         step = orjson.loads(line[:at] + b"}")
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(step, dict) or not STRICT_KEYS <= step.keys():
-        return None
-    return step, at + len(MERGE_KEY)
+    return step if isinstance(step, dict) and STRICT_KEYS <= step.keys() else None
 
 
 def _whole(line: bytes) -> Any:
@@ -80,13 +83,10 @@ class MergePlan:
         with open(self.path, "rb") as f:
             for line in f:
                 start, offset = offset, offset + len(line)
-                head = line.find(_HEAD)
-                kind = line[head + len(_HEAD) : head + len(_HEAD) + 7] if head >= 0 else b""
-                found = cut(line) if kind in _KINDS else None
-                if found is not None and found[1] != head + len(MERGE_KEY):
-                    found = None  # the known kind is a deeper object's: the line is read whole
-                if found is not None:
-                    step, at = found
+                at = line.find(_HEAD)
+                step = _before(line, at) if at >= 0 and line[at + _KIND : at + _KIND + 7] in _KINDS else None
+                if step is not None:
+                    at += len(MERGE_KEY)
                 else:
                     step, at = _whole(line), -1
                     if step is None:
@@ -127,22 +127,26 @@ class MergePlan:
                 f.seek(base)
                 data = f.read(ends[last - 1] - base)
                 for n in range(first, last):
-                    at = ats[n]
+                    at, step = ats[n], plan[n]
                     if at < 0:
-                        merge = held[n]
+                        merge = held[n]  # refused by prepare unless as it must be
                     else:
-                        merge = _merge(data[starts[n] - base : ends[n] - base], at)
-                    yield row_of(plan[n], merge, tables[table_of[n]][1])
+                        merge = _merge(step, data[starts[n] - base : ends[n] - base], at)
+                    yield row_of(step, merge, tables[table_of[n]][1])
 
 
-def _merge(line: bytes, at: int) -> Any:
-    """The `merge` object of a line cut at `at` (the last key: the line's closing brace follows it)."""
-    body = line.rstrip()
+def _merge(step: dict[str, Any], line: bytes, at: int) -> dict[str, Any]:
+    """The `merge` object of a line cut at `at` (the last key: the line's closing brace follows it; else the
+    line is read whole)."""
     try:
-        return orjson.loads(body[at:-1])
+        merge = orjson.loads(line.rstrip()[at:-1])
     except orjson.JSONDecodeError:
         whole = _whole(line)
-        return whole.get("merge") if isinstance(whole, dict) else None
+        merge = whole.get("merge") if isinstance(whole, dict) else None
+    refused = refusal(step, merge)
+    if refused is not None:
+        raise MergeRefused(refused)
+    return merge  # type: ignore[no-any-return]
 
 
 @contextmanager
