@@ -438,13 +438,38 @@ class _Pass:
             self.last = current if self.per_transaction else None
 
     def _merge(self, cur: Any, source: apply_merge_plan.MergePlan) -> None:
-        batch_bytes = self.batch_bytes if _multi_statements(cur.connection) else 0
+        """The plan's batches as the strict apply sends them where every step's statement writes what the
+        merge's would (merge_same) and every group's writes check their rows (a table with a primary key):
+        all found as the range left them, nothing more to decide. Anything else, or a batch that comes up
+        short (back to its savepoint), goes the merge's way (apply_merge), its rows read then."""
+        self.result.merge = apply_merge.empty_counts()
+        batch = _Batch(self.batch_bytes if _multi_statements(cur.connection) else 0)
         alone = self.alone
-        units = apply_merge.units(
-            source.rows(self.plan), BATCH_STEPS, batch_bytes, lambda row: row.plan_table in alone, self.keyed
-        )
-        with apply_merge_plan.ahead(units) as ready:
-            apply_merge.run(self, cur, ready, self.resolutions)
+        units = self._units(batch)
+        at = 0  # the plan's index of the unit's first step
+        eligible = [item for kind, item in units if kind == "batch" and _merge_same(item)]
+        keyed = self.keyed
+        with (
+            open(source.path, "rb") as plan_file,
+            _Ahead(self, eligible, lambda steps: _Built.merged(steps, keyed)) as ahead,
+        ):
+            for kind, item in units:
+                if kind == "tx":
+                    continue
+                steps = [item] if kind == "one" else item
+                self._stop_if_asked()
+                self._count(len(steps), apply_merge.transaction(steps[0]))
+                first, at = at, at + len(steps)
+                if kind == "batch" and _merge_same(steps):
+                    built = ahead.next() or _Built.merged(steps, keyed)  # None: the thread failed on it
+                    if built.pieces and self._sent_checked(cur, built, steps):
+                        continue
+                rows = source.rows(self.plan, plan_file, first, at)
+                merged = apply_merge.units(
+                    rows, BATCH_STEPS, batch.limit, lambda row: row.plan_table in alone, self.keyed
+                )
+                apply_merge.run(self, cur, merged, self.resolutions)
+
         self._tell(None)
         unresolved = [c for c in self.result.conflicts if c["resolution"] is None]
         if unresolved and self.on_conflict == "abort":
@@ -454,6 +479,38 @@ class _Pass:
                 "settles them, --on-conflict skip keeps those rows as they are now)",
                 self.result,
             )
+
+    def _sent_checked(self, cur: Any, built: _Built, steps: list[dict[str, Any]]) -> bool:
+        """The batch's writes, each finding its rows by their checks (_Built.merged): True when every one
+        affected all its rows (restored); else the batch is back at its savepoint. A lock wait timeout or
+        a deadlock stops the execution, as the merge's own writes do."""
+        import pymysql
+
+        exact = True
+        try:
+            cur.execute(built.sql)
+            for n, piece in enumerate(built.pieces):
+                if n and not cur.nextset():
+                    exact = False
+                    break
+                if piece.kind != "savepoint" and cur.rowcount != piece.expect:
+                    exact = False
+                    break
+            _drain(cur)
+        except pymysql.err.MySQLError as exc:
+            _drain(cur)
+            if exc.args and exc.args[0] in LOCK_ERRORS:
+                raise self._refused(exc, built.pieces[0].sql, steps[0]) from None
+            exact = False
+        if not exact:
+            self._execute(cur, f"ROLLBACK TO SAVEPOINT {apply_batches.SAVEPOINT}0", steps[0])
+            return False
+        counts = self.result.merge
+        assert counts is not None
+        counts["restored"] += len(steps)
+        self.result.statements += len(steps)
+        self.result.rows_affected += len(steps)
+        return True
 
     def _units(self, batch: _Batch) -> list[tuple[str, Any]]:
         """The pass in the order it runs: ("tx", the original transaction that starts: per-transaction
@@ -642,6 +699,12 @@ class _Pass:
         )
 
 
+def _merge_same(steps: list[dict[str, Any]]) -> bool:
+    """Whether every step's statement writes what the merge's write would where its check passes
+    (rollback/job/net_script.py plan_line)."""
+    return all(step.get("merge_same") is True for step in steps)
+
+
 def _as_expected(step: dict[str, Any], found: int) -> bool:
     """A check's count as the plan expects it: the key free (0), or the row there (1, or more for a
     keyless table's duplicates)."""
@@ -689,6 +752,16 @@ class _Built:
         pieces = apply_batches.pieces(grouped, keyed)
         return _Built(grouped, pieces, "\n".join(piece.sql for piece in pieces), version)
 
+    @staticmethod
+    def merged(steps: list[dict[str, Any]], keyed: dict[str, str]) -> _Built:
+        """The merge apply's query of the batch (apply_batches.checked_writes); no pieces when a step is
+        not one of a combined group (its table has no primary key, its statement is of no combined form)."""
+        grouped = apply_batches.groups(steps, keyed, set())
+        if any(group.shape is None for group in grouped):
+            return _Built(grouped, [], "", 0)
+        pieces = apply_batches.checked_writes(grouped, keyed)
+        return _Built(grouped, pieces, "\n".join(piece.sql for piece in pieces), 0)
+
 
 class _Ahead:
     """Builds the queries of the batches ahead in a thread of its own while the server runs the one
@@ -696,9 +769,15 @@ class _Ahead:
     built with the UPDATE forms as they were (`version`); a pass that changed them since builds it
     again. A failure here is left for the pass to meet: it builds that batch itself."""
 
-    def __init__(self, one: _Pass, batches: list[list[dict[str, Any]]]):
+    def __init__(
+        self,
+        one: _Pass,
+        batches: list[list[dict[str, Any]]],
+        build: Callable[[list[dict[str, Any]]], _Built | None] | None = None,
+    ):
         self._one = one
         self._batches = batches
+        self._build_one = build or (lambda steps: _Built.of(steps, one.keyed, one.separate, one.version))
         self._ready: queue.Queue[_Built | None] = queue.Queue(maxsize=AHEAD)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._build, name="mysql-rollback-batches", daemon=True)
@@ -717,10 +796,9 @@ class _Ahead:
                 pass
 
     def _build(self) -> None:
-        one = self._one
         for steps in self._batches:
             try:
-                built: _Built | None = _Built.of(steps, one.keyed, one.separate, one.version)
+                built: _Built | None = self._build_one(steps)
             except Exception:
                 built = None
             while not self._stop.is_set():
@@ -1032,7 +1110,8 @@ def _merge_rows(
     source.prepare(plan)
     if resolutions is None:
         return []
-    return apply_merge.check_resolutions(source.rows(plan), resolutions)
+    with open(source.path, "rb") as f:
+        return apply_merge.check_resolutions(source.rows(plan, f), resolutions)
 
 
 @_collector_paused

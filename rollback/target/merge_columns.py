@@ -631,11 +631,9 @@ def _checked(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | N
 def run(
     host: Host, cur: Any, units: Iterable[tuple[list[Row], Writes | None]], resolutions: Resolutions | None
 ) -> None:
-    """Every row of the plan, in plan order, in the batches of `units` (a row alone: one step at a time)."""
-    host.result.merge = empty_counts()
+    """Rows in plan order, in the batches of `units` (a row alone: one step at a time); the caller counts
+    them in the progress and sets result.merge (empty_counts) first."""
     for unit, built in units:
-        host._stop_if_asked()
-        host._count(len(unit), _transaction(unit[0].step))
         if len(unit) == 1:
             _one(host, cur, unit[0], resolutions)
         else:
@@ -681,7 +679,7 @@ def units(
         yield unit(batch)
 
 
-def _transaction(step: dict[str, Any]) -> dict[str, Any]:
+def transaction(step: dict[str, Any]) -> dict[str, Any]:
     return {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
 
 

@@ -1,21 +1,17 @@
 """A --net plan for the merge apply (rollback/target/merge_columns.py): its steps read as the strict apply reads
-them, without their `merge` objects, and each step's place in the plan file; its rows (the `merge` objects
-parsed, their queries built) read again from the file a few hundred at a time as the apply reaches them,
-in a thread of their own ahead of it. Held for the whole run, the parsed `merge` objects were most of the
-merge apply's memory (3.1 GB at 1M rows against 0.6 GB for the strict apply of the same plan) and their
-parse a third of its client's CPU, which the thread now spends while the server runs the batch before.
+them, without their `merge` objects, and each step's place in the plan file; the rows of a batch (their
+`merge` objects parsed, their queries built) read from the file when the apply needs them, never all at
+once. Held for the whole run, the parsed `merge` objects were most of the merge apply's memory (3.1 GB at
+1M rows against 0.6 GB for the strict apply of the same plan).
 """
 
 from __future__ import annotations
 
 import json
-import queue
-import threading
 from array import array
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -28,9 +24,6 @@ _KINDS = (b'update"', b'insert"', b'delete"')  # the kinds merge_columns.refusal
 # every key the strict apply reads: a line whose cut leaves one out is read whole
 STRICT_KEYS = frozenset({"file", "pos", "table", "row", "type", "check", "expect", "tx", "gtid", "sql"})
 CHUNK = 256  # steps read from the file at once
-AHEAD = 2  # batches built ahead of the one the server runs
-
-_T = TypeVar("_T")
 
 
 def cut(line: bytes) -> tuple[dict[str, Any], int] | None:
@@ -116,23 +109,26 @@ class MergePlan:
             table_of.append(n)
             step["table"] = self._tables[n][0]
 
-    def rows(self, plan: list[dict[str, Any]]) -> Iterator[Row]:
-        """Each step's row (merge_columns.Row), in plan order, its `merge` object read from the file then."""
+    def rows(
+        self, plan: list[dict[str, Any]], f: BinaryIO, start: int = 0, stop: int | None = None
+    ) -> Iterator[Row]:
+        """The row (merge_columns.Row) of each step from `start` to `stop` (the end), in plan order, its
+        `merge` object read from the plan file `f` then."""
         starts, ends, ats, held = self._starts, self._ends, self._at, self._held
         tables, table_of = self._tables, self._table_of
-        with open(self.path, "rb") as f:
-            for first in range(0, len(plan), CHUNK):
-                last = min(first + CHUNK, len(plan))
-                base = starts[first]
-                f.seek(base)
-                data = f.read(ends[last - 1] - base)
-                for n in range(first, last):
-                    at, step = ats[n], plan[n]
-                    if at < 0:
-                        merge = held[n]  # refused by prepare unless as it must be
-                    else:
-                        merge = _merge(step, data[starts[n] - base : ends[n] - base], at)
-                    yield row_of(step, merge, tables[table_of[n]][1])
+        stop = len(plan) if stop is None else stop
+        for first in range(start, stop, CHUNK):
+            last = min(first + CHUNK, stop)
+            base = starts[first]
+            f.seek(base)
+            data = f.read(ends[last - 1] - base)
+            for n in range(first, last):
+                at, step = ats[n], plan[n]
+                if at < 0:
+                    merge = held[n]  # refused by prepare unless as it must be
+                else:
+                    merge = _merge(step, data[starts[n] - base : ends[n] - base], at)
+                yield row_of(step, merge, tables[table_of[n]][1])
 
 
 def _merge(step: dict[str, Any], line: bytes, at: int) -> dict[str, Any]:
@@ -147,52 +143,3 @@ def _merge(step: dict[str, Any], line: bytes, at: int) -> dict[str, Any]:
     if refused is not None:
         raise MergeRefused(refused)
     return merge  # type: ignore[no-any-return]
-
-
-@contextmanager
-def ahead(items: Iterable[_T], depth: int = AHEAD) -> Iterator[Iterator[_T]]:
-    """`items` made in a thread of its own, at most `depth` ahead of the caller's loop (the client's CPU
-    beside the server's, not after it: a thread's pymysql waits for the server without the GIL). What the
-    thread raises is raised in the caller's loop at that item."""
-    ready: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: tuple[bool, Any]) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def make() -> None:
-        try:
-            for item in items:
-                if not put((True, item)):
-                    return
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, raised there
-            put((False, exc))
-            return
-        put((False, None))
-
-    def taken() -> Iterator[_T]:
-        while True:
-            more, item = ready.get()
-            if not more:
-                if item is not None:
-                    raise item
-                return
-            yield item
-
-    thread = threading.Thread(target=make, name="mysql-rollback-merge-rows", daemon=True)
-    thread.start()
-    try:
-        yield taken()
-    finally:
-        stop.set()
-        while thread.is_alive():
-            try:
-                ready.get(timeout=0.05)  # a thread waiting to put one ends at its next try
-            except queue.Empty:
-                pass

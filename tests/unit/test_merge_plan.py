@@ -6,12 +6,11 @@ write as it does is read whole; a plan not written with --net is refused before 
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 
 from rollback.target.merge_columns import MergeRefused
-from rollback.target.merge_plan import CHUNK, MergePlan, ahead
+from rollback.target.merge_plan import CHUNK, MergePlan
 
 STEP = {
     "file": "mysql-bin.000002",
@@ -78,12 +77,14 @@ def test_every_row_gets_the_merge_object_its_whole_line_holds(tmp_path):
     assert len(source._held) == len(range(0, len(wanted), 5))  # only the lines read whole hold theirs
     source.prepare(plan)
     assert {step["table"] for step in plan} == {"d.t"}
-    rows = list(source.rows(plan))
+    with open(path, "rb") as f:
+        rows = list(source.rows(plan, f))
+        assert [row.merge for row in source.rows(plan, f, 5, 9)] == [s["merge"] for s in wanted[5:9]]
+        assert list(source.rows(plan, f)) == rows  # a second pass reads the same
     assert [row.merge for row in rows] == [s["merge"] for s in wanted]
     assert [row.step["pos"] for row in rows] == list(range(len(wanted)))
     assert {row.table for row in rows} == {"`d`.`t`"}
     assert rows[3].restore == "UPDATE `d`.`t` SET `b` = 'ü3' WHERE `id`=3 AND (`b`<=>'x')"
-    assert list(source.rows(plan)) == rows  # a second pass reads the same
 
 
 def test_a_plan_not_written_with_net_is_refused_at_its_first_such_line(tmp_path):
@@ -102,30 +103,3 @@ def test_a_plan_not_written_with_net_is_refused_at_its_first_such_line(tmp_path)
     source, plan = _read(path)
     with pytest.raises(MergeRefused, match=r"merge kind 'upsert'"):
         source.prepare(plan)
-
-
-def test_what_the_thread_ahead_raises_is_raised_at_that_item():
-    def items():
-        yield 1
-        yield 2
-        raise MergeRefused("bad line")
-
-    seen = []
-    with pytest.raises(MergeRefused, match="bad line"), ahead(items()) as ready:
-        for item in ready:
-            seen.append(item)
-    assert seen == [1, 2]
-
-
-def test_a_loop_that_stops_early_stops_the_thread():
-    made = []
-
-    def items():
-        for n in range(10_000):
-            made.append(n)
-            yield n
-
-    with ahead(items(), depth=2) as ready:
-        assert next(iter(ready)) == 0
-    assert not [t for t in threading.enumerate() if t.name == "mysql-rollback-merge-rows"]
-    assert len(made) < 10
