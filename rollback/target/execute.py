@@ -446,25 +446,30 @@ class _Pass:
         batch = _Batch(self.batch_bytes if _multi_statements(cur.connection) else 0)
         alone = self.alone
         units = self._units(batch)
-        at = 0  # the plan's index of the unit's first step
-        eligible = [item for kind, item in units if kind == "batch" and _merge_same(item)]
+        # each unit's steps, from and to their index in the plan, and whether it goes as checked writes
+        spans: list[tuple[list[dict[str, Any]], int, int, bool]] = []
+        at = 0
+        for kind, item in units:
+            if kind != "tx":
+                steps = [item] if kind == "one" else item
+                spans.append(
+                    (steps, at, at + len(steps), kind == "batch" and source.same(at, at + len(steps)))
+                )
+                at += len(steps)
+        eligible = [steps for steps, _, _, sent in spans if sent]
         keyed = self.keyed
         with (
             open(source.path, "rb") as plan_file,
             _Ahead(self, eligible, lambda steps: _Built.merged(steps, keyed)) as ahead,
         ):
-            for kind, item in units:
-                if kind == "tx":
-                    continue
-                steps = [item] if kind == "one" else item
+            for steps, first, stop, sent in spans:
                 self._stop_if_asked()
                 self._count(len(steps), apply_merge.transaction(steps[0]))
-                first, at = at, at + len(steps)
-                if kind == "batch" and _merge_same(steps):
+                if sent:
                     built = ahead.next() or _Built.merged(steps, keyed)  # None: the thread failed on it
                     if built.pieces and self._sent_checked(cur, built, steps):
                         continue
-                rows = source.rows(self.plan, plan_file, first, at)
+                rows = source.rows(self.plan, plan_file, first, stop)
                 merged = apply_merge.units(
                     rows, BATCH_STEPS, batch.limit, lambda row: row.plan_table in alone, self.keyed
                 )
@@ -697,12 +702,6 @@ class _Pass:
             "(--on-conflict skip leaves such rows alone)",
             self.result,
         )
-
-
-def _merge_same(steps: list[dict[str, Any]]) -> bool:
-    """Whether every step's statement writes what the merge's write would where its check passes
-    (rollback/job/net_script.py plan_line)."""
-    return all(step.get("merge_same") is True for step in steps)
 
 
 def _as_expected(step: dict[str, Any], found: int) -> bool:

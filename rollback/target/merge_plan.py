@@ -26,10 +26,13 @@ STRICT_KEYS = frozenset({"file", "pos", "table", "row", "type", "check", "expect
 CHUNK = 256  # steps read from the file at once
 
 
+SAME_KEY = b', "merge_same": true'  # the writer puts it right before the merge object (net_script.plan_line)
+
+
 def cut(line: bytes) -> tuple[dict[str, Any], int] | None:
-    """A --net plan line's step without its `merge` object (the writer puts it last), parsed from the bytes
-    before it, and where that object starts in the line: None unless the first `, "merge": {` is the
-    top-level key's and every key the strict apply reads comes before it (_before)."""
+    """A --net plan line's step without its `merge` object (the writer puts it last) nor `merge_same`,
+    parsed from the bytes before them, and where that object starts in the line: None unless the first
+    `, "merge": {` is the top-level key's and every key the strict apply reads comes before it (_before)."""
     at = line.find(MERGE_KEY + b"{")
     step = _before(line, at) if at >= 0 else None
     return None if step is None else (step, at + len(MERGE_KEY))
@@ -37,9 +40,11 @@ def cut(line: bytes) -> tuple[dict[str, Any], int] | None:
 
 def _before(line: bytes, at: int) -> dict[str, Any] | None:
     """The step the bytes before `at` hold, if `at` is a top-level key's (a cut anywhere deeper leaves a brace
-    open; inside a string every quote is escaped) and they hold every key the strict apply reads."""
+    open; inside a string every quote is escaped) and they hold every key the strict apply reads; without
+    a `merge_same` right before `at` (an eleventh key would double the memory of each step's dict)."""
+    end = at - len(SAME_KEY) if line.startswith(SAME_KEY, at - len(SAME_KEY)) else at
     try:
-        step = orjson.loads(line[:at] + b"}")
+        step = orjson.loads(line[:end] + b"}")
     except orjson.JSONDecodeError:
         return None
     return step if isinstance(step, dict) and STRICT_KEYS <= step.keys() else None
@@ -65,6 +70,7 @@ class MergePlan:
         self._starts = array("q")
         self._ends = array("q")
         self._at = array("l")  # -1: the line was read whole, its object is in _held
+        self._same = bytearray()  # 1: the line's merge_same is true
         self._held: dict[int, Any] = {}
         self._refused: str | None = None  # the first line's that has no merge data (merge_columns.refusal)
         self._tables: list[tuple[str, str]] = []  # each table as a step names it (db.t) and quoted
@@ -79,12 +85,14 @@ class MergePlan:
                 at = line.find(_HEAD)
                 step = _before(line, at) if at >= 0 and line[at + _KIND : at + _KIND + 7] in _KINDS else None
                 if step is not None:
+                    self._same.append(line.startswith(SAME_KEY, at - len(SAME_KEY)))
                     at += len(MERGE_KEY)
                 else:
                     step, at = _whole(line), -1
                     if step is None:
                         continue
                     merge = step.pop("merge", None) if isinstance(step, dict) else None
+                    self._same.append(isinstance(step, dict) and step.pop("merge_same", None) is True)
                     self._held[len(self._at)] = merge
                     if self._refused is None:
                         self._refused = refusal(step, merge)
@@ -108,6 +116,10 @@ class MergePlan:
                 self._tables.append((plain_name(named), quoted_name(named)))
             table_of.append(n)
             step["table"] = self._tables[n][0]
+
+    def same(self, start: int, stop: int) -> bool:
+        """Whether every line from `start` to `stop` says merge_same (rollback/job/net_script.py plan_line)."""
+        return self._same.find(0, start, stop) < 0
 
     def rows(
         self, plan: list[dict[str, Any]], f: BinaryIO, start: int = 0, stop: int | None = None

@@ -64,16 +64,19 @@ def _read(path):
 def test_every_row_gets_the_merge_object_its_whole_line_holds(tmp_path):
     lines, wanted = [], []
     for n in range(2 * CHUNK + 7):  # rows read from the file in three chunks
-        step = {**STEP, "pos": n, "merge": _merge(n)}
+        same = {"merge_same": True} if n % 3 else {}
+        step = {**STEP, "pos": n, **same, "merge": _merge(n)}
         if n % 5 == 0:
-            step = {"merge": _merge(n), **STEP, "pos": n}  # not last: the line is read whole
+            step = {"merge": _merge(n), **STEP, "pos": n, **same}  # not last: the line is read whole
         lines.append(json.dumps(step, ensure_ascii=n % 2 == 0) + "\n")
         if n % 7 == 0:
             lines.append("\n")  # blank lines are no steps
         wanted.append(step)
     path = _write(tmp_path, lines)
     source, plan = _read(path)
-    assert [{k: v for k, v in s.items() if k != "merge"} for s in wanted] == plan
+    assert [{k: v for k, v in s.items() if k not in ("merge", "merge_same")} for s in wanted] == plan
+    assert [source.same(n, n + 1) for n in range(len(plan))] == [bool(n % 3) for n in range(len(plan))]
+    assert source.same(1, 3) and not source.same(1, 4)
     assert len(source._held) == len(range(0, len(wanted), 5))  # only the lines read whole hold theirs
     source.prepare(plan)
     assert {step["table"] for step in plan} == {"d.t"}
