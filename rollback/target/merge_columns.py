@@ -10,6 +10,11 @@ inserted again). Anything else is a conflict with three versions (before, after,
 resolutions document (rollback/target/resolutions.py), kept as it is now with on_conflict="skip", or left
 unresolved: the caller (rollback/target/execute.py) then aborts, nothing applied.
 
+A batch of plan lines that say `merge_same` (rollback/job/net_script.py) is first sent by the caller as
+the strict apply's statements, each finding its rows by their checks (apply_batches.checked_writes), its
+`merge` objects read from the plan (rollback/target/merge_plan.py) only when it comes up short; then, and
+for every other batch, the rows go here.
+
 Steps go in batches, as the strict apply's: one query of the batch's writes after a savepoint, each write
 checking its rows in its own statement (a net update's UPDATE finds its row only exactly as the range left
 it, a net insert's DELETE likewise, a net delete's INSERT fails on a taken key), so that nothing changed
