@@ -216,10 +216,19 @@ def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
 
 
 def plan_line(
-    row: NetRow, table: str, kind: str, check: str | None, expect: int, sql: str, merge: dict[str, Any]
+    row: NetRow,
+    table: str,
+    kind: str,
+    check: str | None,
+    expect: int,
+    sql: str,
+    merge: dict[str, Any],
+    merge_same: bool = False,
 ) -> str:
     """`table` as every plan line names it (`db.t`, TableMap.qualified_name): the execution finds the
-    table's triggers, cascades and engine by that name."""
+    table's triggers, cascades and engine by that name. `merge_same` (NetStatement.merge_same): the merge
+    apply may send the statement, as the strict apply does, where its check finds the row as the range
+    left it (rollback/target/execute.py), and read the `merge` object only where it does not."""
     file, pos, number, _tx, _gtid = row.where
     line = {
         "file": file,
@@ -232,6 +241,7 @@ def plan_line(
         "tx": 0,  # one transaction: net changes belong to no single transaction of the range
         "gtid": None,
         "sql": sql,
+        **({"merge_same": True} if merge_same else {}),
         "merge": merge,
     }
     return json.dumps(line, ensure_ascii=False)
@@ -277,6 +287,7 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
                             statement.expect,
                             statement.sql,
                             statement.merge,
+                            statement.merge_same,
                         )
                         + "\n"
                     )

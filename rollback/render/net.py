@@ -397,6 +397,10 @@ class NetStatement:
     check: str | None
     expect: int
     merge: dict[str, Any]
+    # the statement, run only where its check finds the row as the range left it, writes what the merge's
+    # write would there: it sets exactly the columns the merge restores (the table has no column the
+    # server stamps on update, which the statement sets unchanged, and none hidden, which the merge leaves)
+    merge_same: bool = False
 
 
 class NetRenderer:
@@ -428,6 +432,7 @@ class NetRenderer:
         self.decimals = [i for i, code in enumerate(tmap.real_types) if code == T.NEWDECIMAL]
         hidden = {i for i, c in enumerate(columns or ()) if c.hidden}
         self.shown = [i for i in range(len(renderer.columns)) if i not in hidden]
+        self.merge_same = not hidden and not any(c.stamped for c in renderer.columns)
 
     def _decimal(self, image: tuple | None) -> tuple | None:
         if image is None or not any(type(image[i]) is str for i in self.decimals):
@@ -522,7 +527,7 @@ class NetRenderer:
         ]
         if after is not None:
             merge["row_matches"] = r.exists(after)[len(r.check_head) :]
-        return NetStatement(kind, sql, check, expect, merge)
+        return NetStatement(kind, sql, check, expect, merge, self.merge_same)
 
 
 def row_keys(rows: list[Any], key: tuple[int, ...]) -> list[Any]:

@@ -359,3 +359,43 @@ def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
                 Piece("statements", n, first, f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({found});", size)
             )
     return out
+
+
+def checked_writes(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
+    """The writes of a batch of combined groups alone, after one savepoint, each finding its rows by their
+    checks (the merge apply's writes: rollback/target/merge_columns.py): no locking read, a row not as the
+    binlog left it is not found (a re-insert's taken key fails its INSERT), and the count comes up short."""
+    first = batch[0].steps[0]
+    out = [Piece("savepoint", 0, first, f"SAVEPOINT {SAVEPOINT}0;")]
+    for n, group in enumerate(batch):
+        assert group.shape is not None
+        kind, table, head = group.shape
+        where = len(COUNT_FROM) + len(table) + len(" WHERE ")
+        found = ") OR (".join(step["check"][where:] for step in group.steps)
+        size = len(group.steps)
+        if kind.endswith("insert"):
+            rows = ", ".join(step["sql"][len(head) : -1] for step in group.steps)
+            out.append(Piece("statements", n, group.steps[0], f"{head}{rows};", size))
+        elif kind == "delete":
+            order = keyed[str(group.steps[0].get("table")).lower()]
+            sql = f"DELETE FROM {table} WHERE ({found}) ORDER BY {order} LIMIT {size};"
+            out.append(Piece("statements", n, group.steps[0], sql, size))
+        elif not head:
+            for step in group.steps:
+                sql = step["sql"]
+                out.append(
+                    Piece(
+                        "statement", n, step, f"{sql[: sql.rindex(' WHERE ')]} WHERE {step['check'][where:]};"
+                    )
+                )
+        else:
+            updates = group.updates
+            cases = ", ".join(
+                f"{column} = CASE"
+                + "".join(f" WHEN ({key}) THEN {values[i]}" for values, key in updates)
+                + " END"
+                for i, column in enumerate(group.columns)
+            )
+            sql = f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({found});"
+            out.append(Piece("statements", n, group.steps[0], sql, size))
+    return out

@@ -53,6 +53,7 @@ from rollback.schema.side_effects import (
 )
 from rollback.target import batches as apply_batches
 from rollback.target import merge_columns as apply_merge
+from rollback.target import merge_plan as apply_merge_plan
 
 if TYPE_CHECKING:
     import pymysql  # imported where a connection is made: a script-only run never loads it
@@ -234,22 +235,14 @@ def read_plan(path: str | Path, merge_data: bool = True) -> Iterator[dict[str, A
 
 
 _MERGE_DATA = b', "merge": {'
-_STRICT_KEYS = frozenset({"file", "pos", "table", "row", "type", "check", "expect", "tx", "gtid", "sql"})
 
 
 def _without_merge_data(line: bytes) -> dict[str, Any] | None:
     """A --net plan line's step without its `merge` object (three quarters of the line, which only the
-    merge apply reads), parsed from the bytes before it (the writer puts it last): None unless the first
-    `, "merge": {` is the top-level key's (a cut anywhere deeper leaves a brace open; inside a string every
-    quote is escaped) and every key the strict apply reads comes before it. The whole line is then parsed."""
-    at = line.find(_MERGE_DATA)
-    if at < 0:
-        return None
-    try:
-        step = orjson.loads(line[:at] + b"}")
-    except orjson.JSONDecodeError:
-        return None
-    return step if isinstance(step, dict) and _STRICT_KEYS <= step.keys() else None
+    merge apply reads), parsed from the bytes before it (apply_merge_plan.cut); None: the whole line is
+    then parsed."""
+    found = apply_merge_plan.cut(line)
+    return None if found is None else found[0]
 
 
 _P = ParamSpec("_P")
@@ -334,7 +327,7 @@ class _Pass:
     # False when the incident itself ran with foreign_key_checks=0 (Report.no_fk_checks): its reverse
     # then runs so too, or rows it left without their parents could not come back in plan order
     foreign_key_checks: bool = True
-    merge: list[apply_merge.Row] | None = None  # merge mode: the plan's rows (apply_merge), else None
+    merge: apply_merge_plan.MergePlan | None = None  # merge mode: where the plan's rows are, else None
     resolutions: Resolutions | None = None
 
     def _tell(
@@ -444,18 +437,44 @@ class _Pass:
             self._tell(current)
             self.last = current if self.per_transaction else None
 
-    def _merge(self, cur: Any, rows: list[apply_merge.Row]) -> None:
-        batch_bytes = self.batch_bytes if _multi_statements(cur.connection) else 0
+    def _merge(self, cur: Any, source: apply_merge_plan.MergePlan) -> None:
+        """The plan's batches as the strict apply sends them where every step's statement writes what the
+        merge's would (merge_same) and every group's writes check their rows (a table with a primary key):
+        all found as the range left them, nothing more to decide. Anything else, or a batch that comes up
+        short (back to its savepoint), goes the merge's way (apply_merge), its rows read then."""
+        self.result.merge = apply_merge.empty_counts()
+        batch = _Batch(self.batch_bytes if _multi_statements(cur.connection) else 0)
         alone = self.alone
-        apply_merge.run(
-            self,
-            cur,
-            rows,
-            self.resolutions,
-            BATCH_STEPS,
-            batch_bytes,
-            lambda row: row.plan_table in alone,
-        )
+        units = self._units(batch)
+        # each unit's steps, from and to their index in the plan, and whether it goes as checked writes
+        spans: list[tuple[list[dict[str, Any]], int, int, bool]] = []
+        at = 0
+        for kind, item in units:
+            if kind != "tx":
+                steps = [item] if kind == "one" else item
+                spans.append(
+                    (steps, at, at + len(steps), kind == "batch" and source.same(at, at + len(steps)))
+                )
+                at += len(steps)
+        eligible = [steps for steps, _, _, sent in spans if sent]
+        keyed = self.keyed
+        with (
+            open(source.path, "rb") as plan_file,
+            _Ahead(self, eligible, lambda steps: _Built.merged(steps, keyed)) as ahead,
+        ):
+            for steps, first, stop, sent in spans:
+                self._stop_if_asked()
+                self._count(len(steps), apply_merge.transaction(steps[0]))
+                if sent:
+                    built = ahead.next() or _Built.merged(steps, keyed)  # None: the thread failed on it
+                    if built.pieces and self._sent_checked(cur, built, steps):
+                        continue
+                rows = source.rows(self.plan, plan_file, first, stop)
+                merged = apply_merge.units(
+                    rows, BATCH_STEPS, batch.limit, lambda row: row.plan_table in alone, self.keyed
+                )
+                apply_merge.run(self, cur, merged, self.resolutions)
+
         self._tell(None)
         unresolved = [c for c in self.result.conflicts if c["resolution"] is None]
         if unresolved and self.on_conflict == "abort":
@@ -465,6 +484,38 @@ class _Pass:
                 "settles them, --on-conflict skip keeps those rows as they are now)",
                 self.result,
             )
+
+    def _sent_checked(self, cur: Any, built: _Built, steps: list[dict[str, Any]]) -> bool:
+        """The batch's writes, each finding its rows by their checks (_Built.merged): True when every one
+        affected all its rows (restored); else the batch is back at its savepoint. A lock wait timeout or
+        a deadlock stops the execution, as the merge's own writes do."""
+        import pymysql
+
+        exact = True
+        try:
+            cur.execute(built.sql)
+            for n, piece in enumerate(built.pieces):
+                if n and not cur.nextset():
+                    exact = False
+                    break
+                if piece.kind != "savepoint" and cur.rowcount != piece.expect:
+                    exact = False
+                    break
+            _drain(cur)
+        except pymysql.err.MySQLError as exc:
+            _drain(cur)
+            if exc.args and exc.args[0] in LOCK_ERRORS:
+                raise self._refused(exc, built.pieces[0].sql, steps[0]) from None
+            exact = False
+        if not exact:
+            self._execute(cur, f"ROLLBACK TO SAVEPOINT {apply_batches.SAVEPOINT}0", steps[0])
+            return False
+        counts = self.result.merge
+        assert counts is not None
+        counts["restored"] += len(steps)
+        self.result.statements += len(steps)
+        self.result.rows_affected += len(steps)
+        return True
 
     def _units(self, batch: _Batch) -> list[tuple[str, Any]]:
         """The pass in the order it runs: ("tx", the original transaction that starts: per-transaction
@@ -700,6 +751,16 @@ class _Built:
         pieces = apply_batches.pieces(grouped, keyed)
         return _Built(grouped, pieces, "\n".join(piece.sql for piece in pieces), version)
 
+    @staticmethod
+    def merged(steps: list[dict[str, Any]], keyed: dict[str, str]) -> _Built:
+        """The merge apply's query of the batch (apply_batches.checked_writes); no pieces when a step is
+        not one of a combined group (its table has no primary key, its statement is of no combined form)."""
+        grouped = apply_batches.groups(steps, keyed, set())
+        if any(group.shape is None for group in grouped):
+            return _Built(grouped, [], "", 0)
+        pieces = apply_batches.checked_writes(grouped, keyed)
+        return _Built(grouped, pieces, "\n".join(piece.sql for piece in pieces), 0)
+
 
 class _Ahead:
     """Builds the queries of the batches ahead in a thread of its own while the server runs the one
@@ -707,9 +768,15 @@ class _Ahead:
     built with the UPDATE forms as they were (`version`); a pass that changed them since builds it
     again. A failure here is left for the pass to meet: it builds that batch itself."""
 
-    def __init__(self, one: _Pass, batches: list[list[dict[str, Any]]]):
+    def __init__(
+        self,
+        one: _Pass,
+        batches: list[list[dict[str, Any]]],
+        build: Callable[[list[dict[str, Any]]], _Built | None] | None = None,
+    ):
         self._one = one
         self._batches = batches
+        self._build_one = build or (lambda steps: _Built.of(steps, one.keyed, one.separate, one.version))
         self._ready: queue.Queue[_Built | None] = queue.Queue(maxsize=AHEAD)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._build, name="mysql-rollback-batches", daemon=True)
@@ -728,10 +795,9 @@ class _Ahead:
                 pass
 
     def _build(self) -> None:
-        one = self._one
         for steps in self._batches:
             try:
-                built: _Built | None = _Built.of(steps, one.keyed, one.separate, one.version)
+                built: _Built | None = self._build_one(steps)
             except Exception:
                 built = None
             while not self._stop.is_set():
@@ -1023,9 +1089,14 @@ def _refuse_ddl(plan: list[dict[str, Any]]) -> None:
 
 
 def _merge_rows(
-    plan: list[dict[str, Any]], merge: bool, resolutions: Resolutions | None, single_transaction: bool
-) -> list[apply_merge.Row] | None:
-    if not merge:
+    plan: list[dict[str, Any]],
+    source: apply_merge_plan.MergePlan | None,
+    resolutions: Resolutions | None,
+    single_transaction: bool,
+) -> list[dict[str, Any]] | None:
+    """Refuse what a merge cannot run (resolutions without one too); the statements its resolutions may run
+    beyond the plan's (apply_merge.check_resolutions), or None."""
+    if source is None:
         if resolutions is not None:
             raise ExecutionRefused(
                 "refused, nothing was run: resolutions settle the conflicts of --merge only"
@@ -1035,7 +1106,11 @@ def _merge_rows(
         raise ExecutionRefused(
             "refused, nothing was run: --merge applies everything in one transaction, not --per-transaction"
         )
-    return apply_merge.prepare(plan, resolutions)
+    source.prepare(plan)
+    if resolutions is None:
+        return []
+    with open(source.path, "rb") as f:
+        return apply_merge.check_resolutions(source.rows(plan, f), resolutions)
 
 
 @_collector_paused
@@ -1080,13 +1155,13 @@ def execute_plan(
     observer = observer or ExecutionObserver()
     if lock_wait_timeout < 1:
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
-    survey = _survey(read_plan(plan_path, merge_data=merge))
+    source = apply_merge_plan.MergePlan(plan_path) if merge else None
+    survey = _survey(source.steps() if source is not None else read_plan(plan_path, merge_data=False))
     plan = survey.plan
     _refuse_ddl(plan)
-    rows = _merge_rows(plan, merge, resolutions, single_transaction)
+    also = _merge_rows(plan, source, resolutions, single_transaction)
     factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
     try:
-        also = apply_merge.resolution_statements(rows, resolutions) if rows is not None else None
         found, max_packet, keyed, sizes = _preflight(factory, plan, also, survey)
     except ExecutionFailed as exc:
         if observer.cancelled():  # the cancel stopped the preflight's query (KILL QUERY) or cut its session
@@ -1119,7 +1194,7 @@ def execute_plan(
             keyed=keyed,
             sizes=sizes,
             foreign_key_checks=foreign_key_checks,
-            merge=rows,
+            merge=source,
             resolutions=resolutions,
         )
 

@@ -10,6 +10,11 @@ inserted again). Anything else is a conflict with three versions (before, after,
 resolutions document (rollback/target/resolutions.py), kept as it is now with on_conflict="skip", or left
 unresolved: the caller (rollback/target/execute.py) then aborts, nothing applied.
 
+A batch of plan lines that say `merge_same` (rollback/job/net_script.py) is first sent by the caller as
+the strict apply's statements, each finding its rows by their checks (apply_batches.checked_writes), its
+`merge` objects read from the plan (rollback/target/merge_plan.py) only when it comes up short; then, and
+for every other batch, the rows go here.
+
 Steps go in batches, as the strict apply's: one query of the batch's writes after a savepoint, each write
 checking its rows in its own statement (a net update's UPDATE finds its row only exactly as the range left
 it, a net insert's DELETE likewise, a net delete's INSERT fails on a taken key), so that nothing changed
@@ -22,7 +27,7 @@ where each read sees what the steps before it left.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -145,94 +150,75 @@ def _set(columns: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def prepare(plan: list[dict[str, Any]], resolutions: Resolutions | None) -> list[Row]:
-    """The plan's rows, checked: every line written with --net, every `column` choice of the
-    resolutions naming columns its row changed (MergeRefused, ResolutionsError: one line). Each step's
-    table is named db.t from here on, as a full plan names it."""
-    rows = []
-    names: dict[str, tuple[str, str]] = {}  # a plan line's table -> db.t and `db`.`t`
-    for step in plan:
-        named = str(step.get("table"))
-        if named not in names:
-            names[named] = (plain_name(named), quoted_name(named))
-        # the full plans name a table db.t, which the checks of the target's side effects read: so do these
-        plan_table, table = names[named]
-        step["table"] = plan_table
-        merge = step.get("merge")
-        if not isinstance(merge, dict):
-            raise MergeRefused(
-                f"refused, nothing was run: the plan was not written with --net (its line for "
-                f"{step.get('file')}:{step.get('pos')} has no merge data); generate it with --net to execute "
-                "it with --merge"
-            )
-        kind = str(merge.get("kind"))
-        columns = merge["columns"]
-        if kind == "update":
-            checks = " AND ".join(f"({c['matches_after']})" for c in columns)
-            found = f"{merge['where']} AND {checks}"
-            restore = f"UPDATE {table} SET {_set(columns)} WHERE {found}"
-        elif kind == "insert":
-            found = str(merge["row_matches"])
-            restore = f"DELETE FROM {table} WHERE {found} LIMIT 1"
-        elif kind == "delete":
-            found = str(merge["free_where"])
-            restore = str(merge["insert_sql"]).rstrip().rstrip(";")
-        else:
-            raise MergeRefused(
-                f"refused, nothing was run: the plan's line for {step.get('file')}:{step.get('pos')} has a merge "
-                f"kind {kind!r} (update, insert or delete)"
-            )
-        rows.append(
-            Row(
-                step,
-                table,
-                plan_table,
-                plan_table.lower(),
-                kind,
-                merge,
-                restore,
-                found,
-            )
+def refusal(step: dict[str, Any], merge: Any) -> str | None:
+    """Why a plan line cannot run with --merge (no merge data, a kind other than the three), or None."""
+    if not isinstance(merge, dict):
+        return (
+            f"refused, nothing was run: the plan was not written with --net (its line for "
+            f"{step.get('file')}:{step.get('pos')} has no merge data); generate it with --net to execute "
+            "it with --merge"
         )
-    if resolutions is not None:
-        _check_columns(rows, resolutions)
-    return rows
+    kind = str(merge.get("kind"))
+    if kind not in ("update", "insert", "delete"):
+        return (
+            f"refused, nothing was run: the plan's line for {step.get('file')}:{step.get('pos')} has a merge "
+            f"kind {kind!r} (update, insert or delete)"
+        )
+    return None
 
 
-def _check_columns(rows: list[Row], resolutions: Resolutions) -> None:
-    for row in rows:
-        choice = resolutions.rows.get(row_key(row.name, row.merge["key"]))
-        if choice is None or choice.choice != COLUMN:
-            continue
-        entry = resolutions.entries[row_key(row.name, row.merge["key"])]
-        if row.kind != "update":
-            raise ResolutionsError(
-                f"resolutions: {entry}: a 'column' choice settles an update, and the range "
-                f"{'inserted' if row.kind == 'insert' else 'deleted'} this row of {row.name}"
-            )
-        changed = {c["name"] for c in row.columns}
-        for column in choice.columns:
-            if column not in changed:
-                raise ResolutionsError(
-                    f"resolutions: {entry}: column {column!r} of {row.name} is not one the range changed "
-                    f"({', '.join(sorted(changed))})"
-                )
+def row_of(step: dict[str, Any], merge: dict[str, Any], table: str) -> Row:
+    """One plan step's row (`table`: its table quoted, for the queries; the step names it db.t), its merge
+    object one `refusal` accepts."""
+    plan_table = str(step["table"])
+    kind = str(merge["kind"])
+    columns = merge["columns"]
+    if kind == "update":
+        checks = " AND ".join(f"({c['matches_after']})" for c in columns)
+        found = f"{merge['where']} AND {checks}"
+        restore = f"UPDATE {table} SET {_set(columns)} WHERE {found}"
+    elif kind == "insert":
+        found = str(merge["row_matches"])
+        restore = f"DELETE FROM {table} WHERE {found} LIMIT 1"
+    else:
+        found = str(merge["free_where"])
+        restore = str(merge["insert_sql"]).rstrip().rstrip(";")
+    return Row(step, table, plan_table, plan_table.lower(), kind, merge, restore, found)
 
 
-def resolution_statements(rows: list[Row], resolutions: Resolutions | None) -> list[dict[str, Any]]:
-    """The statement kinds a resolution may run beyond the plan's own, as plan steps (table, sql) for the
+def check_resolutions(rows: Iterable[Row], resolutions: Resolutions) -> list[dict[str, Any]]:
+    """Every `column` choice of the resolutions naming columns its row changed (ResolutionsError: one line),
+    and the statement kinds a resolution may run beyond the plan's own, as plan steps (table, sql) for the
     target's side-effect checks: take_before on a re-insert whose key was taken since is a REPLACE, which
     deletes the row holding the key (its DELETE triggers fire, its ON DELETE cascades run)."""
-    if resolutions is None:
-        return []
     extra: dict[str, dict[str, Any]] = {}
     for row in rows:
+        _check_columns(row, resolutions)
         if row.kind != "delete" or row.plan_table in extra:
             continue
         choice = resolutions.choice_for(row.name, row.merge["key"])
         if choice is not None and choice.choice == TAKE_BEFORE:
             extra[row.plan_table] = {"table": row.step["table"], "sql": "DELETE (REPLACE of a taken key)"}
     return list(extra.values())
+
+
+def _check_columns(row: Row, resolutions: Resolutions) -> None:
+    choice = resolutions.rows.get(row_key(row.name, row.merge["key"]))
+    if choice is None or choice.choice != COLUMN:
+        return
+    entry = resolutions.entries[row_key(row.name, row.merge["key"])]
+    if row.kind != "update":
+        raise ResolutionsError(
+            f"resolutions: {entry}: a 'column' choice settles an update, and the range "
+            f"{'inserted' if row.kind == 'insert' else 'deleted'} this row of {row.name}"
+        )
+    changed = {c["name"] for c in row.columns}
+    for column in choice.columns:
+        if column not in changed:
+            raise ResolutionsError(
+                f"resolutions: {entry}: column {column!r} of {row.name} is not one the range changed "
+                f"({', '.join(sorted(changed))})"
+            )
 
 
 def empty_counts() -> dict[str, Any]:
@@ -542,28 +528,42 @@ def _insert_head(sql: str) -> str:
     return sql[: at + len(") VALUES ")]
 
 
-def _batch(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | None) -> None:
+@dataclass
+class Writes:
+    """A batch's writes as one query after a savepoint (_optimistic), and the rows each must affect."""
+
+    sql: str
+    expected: list[int]
+
+
+def writes_of(rows: list[Row], keyed: dict[str, str]) -> Writes:
+    """The batch's writes as the strict apply sends its own: a net update's UPDATE finds its row only exactly
+    as the range left it (so none of them kept a later change), a net insert's DELETE likewise, a net
+    delete's INSERT fails on any key taken since."""
+    runs = _runs(rows, len(rows), CASE_ROWS)
+    writes = [write for run in runs for write in _writes(run, True, keyed)]
+    sql = f"SAVEPOINT {SAVEPOINT};\n" + ";\n".join(sql for sql, _ in writes) + ";"
+    return Writes(sql, [0, *(expect for _, expect in writes)])
+
+
+def _batch(
+    host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | None, built: Writes | None
+) -> None:
     """The writes alone, each checking its row in its own statement; where one comes up short, back to the
     savepoint, then the locking reads and the writes again (_checked). A dry run that leaves a table's
     statements out decides by the reads."""
-    if not host.read_only and _optimistic(host, cur, rows):
-        for row in rows:
-            _tally(_Decision([row.restore]), host)
+    if not host.read_only and _optimistic(host, cur, rows, built or writes_of(rows, host.keyed)):
+        host.result.merge["restored"] += len(rows)  # as _tally counts a row without a conflict
         host.result.statements += len(rows)
         host.result.rows_affected += len(rows)
         return
     _checked(host, cur, rows, resolutions)
 
 
-def _optimistic(host: Host, cur: Any, rows: list[Row]) -> bool:
-    """A savepoint and the batch's writes as the strict apply sends its own: a net update's UPDATE finds its
-    row only exactly as the range left it (so none of them kept a later change), a net insert's DELETE
-    likewise, a net delete's INSERT fails on any key taken since. True when each affected all its rows;
-    else the batch is back at its savepoint."""
-    runs = _runs(rows, len(rows), CASE_ROWS)
-    writes = [write for run in runs for write in _writes(run, True, host.keyed)]
-    sql = f"SAVEPOINT {SAVEPOINT};\n" + ";\n".join(sql for sql, _ in writes) + ";"
-    if _sent(host, cur, sql, [0, *(expect for _, expect in writes)], rows):
+def _optimistic(host: Host, cur: Any, rows: list[Row], writes: Writes) -> bool:
+    """A savepoint and the batch's writes (writes_of): True when each affected all its rows; else the batch
+    is back at its savepoint."""
+    if _sent(host, cur, writes.sql, writes.expected, rows):
         return True
     host._execute(cur, f"ROLLBACK TO SAVEPOINT {SAVEPOINT}", rows[0].step)
     return False
@@ -634,32 +634,32 @@ def _checked(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | N
 
 
 def run(
-    host: Host,
-    cur: Any,
-    rows: list[Row],
-    resolutions: Resolutions | None,
-    batch_steps: int,
-    batch_bytes: int,
-    alone: Callable[[Row], bool],
+    host: Host, cur: Any, units: Iterable[tuple[list[Row], Writes | None]], resolutions: Resolutions | None
 ) -> None:
-    """Every row of the plan, in plan order; batch_bytes 0: one step at a time."""
-    host.result.merge = empty_counts()
-    for unit in _units(rows, batch_steps, batch_bytes, alone):
-        host._stop_if_asked()
-        host._count(len(unit), _transaction(unit[0].step))
+    """Rows in plan order, in the batches of `units` (a row alone: one step at a time); the caller counts
+    them in the progress and sets result.merge (empty_counts) first."""
+    for unit, built in units:
         if len(unit) == 1:
             _one(host, cur, unit[0], resolutions)
         else:
-            _batch(host, cur, unit, resolutions)
+            _batch(host, cur, unit, resolutions, built)
 
 
-def _units(
-    rows: list[Row], batch_steps: int, batch_bytes: int, alone: Callable[[Row], bool]
-) -> list[list[Row]]:
-    """The rows in the batches they run in (a row alone: one step at a time), within batch_bytes a query."""
-    units: list[list[Row]] = []
+def units(
+    rows: Iterable[Row],
+    batch_steps: int,
+    batch_bytes: int,
+    alone: Callable[[Row], bool],
+    keyed: dict[str, str] | None,
+) -> Iterator[tuple[list[Row], Writes | None]]:
+    """The rows in the batches they run in (a row alone: one step at a time), within batch_bytes a query,
+    each batch with its writes (writes_of) when `keyed` is given (else the batch builds them if it needs them)."""
     batch: list[Row] = []
     size = 0
+
+    def unit(rows: list[Row]) -> tuple[list[Row], Writes | None]:
+        return rows, writes_of(rows, keyed) if keyed is not None and len(rows) > 1 else None
+
     for row in rows:
         merge = row.merge
         # its share of a batch's largest query: the combined read, or a write (one CASE per changed column)
@@ -671,21 +671,20 @@ def _units(
         )
         if not batch_bytes or alone(row) or bytes_ > batch_bytes:
             if batch:
-                units.append(batch)
-            units.append([row])
+                yield unit(batch)
+            yield unit([row])
             batch, size = [], 0
             continue
         if len(batch) >= batch_steps or size + bytes_ > batch_bytes:
-            units.append(batch)
+            yield unit(batch)
             batch, size = [], 0
         batch.append(row)
         size += bytes_
     if batch:
-        units.append(batch)
-    return units
+        yield unit(batch)
 
 
-def _transaction(step: dict[str, Any]) -> dict[str, Any]:
+def transaction(step: dict[str, Any]) -> dict[str, Any]:
     return {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
 
 

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from rollback import ExecutionConflict, ExecutionRefused, execute_plan, parse_resolutions
+from rollback.target import execute as execution
 from tests.support.restore import flashback, range_args, run_cli, snapshot
 
 pytestmark = pytest.mark.both_ways_off("rows change after the incident on purpose: the merge keeps them")
@@ -243,3 +244,112 @@ def test_a_batch_whose_rows_changed_since_goes_back_to_its_savepoint_and_its_loc
         for i, a, b in batch_incident["before"]
     ]
     assert server.query(f"SELECT id, a, b FROM {table} ORDER BY id") == want
+
+
+@pytest.fixture()
+def later_changes(scratch_server, tmp_path):
+    """A table the incident updates (a), deletes from and inserts into, 150 rows (batches of several kinds),
+    and one with a column the server stamps on update; then the application's later writes: other columns
+    of updated rows, the incident's own column, a deleted row's key and unique key taken, an inserted row
+    changed, an updated row deleted."""
+    db = "merge_same"
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {db}",
+            f"CREATE DATABASE {db}",
+            f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT, b VARCHAR(20), u INT UNIQUE)",
+            f"INSERT INTO {db}.t SELECT seq, seq, CONCAT('r', seq), seq + 1000 FROM {db}.seq_1_to_150",
+            f"CREATE TABLE {db}.s (id INT PRIMARY KEY, a INT, at TIMESTAMP(6) NOT NULL DEFAULT '2020-01-01' "
+            "ON UPDATE CURRENT_TIMESTAMP(6))",
+            f"INSERT INTO {db}.s (id, a) SELECT seq, seq FROM {db}.seq_1_to_20",
+        ]
+    )
+    rng = scratch_server.run_sql(
+        [
+            f"UPDATE {db}.t SET a = -a WHERE id <= 100",
+            f"DELETE FROM {db}.t WHERE id > 120",
+            f"INSERT INTO {db}.t SELECT seq, 0, 'new', seq + 5000 FROM {db}.seq_200_to_239",
+            f"UPDATE {db}.s SET a = -a",
+        ]
+    )
+    _script, plan, _report = flashback(scratch_server, rng, tmp_path, net=True)
+    scratch_server.run_sql(
+        [
+            f"UPDATE {db}.t SET b = 'later' WHERE id BETWEEN 10 AND 14",
+            f"UPDATE {db}.t SET a = 7 WHERE id = 60",
+            f"DELETE FROM {db}.t WHERE id = 70",
+            f"INSERT INTO {db}.t VALUES (125, 1, 'taken key', 1), (300, 1, 'taken unique', 1130)",
+            f"UPDATE {db}.t SET b = 'changed' WHERE id = 210",
+            f"UPDATE {db}.s SET at = '2021-01-01' WHERE id = 3",
+        ]
+    )
+    yield {"server": scratch_server, "db": db, "plan": plan, "tmp": tmp_path}
+    scratch_server.query(f"DROP DATABASE {db}")
+
+
+def test_the_statements_sent_for_rows_as_the_range_left_them_do_what_the_merge_writes_would(
+    later_changes, monkeypatch
+):
+    """A --net plan's lines say where the strict statement writes what the merge's write would (merge_same:
+    not on a table with a column the server stamps on update); the merge sends those batches' statements,
+    checked in their WHERE, and goes its own way only where they come up short. The same plan without
+    merge_same (every batch the merge's own way) must leave the same rows and say the same, with the
+    conflicts skipped and with every conflict resolved."""
+    server, db, plan = later_changes["server"], later_changes["db"], later_changes["plan"]
+    lines = [json.loads(line) for line in plan.read_text().splitlines()]
+    assert {(s["table"], s.get("merge_same", False)) for s in lines} == {
+        (f"{db}.t", True),
+        (f"{db}.s", False),
+    }
+    same = later_changes["tmp"] / "t.plan.jsonl"  # one table's: one batch, every line merge_same
+    same.write_text("".join(json.dumps(s) + "\n" for s in lines if s["table"] == f"{db}.t"))
+    plain = later_changes["tmp"] / "t_without_merge_same.plan.jsonl"
+    plain.write_text(
+        "".join(
+            json.dumps({k: v for k, v in s.items() if k != "merge_same"}) + "\n"
+            for s in lines
+            if s["table"] == f"{db}.t"
+        )
+    )
+    sent: list[bool] = []
+    checked = execution._Pass._sent_checked
+
+    def spied(self, *args):
+        sent.append(checked(self, *args))
+        return sent[-1]
+
+    monkeypatch.setattr(execution._Pass, "_sent_checked", spied)
+
+    def state(into):
+        def read(conn):
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT * FROM {db}.t ORDER BY id")
+                into.append(cur.fetchall())
+
+        return read
+
+    for options in ({"on_conflict": "skip"}, {"resolutions": parse_resolutions({"default": "take_before"})}):
+        results, states = [], []
+        for path in (same, plain):
+            seen: list = []
+            results.append(
+                execute_plan(path, server.dsn, merge=True, inspect=state(seen), **options).to_dict()
+            )
+            states.append(seen)
+        assert sent == [
+            False
+        ]  # the batch of the plan with merge_same came up short, and went the merge's way
+        sent.clear()
+        assert results[0] == results[1]
+        assert states[0] == states[1]
+        merged = results[0]["merge"]
+        assert merged["kept_later_changes"] == 5 and len(results[0]["conflicts"]) == 5, results[0]
+        assert merged["restored"] + len(results[0]["conflicts"]) == len(lines) - 20
+    server.query(f"UPDATE {db}.t SET b = CONCAT('r', id), a = -id WHERE id BETWEEN 10 AND 14 OR id = 60")
+    server.query(f"INSERT INTO {db}.t VALUES (70, -70, 'r70', 1070)")
+    server.query(f"DELETE FROM {db}.t WHERE id IN (125, 300)")
+    server.query(f"UPDATE {db}.t SET b = 'new' WHERE id = 210")
+    for path in (same, plain):
+        result = execute_plan(path, server.dsn, merge=True)
+        assert result.merge["restored"] == len(lines) - 20 and not result.conflicts
+    assert sent == [True]  # nothing changed since: the statements alone
