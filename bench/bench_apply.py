@@ -76,7 +76,8 @@ def checks_then_events(plan: Path, events: Path, database: str) -> str:
     import orjson
 
     reads: list[str] = []
-    table, conditions = "", []
+    table = ""
+    conditions: list[str] = []
 
     def flush() -> None:
         if conditions:
