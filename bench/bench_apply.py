@@ -63,7 +63,7 @@ def apply_main(plan: str, dsn: str, mode: str) -> None:
             commit=mode != "dry",
             single_transaction=mode != "per",
             check_first=False,
-            **({"merge": True} if mode == "merge" else {}),
+            merge=mode == "merge",
         )
     print(f"{result.statements} statements, {result.rows_affected} rows", file=sys.stderr)
 
