@@ -330,8 +330,7 @@ def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
             check = f"{COUNT_FROM}{table}{BY_KEY} WHERE ({found}){LOCKING};"
             out.append(Piece("checks", n, first, check, 0 if kind == "checked_insert" else size))
         if kind.endswith("insert"):
-            rows = ", ".join(step["sql"][len(head) : -1] for step in group.steps)
-            out.append(Piece("statements", n, first, f"{head}{rows};", size))
+            out.append(Piece("statements", n, first, _insert(head, group), size))
         elif kind == "delete":
             start = len(f"DELETE FROM {table} WHERE ")
             keys = ") OR (".join(step["sql"][start:-1] for step in group.steps)
@@ -348,17 +347,25 @@ def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
         elif not head:
             out.extend(Piece("statement", n, step, step["sql"]) for step in group.steps)
         else:
-            updates = group.updates
-            cases = ", ".join(
-                f"{column} = CASE"
-                + "".join(f" WHEN ({key}) THEN {values[i]}" for values, key in updates)
-                + " END"
-                for i, column in enumerate(group.columns)
-            )
-            out.append(
-                Piece("statements", n, first, f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({found});", size)
-            )
+            out.append(Piece("statements", n, first, _case_update(table, group, found), size))
     return out
+
+
+def _insert(head: str, group: Group) -> str:
+    """A combined group's re-inserts as one multi-row INSERT (each step's VALUES after the shared head)."""
+    return head + ", ".join(step["sql"][len(head) : -1] for step in group.steps) + ";"
+
+
+def _case_update(table: str, group: Group, found: str) -> str:
+    """A combined group's UPDATEs as one: each column it sets a CASE over its rows' keys, the rows found by
+    `found` (their checks, or their keys)."""
+    cases = ", ".join(
+        f"{column} = CASE"
+        + "".join(f" WHEN ({key}) THEN {values[i]}" for values, key in group.updates)
+        + " END"
+        for i, column in enumerate(group.columns)
+    )
+    return f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({found});"
 
 
 def checked_writes(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
@@ -374,8 +381,7 @@ def checked_writes(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
         found = ") OR (".join(step["check"][where:] for step in group.steps)
         size = len(group.steps)
         if kind.endswith("insert"):
-            rows = ", ".join(step["sql"][len(head) : -1] for step in group.steps)
-            out.append(Piece("statements", n, group.steps[0], f"{head}{rows};", size))
+            out.append(Piece("statements", n, group.steps[0], _insert(head, group), size))
         elif kind == "delete":
             order = keyed[str(group.steps[0].get("table")).lower()]
             sql = f"DELETE FROM {table} WHERE ({found}) ORDER BY {order} LIMIT {size};"
@@ -389,13 +395,5 @@ def checked_writes(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
                     )
                 )
         else:
-            updates = group.updates
-            cases = ", ".join(
-                f"{column} = CASE"
-                + "".join(f" WHEN ({key}) THEN {values[i]}" for values, key in updates)
-                + " END"
-                for i, column in enumerate(group.columns)
-            )
-            sql = f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({found});"
-            out.append(Piece("statements", n, group.steps[0], sql, size))
+            out.append(Piece("statements", n, group.steps[0], _case_update(table, group, found), size))
     return out
