@@ -488,26 +488,9 @@ class _Pass:
     def _sent_checked(self, cur: Any, built: _Built, steps: list[dict[str, Any]]) -> bool:
         """The batch's writes, each finding its rows by their checks (_Built.merged): True when every one
         affected all its rows (restored); else the batch is back at its savepoint. A lock wait timeout or
-        a deadlock stops the execution, as the merge's own writes do."""
-        import pymysql
-
-        exact = True
-        try:
-            cur.execute(built.sql)
-            for n, piece in enumerate(built.pieces):
-                if n and not cur.nextset():
-                    exact = False
-                    break
-                if piece.kind != "savepoint" and cur.rowcount != piece.expect:
-                    exact = False
-                    break
-            _drain(cur)
-        except pymysql.err.MySQLError as exc:
-            _drain(cur)
-            if exc.args and exc.args[0] in LOCK_ERRORS:
-                raise self._refused(exc, built.pieces[0].sql, steps[0]) from None
-            exact = False
-        if not exact:
+        a deadlock stops the execution, as the merge's own writes do (apply_merge.sent)."""
+        expected = [0 if piece.kind == "savepoint" else piece.expect for piece in built.pieces]
+        if not apply_merge.sent(self, cur, built.sql, expected, steps[0], built.pieces[0].sql):
             self._execute(cur, f"ROLLBACK TO SAVEPOINT {apply_batches.SAVEPOINT}0", steps[0])
             return False
         counts = self.result.merge

@@ -563,15 +563,15 @@ def _batch(
 def _optimistic(host: Host, cur: Any, rows: list[Row], writes: Writes) -> bool:
     """A savepoint and the batch's writes (writes_of): True when each affected all its rows; else the batch
     is back at its savepoint."""
-    if _sent(host, cur, writes.sql, writes.expected, rows):
+    if sent(host, cur, writes.sql, writes.expected, rows[0].step, rows[0].restore):
         return True
     host._execute(cur, f"ROLLBACK TO SAVEPOINT {SAVEPOINT}", rows[0].step)
     return False
 
 
-def _sent(host: Host, cur: Any, sql: str, expected: list[int], rows: list[Row]) -> bool:
+def sent(host: Host, cur: Any, sql: str, expected: list[int], step: dict[str, Any], named: str) -> bool:
     """Whether each statement of the query affected the rows it must (`expected`, in order). A lock wait
-    timeout or a deadlock stops the execution as one step's would."""
+    timeout or a deadlock stops the execution as one step's would (its refusal naming `named` and `step`)."""
     import pymysql
 
     exact = True
@@ -588,7 +588,7 @@ def _sent(host: Host, cur: Any, sql: str, expected: list[int], rows: list[Row]) 
     except pymysql.err.MySQLError as exc:
         _drain(cur)
         if exc.args and exc.args[0] in (1205, 1213):
-            raise host._refused(exc, rows[0].restore, rows[0].step) from None
+            raise host._refused(exc, named, step) from None
         exact = False
     return exact
 
@@ -622,7 +622,8 @@ def _checked(host: Host, cur: Any, rows: list[Row], resolutions: Resolutions | N
             _one(host, cur, row, resolutions)
         return
     writes = [write for group in groups for write in _writes(group.rows, keyed=host.keyed)]
-    if not _sent(host, cur, ";\n".join(sql for sql, _ in writes) + ";", [n for _, n in writes], rows):
+    query = ";\n".join(sql for sql, _ in writes) + ";"
+    if not sent(host, cur, query, [n for _, n in writes], rows[0].step, rows[0].restore):
         host._execute(cur, f"ROLLBACK TO SAVEPOINT {SAVEPOINT}", first)
         for row in rows:
             _one(host, cur, row, resolutions)
