@@ -42,7 +42,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.bench_pipeline import CHILD_ENV, REPO, Timing, timed_process  # noqa: E402
 
 # the databases: one for each path that changes the table
-PATHS = ("reference", "checked", "script", "joined", "one", "per", "par2", "net", "merge", "service")
+PATHS = ("reference", "checked", "own", "script", "joined", "one", "per", "par2", "net", "merge", "service")
 NET = ("net", "merge")  # their plans are written with --net (one statement per row)
 JOINED = "1000"  # --rows-per-statement of the `joined` script
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
@@ -98,6 +98,34 @@ def checks_then_events(plan: Path, events: Path, database: str) -> str:
             conditions.append(condition)
     flush()
     return f"USE {database};\nSTART TRANSACTION;\n" + "\n".join(reads) + "\nCOMMIT;\n" + events.read_text()
+
+
+def own_statements(plan: Path, database: str) -> str:
+    """The verified apply's own queries for the plan (its batches, as execute_plan cuts and builds
+    them, savepoints and checks in the writes included) as one transaction for the `mariadb` client: the
+    server's cost of exactly the SQL the apply sends, without the apply's client (which also reads every
+    result and refuses on a count that is not what it must be; the client here reads nothing)."""
+    from rollback.target import execute
+
+    survey = execute._survey(execute.read_plan(plan))
+    batch = execute._Batch(min(execute.BATCH_BYTES, (1 << 30) - 1024))
+    keyed = {f"{database}.t": "`id`"}
+    queries: list[str] = []
+
+    def flush() -> None:
+        steps = batch.take()
+        if steps:
+            queries.append(execute._Built.of(steps, keyed, set(), 0).sql)
+
+    for step, size in zip(survey.plan, survey.sizes, strict=True):
+        bytes_ = batch.size_of(size)
+        assert bytes_ is not None
+        if not batch.fits(bytes_):
+            flush()
+        batch.add(step, bytes_)
+    flush()
+    prelude = ";\n".join(execute.PRELUDE)
+    return f"USE {database};\n{prelude};\nSTART TRANSACTION;\n" + "\n".join(queries) + "\nCOMMIT;\n"
 
 
 def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int | str], str]:
@@ -231,6 +259,7 @@ def main() -> None:
         with open(events, "wb") as out:
             subprocess.run(["mariadb-binlog", "--flashback", str(files["checked"])], stdout=out, check=True)
         (work / "checked.floor.sql").write_text(checks_then_events(work / "checked.plan", events, "checked"))
+        (work / "own.floor.sql").write_text(own_statements(work / "own.plan", "own"))
         # the server's own floor for the one-row script: as many statements that do nothing
         (work / "floor.sql").write_text("DO 0;\n" * changes)
         client = (
@@ -276,6 +305,11 @@ def main() -> None:
                 "floor of a checked apply: the plan's checks as locking reads, then the reference's row events",
                 "checked",
                 measured(lambda: timed_process(["sh", "-c", f"{client} < {work / 'checked.floor.sql'}"])),
+            ),
+            (
+                "floor of this apply: its own queries (savepoints, checks, batched writes) | mariadb",
+                "own",
+                measured(lambda: timed_process(["sh", "-c", f"{client} < {work / 'own.floor.sql'}"])),
             ),
             (
                 "mysql-rollback script | mariadb",
