@@ -54,6 +54,7 @@ from rollback.schema.side_effects import (
 from rollback.target import batches as apply_batches
 from rollback.target import merge_columns as apply_merge
 from rollback.target import merge_plan as apply_merge_plan
+from rollback.target import plan_stream
 
 if TYPE_CHECKING:
     import pymysql  # imported where a connection is made: a script-only run never loads it
@@ -71,6 +72,10 @@ PROGRESS_EVERY = 100  # statements between two progress reports (each commit is 
 BATCH_STEPS = 500
 BATCH_BYTES = 1 << 20
 AHEAD = 2  # batches built ahead of the one the server runs
+STREAM_AHEAD = (
+    16  # units a streamed pass reads ahead (each original transaction starts one, beside the batches)
+)
+BATCH_STEP_ROOM = 1024  # of max_allowed_packet, left for the packet's header (a batch is at most the rest)
 STEP_OVERHEAD = 48  # bytes a step adds to a query beyond its statement and check: savepoint, separators
 
 
@@ -329,6 +334,13 @@ class _Pass:
     foreign_key_checks: bool = True
     merge: apply_merge_plan.MergePlan | None = None  # merge mode: where the plan's rows are, else None
     resolutions: Resolutions | None = None
+    # a streamed pass (_Stream: `plan` is empty, the steps are read as the pass runs), and its steps
+    stream: _StreamSource | None = None
+    total: int | None = None
+
+    @property
+    def steps_total(self) -> int:
+        return len(self.plan) if self.total is None else self.total
 
     def _tell(
         self,
@@ -340,7 +352,7 @@ class _Pass:
             ExecutionProgress(
                 self.phase,
                 self.done,
-                len(self.plan),
+                self.steps_total,
                 self.result.rows_affected,
                 current,
                 committed,
@@ -404,38 +416,48 @@ class _Pass:
                 self._merge(cur, self.merge)
                 return
             batch = _Batch(self.batch_bytes if _multi_statements(conn) else 0)
+            if self.stream is not None:
+                with plan_stream.Ahead(self._streamed, STREAM_AHEAD) as streamed:
+                    self._run_units(conn, cur, batch, streamed)
+                return
             units = self._units(batch)
-            current: dict[str, Any] | None = None
             with _Ahead(self, [item for kind, item in units if kind == "batch"]) as ahead:
-                for kind, item in units:
-                    if kind == "tx":
-                        if self.per_transaction and current is not None:
-                            self._stop_if_asked()
-                            self._tell(current, committing=current)
-                            self.committing = True
-                            conn.commit()
-                            self.committing = False
-                            self.result.transactions_applied.append(current)
-                            self._tell(current, committed=current)
-                        current = item
-                        if self.per_transaction:
-                            cur.execute("BEGIN")
-                        continue
+                built = ((kind, item, ahead.next() if kind == "batch" else None) for kind, item in units)
+                self._run_units(conn, cur, batch, built)
+
+    def _run_units(
+        self, conn: Any, cur: Any, batch: _Batch, units: Iterable[tuple[str, Any, _Built | None]]
+    ) -> None:
+        """The pass's units in order (_units), each batch with its query when it was built ahead."""
+        current: dict[str, Any] | None = None
+        for kind, item, built in units:
+            if kind == "tx":
+                if self.per_transaction and current is not None:
                     self._stop_if_asked()
-                    if kind == "one":
-                        self._count(1, current)
-                        self._one(cur, item)
-                        continue
-                    built = ahead.next()
-                    self._count(len(item), current)
-                    if not batch.limit:  # savepoints failed earlier in the pass: one step at a time
-                        for step in item:
-                            self._one(cur, step)
-                        continue
-                    self._send(cur, batch, item, built)
+                    self._tell(current, committing=current)
+                    self.committing = True
+                    conn.commit()
+                    self.committing = False
+                    self.result.transactions_applied.append(current)
+                    self._tell(current, committed=current)
+                current = item
+                if self.per_transaction:
+                    cur.execute("BEGIN")
+                continue
             self._stop_if_asked()
-            self._tell(current)
-            self.last = current if self.per_transaction else None
+            if kind == "one":
+                self._count(1, current)
+                self._one(cur, item)
+                continue
+            self._count(len(item), current)
+            if not batch.limit:  # savepoints failed earlier in the pass: one step at a time
+                for step in item:
+                    self._one(cur, step)
+                continue
+            self._send(cur, batch, item, built)
+        self._stop_if_asked()
+        self._tell(current)
+        self.last = current if self.per_transaction else None
 
     def _merge(self, cur: Any, source: apply_merge_plan.MergePlan) -> None:
         """The plan's batches as the strict apply sends them where every step's statement writes what the
@@ -504,36 +526,66 @@ class _Pass:
         """The pass in the order it runs: ("tx", the original transaction that starts: per-transaction
         mode commits the one before), ("one", a step that runs on its own), ("batch", steps sent as one
         query)."""
-        units: list[tuple[str, Any]] = []
+        return list(self._cut(zip(self.plan, self.sizes, strict=True), batch))
+
+    def _cut(self, sized: Iterable[tuple[dict[str, Any], int]], batch: _Batch) -> Iterator[tuple[str, Any]]:
+        """_units of the steps, each with its bytes in a batch, as they come."""
         current: Any = None
         alone = self.alone
-
-        def flush() -> None:
-            steps = batch.take()
-            if steps:
-                units.append(("batch", steps))
-
-        for step, bytes_ in zip(self.plan, self.sizes, strict=True):
+        for step, bytes_ in sized:
             if current is None or step["tx"] != current["tx"]:
                 if self.per_transaction:
-                    flush()
+                    yield from _taken(batch)
                 current = {k: step.get(k) for k in ("tx", "gtid", "file", "pos")}
-                units.append(("tx", current))
+                yield ("tx", current)
             size = None if alone and str(step.get("table")).lower() in alone else batch.size_of(bytes_)
             if size is None:
-                flush()
-                units.append(("one", step))
+                yield from _taken(batch)
+                yield ("one", step)
                 continue
             if not batch.fits(size):
-                flush()
+                yield from _taken(batch)
             batch.add(step, size)
-        flush()
-        return units
+        yield from _taken(batch)
+
+    def _streamed(self, stop: threading.Event) -> Iterator[tuple[str, Any, _Built | None]]:
+        """The units of a streamed pass (plan_stream.Ahead runs this in its thread), each batch built:
+        the plan read line by line, each step checked against what the preflight read (its table, a
+        statement of a kind it looked for, its size under max_allowed_packet), else the pass stops."""
+        source = self.stream
+        assert source is not None
+        fits = source.max_packet - 1
+        count = 0
+
+        def sized() -> Iterator[tuple[dict[str, Any], int]]:
+            nonlocal count
+            for step in read_plan(source.path, merge_data=False):
+                count += 1
+                table = str(step.get("table")).lower()
+                if table not in source.tables or statement_kind(step["sql"]) not in KINDS:
+                    raise plan_stream.Stopped(f"{_where(step)} is not of a table and kind the preflight read")
+                size, checked = _sizes(step)
+                if size >= fits or checked >= fits:
+                    raise plan_stream.Stopped(f"{_where(step)} is over the target's max_allowed_packet")
+                yield step, size + (checked or len(LOCKING))
+
+        for kind, item in self._cut(sized(), _Batch(self.batch_bytes)):
+            if stop.is_set():
+                return
+            if kind != "batch":
+                yield kind, item, None
+                continue
+            try:
+                built: _Built | None = _Built.of(item, self.keyed, self.separate, self.version)
+            except Exception:  # noqa: BLE001 - the pass builds it itself, and meets the error there
+                built = None
+            yield kind, item, built
+        self.total = count
 
     def _count(self, steps: int, current: dict[str, Any] | None) -> None:
         """Steps about to be sent: progress at every PROGRESS_EVERY-th step and at the last one."""
         before, self.done = self.done, self.done + steps
-        if self.done // PROGRESS_EVERY > before // PROGRESS_EVERY or self.done == len(self.plan):
+        if self.done // PROGRESS_EVERY > before // PROGRESS_EVERY or self.done == self.steps_total:
             self._tell(current)
 
     def _one(self, cur: Any, step: dict[str, Any]) -> None:
@@ -830,6 +882,23 @@ class _Batch:
         return steps
 
 
+def _taken(batch: _Batch) -> Iterator[tuple[str, Any]]:
+    """The batch's steps as a unit, if it holds any (the batch is then empty)."""
+    steps = batch.take()
+    if steps:
+        yield ("batch", steps)
+
+
+@dataclass
+class _StreamSource:
+    """A streamed pass's plan, and what its preflight read: the tables (lower-cased) and the target's
+    max_allowed_packet."""
+
+    path: str | Path
+    tables: set[str]
+    max_packet: int
+
+
 def _rollback_quietly(conn: Any) -> None:
     import pymysql
 
@@ -905,6 +974,13 @@ class _Survey:
     tables: list[str]
 
 
+def _sizes(step: dict[str, Any]) -> tuple[int, int]:
+    """The step's statement's bytes, and its locking check's (0: it has none)."""
+    sql, check = step["sql"], step.get("check")
+    size = len(sql) if sql.isascii() else _bytes(sql)
+    return size, (len(check) if check.isascii() else _bytes(check)) + len(LOCKING) if check else 0
+
+
 def _survey(steps: Iterable[dict[str, Any]]) -> _Survey:
     plan: list[dict[str, Any]] = []
     sizes: list[int] = []
@@ -913,33 +989,24 @@ def _survey(steps: Iterable[dict[str, Any]]) -> _Survey:
     locking = len(LOCKING)
     for step in steps:
         plan.append(step)
-        sql, check = step["sql"], step.get("check")
-        size = len(sql) if sql.isascii() else _bytes(sql)
-        checked = (len(check) if check.isascii() else _bytes(check)) + locking if check else 0
+        size, checked = _sizes(step)
         sizes.append(size + (checked or locking))
         if size > longest or checked > longest:
             longest = max(size, checked)
-        pair = (step["table"], statement_kind(sql))
+        pair = (step["table"], statement_kind(step["sql"]))
         counts[pair] = counts.get(pair, 0) + 1
     kinds = Counter({pair: n for pair, n in counts.items() if pair[1] in KINDS})
     return _Survey(plan, sizes, longest, kinds, sorted({str(table).lower() for table, _ in counts}))
 
 
-def _check_sizes(plan: list[dict[str, Any]], max_packet: int) -> list[int]:
+def _check_sizes(plan: list[dict[str, Any]], max_packet: int) -> None:
     """Every statement and check must fit in one packet (the query and its command byte, under
-    max_allowed_packet): a script run would otherwise fail halfway. Each step's bytes in a batch: its
-    statement's and its locking check's (with room for the lock clause when it has none)."""
-    sizes = []
+    max_allowed_packet): a script run would otherwise fail halfway. Refuses the first that does not."""
     fits = max_packet - 1  # bytes a statement must stay under
-    locking = len(LOCKING)
     for n, step in enumerate(plan, 1):
-        sql, check = step["sql"], step.get("check")
-        size = len(sql) if sql.isascii() else _bytes(sql)
-        checked = (len(check) if check.isascii() else _bytes(check)) + locking if check else 0
+        size, checked = _sizes(step)
         if size >= fits or checked >= fits:
             _refuse_size(plan, n, step, size, checked, max_packet)
-        sizes.append(size + (checked or locking))
-    return sizes
 
 
 def _refuse_size(
@@ -1031,19 +1098,7 @@ def _preflight(
         if survey.longest + 1 >= max_packet:
             _check_sizes(plan, max_packet)  # refuses, naming the first step that does not fit
         sizes, tables = survey.sizes, survey.tables
-        keyed: dict[str, str] = {}
-        if tables:
-            with conn.cursor() as cur:
-                cur.execute(
-                    "SELECT LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)), COLUMN_NAME "
-                    "FROM information_schema.KEY_COLUMN_USAGE WHERE CONSTRAINT_NAME = 'PRIMARY' AND "
-                    "LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) IN "
-                    f"({', '.join(['%s'] * len(tables))}) ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
-                    tables,
-                )
-                for table, column in cur.fetchall():
-                    quoted = quote_ident(str(column))
-                    keyed[table] = f"{keyed[table]}, {quoted}" if table in keyed else quoted
+        keyed = _primary_keys(conn, tables)
         kinds = survey.kinds + plan_statement_kinds(also) if also else survey.kinds
         return detect(conn, kinds), max_packet, keyed, sizes
     except pymysql.err.MySQLError as exc:
@@ -1051,6 +1106,55 @@ def _preflight(
         raise ExecutionFailed(
             f"cannot read the target's settings and schema: {reason}; nothing was run"
         ) from None
+    finally:
+        _rollback_quietly(conn)
+        _close_quietly(conn)
+
+
+def _primary_keys(conn: Any, tables: list[str]) -> dict[str, str]:
+    """The tables (lower-cased) with a primary key, and its columns, quoted, in order."""
+    keyed: dict[str, str] = {}
+    if tables:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)), COLUMN_NAME "
+                "FROM information_schema.KEY_COLUMN_USAGE WHERE CONSTRAINT_NAME = 'PRIMARY' AND "
+                "LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) IN "
+                f"({', '.join(['%s'] * len(tables))}) ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION",
+                tables,
+            )
+            for table, column in cur.fetchall():
+                quoted = quote_ident(str(column))
+                keyed[table] = f"{keyed[table]}, {quoted}" if table in keyed else quoted
+    return keyed
+
+
+def _stream_preflight(
+    factory: Callable[[], Any], plan_path: str | Path
+) -> tuple[SideEffects, int, dict[str, str], set[str], int] | None:
+    """The preflight of a streamed pass, from the plan's bytes (plan_stream.scan): the target's
+    max_allowed_packet, every statement kind on every table the plan names looked for (more than its
+    statements may run: a plan that meets anything at all goes the careful way, which names exactly
+    what it meets), the primary keys, the tables (lower-cased), the plan's lines. None: the careful
+    path."""
+    import pymysql
+
+    conn = factory()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@max_allowed_packet")
+            max_packet = int(cur.fetchone()[0])
+        scanned = plan_stream.scan(plan_path, max_packet - 1)
+        if scanned is None or max_packet <= BATCH_STEP_ROOM:
+            return None
+        lines, tables = scanned
+        lowered = sorted({table.lower() for table in tables})
+        found = detect(conn, Counter({(table, kind): 1 for table in tables for kind in KINDS}))
+        if found:
+            return None
+        return found, max_packet, _primary_keys(conn, lowered), set(lowered), lines
+    except pymysql.err.MySQLError:
+        return None  # the careful path asks again, and says what failed
     finally:
         _rollback_quietly(conn)
         _close_quietly(conn)
@@ -1096,6 +1200,49 @@ def _merge_rows(
         return apply_merge.check_resolutions(source.rows(plan, f), resolutions)
 
 
+def _commit_streamed(
+    plan_path: str | Path,
+    factory: Callable[[], Any],
+    on_conflict: str,
+    lock_wait_timeout: int,
+    observer: ExecutionObserver,
+    foreign_key_checks: bool,
+) -> ExecutionResult | None:
+    """A one-transaction commit whose first batch goes to the server before the plan is read (each
+    batch is read, cut and built in a thread while the server runs the one before), when its tables
+    have nothing the preflight must see first: no triggers, cascading foreign keys or non-transactional
+    engine on any of them. A step the preflight did not see stops it (plan_stream.Stopped): what ran
+    is rolled back, and None has the careful path take the plan from the start. The result is what
+    the careful path's would be."""
+    preflight = _stream_preflight(factory, plan_path)
+    if preflight is None:
+        return None
+    found, max_packet, keyed, tables, lines = preflight
+    batch_bytes = max(0, min(BATCH_BYTES, max_packet - BATCH_STEP_ROOM))
+    result = ExecutionResult(dry_run=False, side_effects=found.to_dict())
+    one = _Pass(
+        [],
+        on_conflict,
+        result,
+        False,
+        lock_wait_timeout,
+        set(),
+        set(),
+        observer=observer,
+        phase="apply",
+        batch_bytes=batch_bytes,
+        keyed=keyed,
+        foreign_key_checks=foreign_key_checks,
+        stream=_StreamSource(plan_path, tables, max_packet),
+        total=lines,
+    )
+    try:
+        _attempt(factory, one, commit=True)
+    except plan_stream.Stopped:
+        return None
+    return result
+
+
 @_collector_paused
 def execute_plan(
     plan_path: str | Path,
@@ -1138,12 +1285,18 @@ def execute_plan(
     observer = observer or ExecutionObserver()
     if lock_wait_timeout < 1:
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
+    factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
+    if commit and single_transaction and not check_first and not merge:
+        streamed = _commit_streamed(
+            plan_path, factory, on_conflict, lock_wait_timeout, observer, foreign_key_checks
+        )
+        if streamed is not None:
+            return streamed
     source = apply_merge_plan.MergePlan(plan_path) if merge else None
     survey = _survey(source.steps() if source is not None else read_plan(plan_path, merge_data=False))
     plan = survey.plan
     _refuse_ddl(plan)
     also = _merge_rows(plan, source, resolutions, single_transaction)
-    factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
     try:
         found, max_packet, keyed, sizes = _preflight(factory, plan, also, survey)
     except ExecutionFailed as exc:
@@ -1159,7 +1312,7 @@ def execute_plan(
     non_transactional = {t.lower() for t in found.non_transactional_tables}
     alone = non_transactional | {str(t["table"]).lower() for t in found.triggers}
     # room for the packet's header; plans on non-transactional tables run one step at a time, as before
-    batch_bytes = 0 if non_transactional else max(0, min(BATCH_BYTES, max_packet - 1024))
+    batch_bytes = 0 if non_transactional else max(0, min(BATCH_BYTES, max_packet - BATCH_STEP_ROOM))
 
     def one_pass(result: ExecutionResult, per_transaction: bool, read_only: set[str], phase: str) -> _Pass:
         return _Pass(

@@ -1,0 +1,145 @@
+"""The streamed one-transaction commit (rollback/target/execute.py's _commit_streamed): the first batch
+goes to the server before the plan is read, each batch read, cut and built while the server runs the
+one before. Its outcome is the careful path's: every row restored, a conflict in a later batch applies
+nothing and names its row, and a step its preflight did not see rolls back what ran and has the careful
+path take the plan from the start."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from rollback.base.errors import ConflictError
+from rollback.target import execute
+from rollback.target.execute import ExecutionObserver, ExecutionProgress, execute_plan
+from tests.support.restore import flashback, snapshot
+
+DB = "sx"
+ROWS = 1_600  # four batches of re-inserts (BATCH_STEPS is 500), then the UPDATEs'
+
+
+class Heard(ExecutionObserver):
+    def __init__(self) -> None:
+        self.states: list[ExecutionProgress] = []
+
+    def progress(self, state: ExecutionProgress) -> None:
+        self.states.append(state)
+
+
+def incident(server: Any, tmp_path: Any) -> dict[str, Any]:
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {DB}",
+            f"CREATE DATABASE {DB}",
+            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, a INT, b VARCHAR(20), KEY (a))",
+            f"INSERT INTO {DB}.t SELECT seq, seq * 7, CONCAT('b', seq) FROM {DB}.seq_1_to_{2 * ROWS}",
+            f"CREATE TABLE {DB}.u (id INT PRIMARY KEY, v INT)",
+            f"INSERT INTO {DB}.u SELECT seq, seq FROM {DB}.seq_1_to_20",
+        ]
+    )
+    tables = [f"{DB}.t", f"{DB}.u"]
+    before = snapshot(server, tables)
+    rng = server.run_sql(
+        [  # sx.u first: the plan (newest change first) ends with its steps
+            f"UPDATE {DB}.u SET v = -v",
+            f"DELETE FROM {DB}.t WHERE id % 2 = 0",
+            f"UPDATE {DB}.t SET a = a + 1, b = 'x' WHERE id % 3 = 0",
+        ]
+    )
+    _, plan, _ = flashback(server, rng, tmp_path)
+    return {"plan": plan, "tables": tables, "before": before}
+
+
+def careful_path_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The careful path reads the whole plan first (_survey): here that fails the test."""
+
+    def survey(steps: Any) -> Any:
+        raise AssertionError("the careful path read the whole plan")
+
+    monkeypatch.setattr(execute, "_survey", survey)
+
+
+def test_a_streamed_commit_of_many_batches_restores_every_row(scratch_server, tmp_path, monkeypatch):
+    data = incident(scratch_server, tmp_path)
+    steps = sum(1 for _ in open(data["plan"], encoding="utf-8"))
+    assert steps > 3 * execute.BATCH_STEPS
+    careful_path_forbidden(monkeypatch)
+    heard = Heard()
+    result = execute_plan(data["plan"], scratch_server.dsn, commit=True, check_first=False, observer=heard)
+    assert result.committed and result.statements == result.rows_affected == steps
+    assert result.side_effects == {"triggers": [], "cascades": [], "non_transactional": []}
+    assert snapshot(scratch_server, data["tables"]) == data["before"]
+    # the progress of one pass, its total known from the start
+    assert {state.statements_total for state in heard.states} == {steps}
+    done = [state.statements_done for state in heard.states]
+    assert done == sorted(done) and done[-1] == steps
+
+
+def test_a_conflict_in_a_later_batch_applies_nothing_and_names_its_row(scratch_server, tmp_path, monkeypatch):
+    data = incident(scratch_server, tmp_path)
+    # a key the plan re-inserts in its third batch, taken since
+    scratch_server.run_sql(
+        ["SET SESSION sql_log_bin = 0", f"INSERT INTO {DB}.t VALUES (1200, 0, 'taken later')"]
+    )
+    changed = snapshot(scratch_server, data["tables"])
+    careful_path_forbidden(monkeypatch)
+    with pytest.raises(
+        ConflictError, match=rf"conflict at mysql-bin\.\d+:\d+ \({DB}\.t, .*key is taken; nothing"
+    ):
+        execute_plan(data["plan"], scratch_server.dsn, commit=True, check_first=False)
+    assert snapshot(scratch_server, data["tables"]) == changed
+    monkeypatch.undo()
+    result = execute_plan(
+        data["plan"], scratch_server.dsn, commit=True, on_conflict="skip", check_first=False
+    )
+    assert [(c["table"], c["statement"]) for c in result.conflicts] == [
+        (f"{DB}.t", f"INSERT INTO `{DB}`.`t` (`id`, `a`, `b`) VALUES (1200, 8400, 'b1200');")
+    ]
+
+
+def test_a_step_its_preflight_did_not_see_rolls_back_what_ran_and_the_careful_path_runs(
+    scratch_server, tmp_path
+):
+    """The lines of one table written in another layout than the plan's writer's: the plan's scan does
+    not see that table, so the stream meets it after batches of the other ran. What ran is rolled back
+    (the careful path then starts from nothing) and the careful path applies the whole plan."""
+    data = incident(scratch_server, tmp_path)
+    lines = open(data["plan"], encoding="utf-8").read().splitlines()
+    hidden = [
+        json.dumps(json.loads(line), separators=(",", ":")) if f'"table": "{DB}.u"' in line else line
+        for line in lines
+    ]
+    assert hidden != lines and not any(f'"table": "{DB}.u"' in line for line in hidden)
+    first_u = next(n for n, line in enumerate(hidden) if f'"table":"{DB}.u"' in line)
+    assert first_u > 2 * execute.BATCH_STEPS  # batches of sx.t ran before the stream met it
+    plan = tmp_path / "hidden.plan.jsonl"
+    plan.write_text("\n".join(hidden) + "\n", encoding="utf-8")
+    heard = Heard()
+    result = execute_plan(plan, scratch_server.dsn, commit=True, check_first=False, observer=heard)
+    assert result.committed and result.rows_affected == len(lines)
+    assert snapshot(scratch_server, data["tables"]) == data["before"]
+    done = [state.statements_done for state in heard.states]
+    turn = next(n for n in range(1, len(done)) if done[n] < done[n - 1])  # the careful path starts over
+    assert done[turn - 1] >= 2 * execute.BATCH_STEPS and done[-1] == len(lines)
+    assert done[turn:] == sorted(done[turn:])
+
+
+def test_a_table_with_a_trigger_takes_the_careful_path_and_its_refusal(scratch_server, tmp_path, monkeypatch):
+    data = incident(scratch_server, tmp_path)
+    scratch_server.run_sql(
+        [f"CREATE TRIGGER {DB}.u_audit AFTER INSERT ON {DB}.u FOR EACH ROW SET @seen = 1"]
+    )  # an INSERT trigger: the plan only UPDATEs sx.u, so the careful path runs it
+    changed = snapshot(scratch_server, data["tables"])
+    read: list[int] = []
+    survey = execute._survey
+
+    def counted(steps: Any) -> Any:
+        read.append(1)
+        return survey(steps)
+
+    monkeypatch.setattr(execute, "_survey", counted)
+    result = execute_plan(data["plan"], scratch_server.dsn, commit=True, check_first=False)
+    assert read == [1] and result.committed and result.side_effects["triggers"] == []
+    assert snapshot(scratch_server, data["tables"]) == data["before"] != changed
