@@ -14,7 +14,12 @@ changed (a conflict), or reported as locked after the lock wait timeout, never o
 A dry run does everything and rolls back, except on non-transactional tables, where it only runs the
 checks (reads). Commit mode first runs the dry run (conflicts stop it before anything is applied, or
 are skipped with on_conflict="skip"), then everything again in one transaction, or committing per
-original transaction when asked; with check_first=False one transaction is its own dry run.
+original transaction when asked; with check_first=False one transaction is its own dry run. That one
+transaction streams its plan when its tables have no triggers, cascading foreign keys or
+non-transactional engine (_commit_streamed, plan_stream.py): the preflight reads the tables from the
+plan's bytes, and each batch is read, cut and built while the server runs the one before, so that the
+first batch goes out at once and the plan is never held whole; a step the preflight did not see rolls
+back what ran, and the careful path (the whole plan read first) takes it from the start.
 
 Steps go to the server in batches, one multi-statement query each (every step's check, then its
 statement, in plan order, so each check still sees what the steps before it left), and their results
