@@ -180,7 +180,7 @@ def child(files: list[str], config: str) -> None:
             sys.stdout.flush()
             continue
         processes = int(request.get("processes", 1))
-        job_module.usable_cpus = lambda n=processes: n  # type: ignore[attr-defined]
+        job_module.usable_cpus = lambda n=processes: n  # type: ignore[attr-defined,misc]
         options = Options(engine=engine, spark_master=master or None)
         phases.clear()
         cpu0, busy0 = tree_cpu(me), machine_busy()
@@ -210,7 +210,8 @@ def child(files: list[str], config: str) -> None:
         }
         out.unlink()
         if engine == "spark" and "args" in ran:
-            reply["empty"] = empty_job(*ran.pop("args"), summaries, master, me)
+            job, partitions = ran.pop("args")
+            reply["empty"] = empty_job(job, partitions, summaries, master, me)
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 
@@ -610,8 +611,10 @@ def report(made: list[Config], runs: int) -> list[str]:
     for engine in ("Spark", "local engine"):
         one, two = by_slots.get((engine, 1)), by_slots.get((engine, 2))
         if one is not None and two is not None:
-            empty = (_best_empty(one), _best_empty(two))
-            lines += bounds(engine, _best(one), _best(two), share, None if None in empty else empty)
+            best_empties = (_best_empty(one), _best_empty(two))
+            lines += bounds(
+                engine, _best(one), _best(two), share, None if None in best_empties else best_empties
+            )
             lines += cpu_path(engine, _best(one), _best(two))
     return lines
 

@@ -135,9 +135,9 @@ def main() -> None:
     print(f"{'case':<74} {'rows/s':>10} {'us/row':>8} {'x generic':>9}")
     for label, buf, decoder, pairs in cases:
         if pairs:
-            rate = measure(lambda b=buf, d=decoder: d.decode_pairs(b, 0, len(b), d), n, args.repeat)
+            rate = measure(lambda b=buf, d=decoder: d.decode_pairs(b, 0, len(b), d), n, args.repeat)  # type: ignore[misc]
         else:
-            rate = measure(lambda b=buf, d=decoder: d.decode_rows(b, 0, len(b)), n, args.repeat)
+            rate = measure(lambda b=buf, d=decoder: d.decode_rows(b, 0, len(b)), n, args.repeat)  # type: ignore[misc]
         ratio = f"{rate / baseline:>9.1f}" if decoder is five and not pairs else ""
         print(f"{label:<74} {rate:>10,.0f} {1e6 / rate:>8.2f} {ratio}")
     label = "5 columns, generic per-value reader loop (columns.read_value)"

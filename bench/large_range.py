@@ -177,7 +177,7 @@ def write_range(
     copies = max(1, -(-total_bytes // size))
     per_file = max(1, min(file_bytes, MAX_FILE) // size)
     step = max((hi - lo + 1 for lo, hi in _spans(source).values()), default=0)
-    files = []
+    files: list[Path] = []
     out_dir.mkdir(parents=True, exist_ok=True)
     done = 0
     while done < copies:
