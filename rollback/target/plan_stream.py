@@ -10,8 +10,6 @@ server's work on the batches before.
 from __future__ import annotations
 
 import json
-import mmap
-import os
 import queue
 import re
 import threading
@@ -31,46 +29,71 @@ def scan(path: str | Path, longest: int) -> tuple[int, list[str]] | None:
     """The plan's lines and its tables (as its lines name them), from its bytes; None when the plan is
     empty, may hold DDL (refused before anything connects, by the careful path), has a line of
     `longest` bytes or more (a statement or check that may not fit the target's packet: the careful
-    path refuses it, naming it, before anything runs), or names too many tables. Each table is found
-    by one search from where the one before it was first named, skipping the names found: one pass
-    over the bytes for a plan of a few tables."""
+    path refuses it, naming it, before anything runs), or names too many tables. Read in chunks of
+    whole lines (a file mapped into memory would count in the process's resident size); each table is
+    found by one search from where the one before it was first named, skipping the names found."""
+    lines = 0
+    names: list[bytes] = []
+    carry = b""  # the start of the line the chunk before ended in
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if not size:
-            return None
-        lines = 0
-        widest = 0
-        carry = 0  # bytes of the line a chunk ends in
         for chunk in iter(lambda: f.read(CHUNK), b""):
-            lines += chunk.count(b"\n")
-            if size < longest:
-                continue  # no line can be as long
-            parts = chunk.split(b"\n")
-            if len(parts) == 1:
-                carry += len(chunk)
+            first = chunk.find(b"\n") + 1
+            if not first:
+                carry += chunk
+                if len(carry) >= longest:
+                    return None
                 continue
-            widest = max(widest, carry + len(parts[0]), max(map(len, parts[1:-1]), default=0))
-            carry = len(parts[-1])
-        widest = max(widest, carry)
-        if widest >= longest:
-            return None
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            lines += data[size - 1 :] != b"\n"
-            if data.find(b'"ddl"') >= 0:
+            last = chunk.rfind(b"\n") + 1
+            head = carry + chunk[:first]  # one whole line
+            if not _lines(head, 0, len(head), longest, names) or not _lines(
+                chunk, first, last, longest, names
+            ):
                 return None
-            names: list[bytes] = []
-            at = 0
-            while len(names) <= MAX_TABLES:
-                known = b"|".join(re.escape(name) for name in names)
-                pattern = re.compile(
-                    rb'"table": "(?!(?:' + known + rb')")((?:[^"\\\n]|\\.)*)"' if names else _TABLE
-                )
-                found = pattern.search(data, at)  # type: ignore[call-overload]
-                if found is None:
-                    return lines, [json.loads(b'"' + name + b'"') for name in names]
-                names.append(found.group(1))
-                at = found.start()
-    return None
+            lines += 1 + chunk.count(b"\n", first, last)
+            carry = chunk[last:]
+    if carry:
+        lines += 1
+        if not _lines(carry, 0, len(carry), longest, names):
+            return None
+    if not lines:
+        return None
+    return lines, [json.loads(b'"' + name + b'"') for name in names]
+
+
+def _lines(data: bytes, start: int, end: int, longest: int, names: list[bytes]) -> bool:
+    """Whole lines data[start:end] (no copy of them is made): the tables they name first added to
+    `names`; False when one may hold DDL, is `longest` bytes or more, or there are too many tables."""
+    if data.find(b'"ddl"', start, end) >= 0:
+        return False
+    if _line_of(data, start, end, longest):
+        return False
+    at = start
+    while True:
+        known = b"|".join(re.escape(name) for name in names)
+        pattern = re.compile(rb'"table": "(?!(?:' + known + rb')")((?:[^"\\\n]|\\.)*)"' if names else _TABLE)
+        found = pattern.search(data, at, end)
+        if found is None:
+            return True
+        names.append(found.group(1))
+        if len(names) > MAX_TABLES:
+            return False
+        at = found.start()
+
+
+def _line_of(data: bytes, start: int, end: int, longest: int) -> bool:
+    """Whether a line of data[start:end] is `longest` bytes or more. Such a line holds a whole block of
+    half that size (blocks from `start` on), with no line break in it: only blocks without one are
+    measured to the line's ends, so a plan of short lines costs one search a block."""
+    block = max(1, longest // 2)
+    at = start
+    while at + block <= end:
+        if data.find(b"\n", at, at + block) < 0:
+            begins = data.rfind(b"\n", start, at) + 1 or start
+            ends = data.find(b"\n", at + block, end)
+            if (end if ends < 0 else ends) - begins >= longest:
+                return True
+        at += block
+    return False
 
 
 class Stopped(Exception):

@@ -9,8 +9,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rollback.target import plan_stream
+from tests.support.examples import examples
 
 
 def line(table: str | None, kind: str = "update", sql: str = "UPDATE x SET a=1 WHERE id=1;") -> str:
@@ -108,3 +111,26 @@ def test_leaving_early_ends_the_producers_thread():
     with plan_stream.Ahead(produce, 2) as ahead:
         assert next(iter(ahead)) == 1
     assert threading.active_count() == before
+
+
+@settings(
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    widths=st.lists(st.integers(0, 300), min_size=1, max_size=40),
+    longest=st.integers(1, 400),
+    chunk=st.integers(1, 700),
+    end=st.sampled_from(["\n", ""]),
+)
+def test_a_line_as_long_as_the_packet_allows_is_found_wherever_it_is(tmp_path, widths, longest, chunk, end):
+    """The scan measures only the lines that hold a whole block of half `longest` without a break,
+    in chunks of any size: it says what measuring every line says."""
+    lines = [line("d.t", sql="x" * width) for width in widths]
+    path = written(tmp_path, lines, end)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plan_stream, "CHUNK", chunk)
+        found = plan_stream.scan(path, longest)
+    if max(len(each.encode()) for each in lines) >= longest:
+        assert found is None
+    else:
+        assert found == (len(lines), ["d.t"])
