@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import json
-import queue
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -426,8 +425,14 @@ class _Pass:
                     self._run_units(conn, cur, batch, streamed)
                 return
             units = self._units(batch)
-            with _Ahead(self, [item for kind, item in units if kind == "batch"]) as ahead:
-                built = ((kind, item, ahead.next() if kind == "batch" else None) for kind, item in units)
+            batches = [item for kind, item in units if kind == "batch"]
+            with _ahead(
+                batches, lambda steps: _Built.of(steps, self.keyed, self.separate, self.version)
+            ) as ahead:
+                queries = iter(ahead)
+                built = (
+                    (kind, item, next(queries, None) if kind == "batch" else None) for kind, item in units
+                )
                 self._run_units(conn, cur, batch, built)
 
     def _run_units(
@@ -487,13 +492,16 @@ class _Pass:
         keyed = self.keyed
         with (
             open(source.path, "rb") as plan_file,
-            _Ahead(self, eligible, lambda steps: _Built.merged(steps, keyed)) as ahead,
+            _ahead(eligible, lambda steps: _Built.merged(steps, keyed)) as ahead,
         ):
+            queries = iter(ahead)
             for steps, first, stop, sent in spans:
                 self._stop_if_asked()
                 self._count(len(steps), apply_merge.transaction(steps[0]))
                 if sent:
-                    built = ahead.next() or _Built.merged(steps, keyed)  # None: the thread failed on it
+                    built = next(queries, None) or _Built.merged(
+                        steps, keyed
+                    )  # None: the thread failed on it
                     if built.pieces and self._sent_checked(cur, built, steps):
                         continue
                 rows = source.rows(self.plan, plan_file, first, stop)
@@ -616,7 +624,7 @@ class _Pass:
         self, cur: Any, batch: _Batch, steps: list[dict[str, Any]], built: _Built | None = None
     ) -> None:
         """Send the steps as one query (apply_batches: groups, each after its savepoint; `built`, when
-        the thread of _Ahead built it for the tables' UPDATE forms as they still are) and read its
+        the thread of _ahead built it for the tables' UPDATE forms as they still are) and read its
         results in order. Where a result is not what it must be, a plain step's failure is raised as one
         step at a time raises it; anything else (a skipped conflict, a combined group's count) goes back
         to its group's savepoint and runs that group one step at a time, which finds the row, then the
@@ -681,7 +689,7 @@ class _Pass:
         if shape is not None and shape[0] == "update" and shape[2]:
             # the table's UPDATEs one after the other from now on (unique-key swaps fail as one UPDATE)
             self.separate.add(str(grouped[again].steps[0].get("table")).lower())
-            self.version += 1  # what _Ahead built for this table's UPDATEs is built again
+            self.version += 1  # what _ahead built for this table's UPDATEs is built again
             self._send(cur, batch, grouped[again].steps)
         else:
             for step in grouped[again].steps:
@@ -802,61 +810,23 @@ class _Built:
         return _Built(grouped, pieces, "\n".join(piece.sql for piece in pieces), 0)
 
 
-class _Ahead:
-    """Builds the queries of the batches ahead in a thread of its own while the server runs the one
-    before (the client's CPU beside the server's, not after it: bench/bench_apply.py). A batch is
-    built with the UPDATE forms as they were (`version`); a pass that changed them since builds it
-    again. A failure here is left for the pass to meet: it builds that batch itself."""
+def _ahead(
+    batches: list[list[dict[str, Any]]], build: Callable[[list[dict[str, Any]]], _Built]
+) -> plan_stream.Ahead:
+    """The queries of the batches, built in a thread of their own while the server runs the one
+    before (the client's CPU beside the server's, not after it: bench/bench_apply.py), in order. A
+    batch is built with the UPDATE forms as they were (`version`); a pass that changed them since
+    builds it again. A failure here (None) is left for the pass to meet: it builds that batch itself."""
 
-    def __init__(
-        self,
-        one: _Pass,
-        batches: list[list[dict[str, Any]]],
-        build: Callable[[list[dict[str, Any]]], _Built | None] | None = None,
-    ):
-        self._one = one
-        self._batches = batches
-        self._build_one = build or (lambda steps: _Built.of(steps, one.keyed, one.separate, one.version))
-        self._ready: queue.Queue[_Built | None] = queue.Queue(maxsize=AHEAD)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._build, name="mysql-rollback-batches", daemon=True)
-
-    def __enter__(self) -> _Ahead:
-        if self._batches:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        while self._thread.is_alive():
+    def produce(stop: threading.Event) -> Iterator[_Built | None]:
+        for steps in batches:
             try:
-                self._ready.get(timeout=0.05)  # a builder waiting to put one ends at its next try
-            except queue.Empty:
-                pass
-
-    def _build(self) -> None:
-        for steps in self._batches:
-            try:
-                built: _Built | None = self._build_one(steps)
-            except Exception:
+                built: _Built | None = build(steps)
+            except Exception:  # noqa: BLE001 - the pass builds it itself, and meets the error there
                 built = None
-            while not self._stop.is_set():
-                try:
-                    self._ready.put(built, timeout=0.05)
-                    break
-                except queue.Full:
-                    continue
-            if self._stop.is_set():
-                return
+            yield built
 
-    def next(self) -> _Built | None:
-        """The next batch's query, in the order of the pass's batches (None: the pass builds it)."""
-        while True:
-            try:
-                return self._ready.get(timeout=0.1)
-            except queue.Empty:
-                if not self._thread.is_alive() and self._ready.empty():
-                    return None
+    return plan_stream.Ahead(produce, AHEAD)
 
 
 class _Batch:
