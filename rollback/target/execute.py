@@ -14,9 +14,9 @@ changed (a conflict), or reported as locked after the lock wait timeout, never o
 A dry run does everything and rolls back, except on non-transactional tables, where it only runs the
 checks (reads). Commit mode first runs the dry run (conflicts stop it before anything is applied, or
 are skipped with on_conflict="skip"), then everything again in one transaction, or committing per
-original transaction when asked; with check_first=False one transaction is its own dry run. That one
-transaction streams its plan when its tables have no triggers, cascading foreign keys or
-non-transactional engine (_commit_streamed, plan_stream.py): the preflight reads the tables from the
+original transaction when asked; with check_first=False one transaction is its own dry run. A pass in
+one transaction streams its plan when its tables have no triggers, cascading foreign keys or
+non-transactional engine (_streamed, plan_stream.py): the preflight reads the tables from the
 plan's bytes, and each batch is read, cut and built while the server runs the one before, so that the
 first batch goes out at once and the plan is never held whole; a step the preflight did not see rolls
 back what ran, and the careful path (the whole plan read first) takes it from the start.
@@ -1175,47 +1175,41 @@ def _merge_rows(
         return apply_merge.check_resolutions(source.rows(plan, f), resolutions)
 
 
-def _commit_streamed(
+def _streamed(
     plan_path: str | Path,
     factory: Callable[[], Any],
-    on_conflict: str,
-    lock_wait_timeout: int,
-    observer: ExecutionObserver,
-    foreign_key_checks: bool,
+    commit: bool,
+    check_first: bool,
+    inspect: Callable[[Any], None] | None,
+    make_pass: Callable[..., _Pass],
 ) -> ExecutionResult | None:
-    """A one-transaction commit whose first batch goes to the server before the plan is read (each
-    batch is read, cut and built in a thread while the server runs the one before), when its tables
-    have nothing the preflight must see first: no triggers, cascading foreign keys or non-transactional
-    engine on any of them. A step the preflight did not see stops it (plan_stream.Stopped): what ran
-    is rolled back, and None has the careful path take the plan from the start. The result is what
-    the careful path's would be."""
+    """A one-transaction dry run or commit (with its dry run first when check_first) whose first batch
+    goes to the server before the plan is read (each batch read, cut and built in a thread while the
+    server runs the one before), when its tables have nothing the preflight must see first: no
+    triggers, cascading foreign keys or non-transactional engine on any of them. A step the preflight
+    did not see stops it (plan_stream.Stopped): what ran is rolled back, and None has the careful path
+    take the plan from the start. The result is what the careful path's would be."""
     preflight = _stream_preflight(factory, plan_path)
     if preflight is None:
         return None
     found, max_packet, keyed, tables, lines = preflight
+    source = _StreamSource(plan_path, tables, max_packet)
     batch_bytes = max(0, min(BATCH_BYTES, max_packet - BATCH_STEP_ROOM))
-    result = ExecutionResult(dry_run=False, side_effects=found.to_dict())
-    one = _Pass(
-        [],
-        on_conflict,
-        result,
-        False,
-        lock_wait_timeout,
-        set(),
-        set(),
-        observer=observer,
-        phase="apply",
-        batch_bytes=batch_bytes,
-        keyed=keyed,
-        foreign_key_checks=foreign_key_checks,
-        stream=_StreamSource(plan_path, tables, max_packet),
-        total=lines,
-    )
+
+    def one_pass(result: ExecutionResult, phase: str) -> _Pass:
+        return make_pass(result, phase, batch_bytes=batch_bytes, keyed=keyed, stream=source, total=lines)
+
     try:
-        _attempt(factory, one, commit=True)
+        if not commit or check_first:
+            dry = ExecutionResult(dry_run=True, side_effects=found.to_dict())
+            _attempt(factory, one_pass(dry, "check"), commit=False, inspect=None if commit else inspect)
+            if not commit:
+                return dry
+        real = ExecutionResult(dry_run=False, side_effects=found.to_dict())
+        _attempt(factory, one_pass(real, "apply"), commit=True)
     except plan_stream.Stopped:
         return None
-    return result
+    return real
 
 
 @_collector_paused
@@ -1261,10 +1255,24 @@ def execute_plan(
     if lock_wait_timeout < 1:
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
     factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
-    if commit and single_transaction and not check_first and not merge:
-        streamed = _commit_streamed(
-            plan_path, factory, on_conflict, lock_wait_timeout, observer, foreign_key_checks
-        )
+    if single_transaction and not merge and resolutions is None:
+
+        def streamed_pass(result: ExecutionResult, phase: str, **streamed: Any) -> _Pass:
+            return _Pass(
+                [],
+                on_conflict,
+                result,
+                False,
+                lock_wait_timeout,
+                set(),
+                set(),
+                observer=observer,
+                phase=phase,
+                foreign_key_checks=foreign_key_checks,
+                **streamed,
+            )
+
+        streamed = _streamed(plan_path, factory, commit, check_first, inspect, streamed_pass)
         if streamed is not None:
             return streamed
     source = apply_merge_plan.MergePlan(plan_path) if merge else None

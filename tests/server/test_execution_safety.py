@@ -301,7 +301,9 @@ def test_a_failed_commit_says_what_stays_on_non_transactional_tables(scratch_ser
 
     def factory():
         connections.append(1)
-        if len(connections) == 3:  # side effects, dry run, then the real run
+        # the streamed pass's preflight (it finds the non-transactional tables and leaves the plan to the
+        # careful path), the careful path's side effects, its dry run, then the real run
+        if len(connections) == 4:
             scratch_server.run_sql([f"UPDATE {NT}.inno SET v = 6"])
         return scratch_server.connect(autocommit=False)
 
@@ -363,7 +365,7 @@ def test_a_change_committed_while_the_apply_waits_is_a_conflict_not_a_lost_updat
 
     def factory():
         connections.append(1)
-        if len(connections) == 3:  # side effects, dry run, then the real run
+        if len(connections) == 3:  # the streamed pass's preflight, its dry run, then the real run
             holders.append(_holder(scratch_server, f"UPDATE {LU}.acct SET owner = 'other' WHERE id = 1"))
             threading.Timer(1.0, holders[0].commit).start()
         return scratch_server.connect(autocommit=False)

@@ -1,6 +1,6 @@
-"""The streamed one-transaction commit (rollback/target/execute.py's _commit_streamed): the first batch
-goes to the server before the plan is read, each batch read, cut and built while the server runs the
-one before. Its outcome is the careful path's: every row restored, a conflict in a later batch applies
+"""The streamed one-transaction pass (rollback/target/execute.py's _streamed: a dry run, a commit, a
+commit after its dry run): the first batch goes to the server before the plan is read, each batch
+read, cut and built while the server runs the one before. Its outcome is the careful path's: every row restored, a conflict in a later batch applies
 nothing and names its row, and a step its preflight did not see rolls back what ran and has the careful
 path take the plan from the start."""
 
@@ -143,3 +143,27 @@ def test_a_table_with_a_trigger_takes_the_careful_path_and_its_refusal(scratch_s
     result = execute_plan(data["plan"], scratch_server.dsn, commit=True, check_first=False)
     assert read == [1] and result.committed and result.side_effects["triggers"] == []
     assert snapshot(scratch_server, data["tables"]) == data["before"] != changed
+
+
+def test_a_dry_run_and_a_commit_with_its_dry_run_first_stream_too(scratch_server, tmp_path, monkeypatch):
+    data = incident(scratch_server, tmp_path)
+    steps = sum(1 for _ in open(data["plan"], encoding="utf-8"))
+    after = snapshot(scratch_server, data["tables"])
+    careful_path_forbidden(monkeypatch)
+    seen: list[dict[str, Any]] = []
+
+    def inspect(conn: Any) -> None:  # inside the dry run's transaction, before its rollback
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM {DB}.t")
+            seen.append({"rows": cur.fetchone()[0]})
+
+    dry = execute_plan(data["plan"], scratch_server.dsn, inspect=inspect)
+    assert dry.dry_run and not dry.committed and dry.rows_affected == steps
+    assert seen == [{"rows": 2 * ROWS}]  # every deleted row back, in the transaction it rolled back
+    assert snapshot(scratch_server, data["tables"]) == after
+    heard = Heard()
+    result = execute_plan(data["plan"], scratch_server.dsn, commit=True, observer=heard)
+    assert result.committed and result.rows_affected == steps
+    assert snapshot(scratch_server, data["tables"]) == data["before"]
+    phases = [state.phase for state in heard.states]
+    assert phases == sorted(phases, key=["check", "apply"].index) and set(phases) == {"check", "apply"}
