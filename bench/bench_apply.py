@@ -108,22 +108,23 @@ def own_statements(plan: Path, database: str) -> str:
     from rollback.target import execute
 
     survey = execute._survey(execute.read_plan(plan))
-    batch = execute._Batch(min(execute.BATCH_BYTES, (1 << 30) - 1024))
     keyed = {f"{database}.t": "`id`"}
-    queries: list[str] = []
-
-    def flush() -> None:
-        steps = batch.take()
-        if steps:
-            queries.append(execute._Built.of(steps, keyed, set(), 0).sql)
-
-    for step, size in zip(survey.plan, survey.sizes, strict=True):
-        bytes_ = batch.size_of(size)
-        assert bytes_ is not None
-        if not batch.fits(bytes_):
-            flush()
-        batch.add(step, bytes_)
-    flush()
+    limit = min(execute.BATCH_BYTES, (1 << 30) - execute.BATCH_STEP_ROOM)  # the bench server's 1G packet
+    one = execute._Pass(
+        survey.plan,
+        "abort",
+        execute.ExecutionResult(dry_run=False),
+        False,
+        execute.DEFAULT_LOCK_WAIT_TIMEOUT,
+        set(),
+        set(),
+        batch_bytes=limit,
+        keyed=keyed,
+        sizes=survey.sizes,
+    )
+    units = one._units(execute._Batch(limit))
+    assert all(kind != "one" for kind, _ in units)  # every step in a batch, as the apply sends them
+    queries = [execute._Built.of(steps, keyed, set(), 0).sql for kind, steps in units if kind == "batch"]
     prelude = ";\n".join(execute.PRELUDE)
     return f"USE {database};\n{prelude};\nSTART TRANSACTION;\n" + "\n".join(queries) + "\nCOMMIT;\n"
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import json
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -76,9 +75,8 @@ PROGRESS_EVERY = 100  # statements between two progress reports (each commit is 
 BATCH_STEPS = 500
 BATCH_BYTES = 1 << 20
 AHEAD = 2  # batches built ahead of the one the server runs
-STREAM_AHEAD = (
-    16  # units a streamed pass reads ahead (each original transaction starts one, beside the batches)
-)
+# units a streamed pass reads ahead (each original transaction starts one, beside the batches)
+STREAM_AHEAD = 16
 BATCH_STEP_ROOM = 1024  # of max_allowed_packet, left for the packet's header (a batch is at most the rest)
 STEP_OVERHEAD = 48  # bytes a step adds to a query beyond its statement and check: savepoint, separators
 
@@ -338,7 +336,8 @@ class _Pass:
     foreign_key_checks: bool = True
     merge: apply_merge_plan.MergePlan | None = None  # merge mode: where the plan's rows are, else None
     resolutions: Resolutions | None = None
-    # a streamed pass (_Stream: `plan` is empty, the steps are read as the pass runs), and its steps
+    # a streamed pass (`plan` is empty, the steps are read as the pass runs), and its steps (the plan's
+    # lines until the pass has read them all)
     stream: _StreamSource | None = None
     total: int | None = None
 
@@ -421,7 +420,7 @@ class _Pass:
                 return
             batch = _Batch(self.batch_bytes if _multi_statements(conn) else 0)
             if self.stream is not None:
-                with plan_stream.Ahead(self._streamed, STREAM_AHEAD) as streamed:
+                with plan_stream.Ahead(self._stream_units, STREAM_AHEAD) as streamed:
                     self._run_units(conn, cur, batch, streamed)
                 return
             units = self._units(batch)
@@ -499,9 +498,8 @@ class _Pass:
                 self._stop_if_asked()
                 self._count(len(steps), apply_merge.transaction(steps[0]))
                 if sent:
-                    built = next(queries, None) or _Built.merged(
-                        steps, keyed
-                    )  # None: the thread failed on it
+                    # None: the thread failed on it
+                    built = next(queries, None) or _Built.merged(steps, keyed)
                     if built.pieces and self._sent_checked(cur, built, steps):
                         continue
                 rows = source.rows(self.plan, plan_file, first, stop)
@@ -561,7 +559,7 @@ class _Pass:
             batch.add(step, size)
         yield from _taken(batch)
 
-    def _streamed(self, stop: threading.Event) -> Iterator[tuple[str, Any, _Built | None]]:
+    def _stream_units(self) -> Iterator[tuple[str, Any, _Built | None]]:
         """The units of a streamed pass (plan_stream.Ahead runs this in its thread), each batch built:
         the plan read line by line, each step checked against what the preflight read (its table, a
         statement of a kind it looked for, its size under max_allowed_packet), else the pass stops."""
@@ -583,8 +581,6 @@ class _Pass:
                 yield step, size + (checked or len(LOCKING))
 
         for kind, item in self._cut(sized(), _Batch(self.batch_bytes)):
-            if stop.is_set():
-                return
             if kind != "batch":
                 yield kind, item, None
                 continue
@@ -818,7 +814,7 @@ def _ahead(
     batch is built with the UPDATE forms as they were (`version`); a pass that changed them since
     builds it again. A failure here (None) is left for the pass to meet: it builds that batch itself."""
 
-    def produce(stop: threading.Event) -> Iterator[_Built | None]:
+    def produce() -> Iterator[_Built | None]:
         for steps in batches:
             try:
                 built: _Built | None = build(steps)
@@ -1119,8 +1115,10 @@ def _stream_preflight(
         with conn.cursor() as cur:
             cur.execute("SELECT @@max_allowed_packet")
             max_packet = int(cur.fetchone()[0])
+        if max_packet <= BATCH_STEP_ROOM:
+            return None
         scanned = plan_stream.scan(plan_path, max_packet - 1)
-        if scanned is None or max_packet <= BATCH_STEP_ROOM:
+        if scanned is None:
             return None
         lines, tables = scanned
         lowered = sorted({table.lower() for table in tables})
@@ -1197,7 +1195,18 @@ def _streamed(
     batch_bytes = max(0, min(BATCH_BYTES, max_packet - BATCH_STEP_ROOM))
 
     def one_pass(result: ExecutionResult, phase: str) -> _Pass:
-        return make_pass(result, phase, batch_bytes=batch_bytes, keyed=keyed, stream=source, total=lines)
+        return make_pass(
+            result,
+            phase,
+            plan=[],
+            per_transaction=False,
+            read_only=set(),
+            non_transactional=set(),
+            batch_bytes=batch_bytes,
+            keyed=keyed,
+            stream=source,
+            total=lines,
+        )
 
     try:
         if not commit or check_first:
@@ -1255,24 +1264,22 @@ def execute_plan(
     if lock_wait_timeout < 1:
         raise RollbackError(f"the lock wait timeout must be at least 1 second (got {lock_wait_timeout})")
     factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
+
+    def make_pass(result: ExecutionResult, phase: str, **fields: Any) -> _Pass:
+        """A pass of this execution: what all its passes share, and `fields` (the pass's plan, its mode,
+        and what its preflight read)."""
+        return _Pass(
+            on_conflict=on_conflict,
+            result=result,
+            lock_wait_timeout=lock_wait_timeout,
+            observer=observer,
+            phase=phase,
+            foreign_key_checks=foreign_key_checks,
+            **fields,
+        )
+
     if single_transaction and not merge and resolutions is None:
-
-        def streamed_pass(result: ExecutionResult, phase: str, **streamed: Any) -> _Pass:
-            return _Pass(
-                [],
-                on_conflict,
-                result,
-                False,
-                lock_wait_timeout,
-                set(),
-                set(),
-                observer=observer,
-                phase=phase,
-                foreign_key_checks=foreign_key_checks,
-                **streamed,
-            )
-
-        streamed = _streamed(plan_path, factory, commit, check_first, inspect, streamed_pass)
+        streamed = _streamed(plan_path, factory, commit, check_first, inspect, make_pass)
         if streamed is not None:
             return streamed
     source = apply_merge_plan.MergePlan(plan_path) if merge else None
@@ -1298,21 +1305,17 @@ def execute_plan(
     batch_bytes = 0 if non_transactional else max(0, min(BATCH_BYTES, max_packet - BATCH_STEP_ROOM))
 
     def one_pass(result: ExecutionResult, per_transaction: bool, read_only: set[str], phase: str) -> _Pass:
-        return _Pass(
-            plan,
-            on_conflict,
+        return make_pass(
             result,
-            per_transaction,
-            lock_wait_timeout,
-            read_only,
-            non_transactional,
-            observer=observer,
-            phase=phase,
+            phase,
+            plan=plan,
+            per_transaction=per_transaction,
+            read_only=read_only,
+            non_transactional=non_transactional,
             batch_bytes=batch_bytes,
             alone=alone,
             keyed=keyed,
             sizes=sizes,
-            foreign_key_checks=foreign_key_checks,
             merge=source,
             resolutions=resolutions,
         )

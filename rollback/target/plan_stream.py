@@ -1,6 +1,7 @@
-"""What a one-transaction commit needs to start before it has read its plan (execute.py's streamed
-pass): the plan's steps counted and its tables named from its bytes, without parsing a line, and a
-producer of the pass's units run in a thread of its own, at most a few units ahead of the pass.
+"""What a one-transaction pass (a dry run, a commit) needs to start before it has read its plan
+(execute.py's streamed pass): the plan's steps counted and its tables named from its bytes, without
+parsing a line, and a producer of the pass's units run in a thread of its own, at most a few units
+ahead of the pass.
 
 Reading, parsing and cutting a 100k-row plan into batches took its client 0.2-0.3 s before the first
 query went out, all of it with the server idle (bench/bench_apply.py); streamed, it runs beside the
@@ -104,9 +105,10 @@ class Stopped(Exception):
 class Ahead:
     """Runs `produce` in a thread of its own and hands its items over in order, at most `depth` ahead.
     `produce` yields items; it stops the pass by raising Stopped, and any other exception of its stops
-    it too (the careful path then meets it again, where it is reported as ever)."""
+    it too (the careful path then meets it again, where it is reported as ever). A pass that ends
+    early leaves the producer at its next item."""
 
-    def __init__(self, produce: Callable[[threading.Event], Iterator[Any]], depth: int):
+    def __init__(self, produce: Callable[[], Iterator[Any]], depth: int):
         self._produce = produce
         self._ready: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
@@ -135,7 +137,7 @@ class Ahead:
 
     def _run(self) -> None:
         try:
-            for item in self._produce(self._stop):
+            for item in self._produce():
                 if not self._put(("item", item)):
                     return
         except Stopped as exc:
