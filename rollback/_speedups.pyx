@@ -1849,3 +1849,58 @@ def marshal_safe(object values):
     each of exactly that type: what marshal writes and reads back as the same values of the same types
     (rollback/pipeline/parts.py, marshal_safe is its pure-Python twin)."""
     return _marshal_safe(values)
+
+
+def image_keys(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t limit, tuple key,
+               bint decimal_text=False):
+    """(the row keys of the first `limit` images of data[pos:end] (every one when `limit` < 0), the
+    position after them): what rollback.render.net.row_keys gives for the rows decode_rows_part
+    would give, only the key's columns made into values. For images with every column (a full
+    DELETE's, as FullImages.script_images takes them); Fallback where an image does not fit."""
+    cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t *at = NULL
+    cdef Py_ssize_t p
+    cdef Py_ssize_t single = <Py_ssize_t>key[0] if len(key) == 1 else -1
+    cdef Py_ssize_t i, n = len(key), c
+    cdef list out = []
+    cdef object value, values
+    cdef int k
+    if layout.ncols != layout.width:
+        raise ValueError("image_keys reads images with every column")
+    for k in range(layout.ncols):
+        if layout.col[k] != k:
+            raise ValueError("image_keys reads images with every column")
+    for i in range(n):
+        c = <Py_ssize_t>key[i]
+        if c < 0 or c >= layout.ncols:
+            raise ValueError("a key column out of the image")
+    if end > PyBytes_GET_SIZE(data):
+        end = PyBytes_GET_SIZE(data)
+    at = <Py_ssize_t *>PyMem_Malloc((layout.ncols + 1) * sizeof(Py_ssize_t))
+    if at == NULL:
+        raise MemoryError()
+    try:
+        while pos < end and limit != 0:
+            pos = _columns_at(layout, buf, pos, end, at)
+            if single >= 0:
+                if at[single] < 0:
+                    value = None
+                else:
+                    p = at[single]
+                    value = _column(layout, <int>single, buf, &p, end, decimal_text)
+                out.append(value)
+            else:
+                values = PyTuple_New(n)
+                for i in range(n):
+                    c = <Py_ssize_t>key[i]
+                    if at[c] < 0:
+                        value = None
+                    else:
+                        p = at[c]
+                        value = _column(layout, <int>c, buf, &p, end, decimal_text)
+                    _set(values, i, value)
+                out.append(values)
+            limit -= 1
+    finally:
+        PyMem_Free(at)
+    return out, pos

@@ -459,14 +459,27 @@ def full_images_layout(
     """(the compiled core's Layout of a WRITE_ROWS or DELETE_ROWS event's images, its rows' bytes)
     when the images carry every column and the compiled core decodes them, else None: what
     FullImages.script_images writes statements from, as rows_batches would decode them."""
+    found = full_images_decoder(decoded, event, state, unsigned_for, specs_for)
+    return None if found is None else (found[0].layout, found[1])
+
+
+def full_images_decoder(
+    decoded: DecodedEvent,
+    event: RowsEvent,
+    state: StreamState,
+    unsigned_for: UnsignedFor | None = None,
+    specs_for: SpecsFor | None = None,
+) -> tuple[RowDecoder, bytes] | None:
+    """full_images_layout's (row decoder, rows' bytes): the decoder has the compiled core's Layout,
+    and decodes the bytes again where they are read later (it pickles as its specs)."""
     if event.partial or event.kind == UPDATE or event.present != (1 << event.column_count) - 1:
         return None
     _tmap, key, specs = _event_specs(decoded, event, state, unsigned_for, specs_for)
     try:
-        layout = _row_decoder(key, specs, event.present).layout
+        decoder = _row_decoder(key, specs, event.present)
     except BinlogFormatError:
         return None  # rows_batches raises it, located
-    return None if layout is None else (layout, bytes(event.rows))
+    return None if decoder.layout is None else (decoder, bytes(event.rows))
 
 
 def state_at(

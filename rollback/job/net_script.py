@@ -18,17 +18,17 @@ import json
 import os
 import pickle
 from collections.abc import Callable, Sequence
-from contextlib import closing
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import groupby, pairwise
 from operator import itemgetter
-from typing import Any
+from typing import IO, Any
 
 from rollback.base.collector import collector_paused
 from rollback.base.errors import NetRefused
 from rollback.base.render_text import comment_line
 from rollback.job.merge import Sink, copy_range
-from rollback.pipeline.parts import BLOCK_END, Summary, load_values, part_path
+from rollback.pipeline.parts import BLOCK_END, RawImages, Summary, load_values, part_path
 from rollback.render.net import NetFold, NetRenderer, NetRow, Where, execution_order
 from rollback.render.sql import TableRenderer
 
@@ -46,7 +46,7 @@ class _Event:
     offset: int
     size: int  # of its images' pickle, at offset (0: none, the rows are in the steps)
     plain: tuple[int, int] | None  # a DELETE's plain statements after it (without a plan): bytes, count
-    marshalled: bool  # its images written by marshal, not pickle (parts.dump_values)
+    marshalled: bool | RawImages  # its images' encoding (parts.load_values)
 
 
 @dataclass(slots=True)
@@ -60,6 +60,19 @@ class _Steps:
     marshalled: bool  # written by marshal, not pickle (parts.dump_values)
 
 
+@dataclass(slots=True)
+class _Keys:
+    """The keys a partition's DELETEs of a table delete, in its data file (partition._write_net_keys):
+    their count, and their least and greatest when none is there twice."""
+
+    path: str
+    offset: int
+    size: int
+    marshalled: bool
+    count: int
+    span: tuple[Any, Any] | None
+
+
 @dataclass
 class NetChanges:
     folds: dict[str, NetFold] = field(default_factory=dict)  # quoted table -> its rows' net changes
@@ -68,65 +81,82 @@ class NetChanges:
     events: list[_Event] = field(default_factory=list)  # binlog order
     # per table, in binlog order: its DELETEs' images (_Event) and its blocks of steps (_Steps)
     changes: dict[str, list[_Event | _Steps]] = field(default_factory=dict)
-    # tables the range only deletes from -> the keys it deletes, and how many DELETEs of rows
-    deleted: dict[str, set[Any]] = field(default_factory=dict)
-    deletes: dict[str, int] = field(default_factory=dict)
+    # tables the range only deletes from -> the keys it deletes, a piece a partition
+    deleted: dict[str, list[_Keys]] = field(default_factory=dict)
     # the rows events of those tables, each key deleted once, rendered as they come (see settle)
     once: list[_Event] = field(default_factory=list)
     _files: dict[str, int] = field(default_factory=dict)  # part file -> its descriptor, read by images()
 
-    def read(self, path: str) -> None:
-        """A part file's records: its tables, its rows events (their images left in the file) and its
-        blocks of steps (left in the file too)."""
+    def read(self, path: str, data: str) -> None:
+        """A part file's records: its tables, its rows events (their images left in the part's data
+        file, `data`) and its blocks of steps (left there too)."""
         tables: dict[int, str] = {}
+        decoders: dict[int, RawImages] = {}
         events: list[_Event] = []
         with open(path, "rb") as f:
             while True:
                 try:
-                    item = pickle.load(f)
+                    items = pickle.load(f)  # a list of records (partition._net_put)
                 except EOFError:
                     break
-                if item[0] == "table":
-                    _, number, (tmap, schema, flavour, full_where) = item
-                    renderer = TableRenderer(tmap, schema, flavour, full_where)
-                    name = renderer.table
-                    if name not in self.folds:
-                        self.renderers[name] = NetRenderer(renderer)
-                        self.folds[name] = NetFold(name, schema.row_key)
-                        self.deleted[name], self.deletes[name] = set(), 0
-                        self.changes[name] = []
-                    tables[number] = name
-                    continue
-                if item[0] == "steps":
-                    _, number, size, marshalled = item
-                    self.changes[tables[number]].append(_Steps(events, path, f.tell(), size, marshalled))
-                    f.seek(size, os.SEEK_CUR)
-                    continue
-                _, number, (kind, file, pos, numbers), tx, gtid, keys, size, plain, marshalled = item
-                name = tables[number]
-                where = (file, pos, numbers, tx, gtid)
-                event = _Event(name, kind, where, self.seq, path, f.tell(), size, plain, marshalled)
-                self.events.append(event)
-                events.append(event)
-                if size:
-                    self.changes[name].append(event)
-                self.seq += len(numbers)
-                f.seek(size + (plain[0] if plain else 0), os.SEEK_CUR)
-                deleted = self.deleted.get(name)
-                if deleted is None:
-                    continue
-                if plain is None:  # not a DELETE, or its statements are not there
-                    del self.deleted[name]
-                    continue
-                deleted.update(keys)
-                self.deletes[name] += len(keys)
+                for item in items:
+                    self._record(item, tables, decoders, events, data)
+
+    def _record(
+        self,
+        item: tuple[Any, ...],
+        tables: dict[int, str],
+        decoders: dict[int, RawImages],
+        events: list[_Event],
+        data: str,
+    ) -> None:
+        if item[0] == "table":
+            _, number, (tmap, schema, flavour, full_where) = item
+            renderer = TableRenderer(tmap, schema, flavour, full_where)
+            name = renderer.table
+            if name not in self.folds:
+                self.renderers[name] = NetRenderer(renderer)
+                self.folds[name] = NetFold(name, schema.row_key)
+                self.deleted[name] = []
+                self.changes[name] = []
+            tables[number] = name
+            return
+        if item[0] == "decoder":
+            decoders[item[1]] = item[2]
+            return
+        if item[0] == "steps":
+            _, number, offset, size, marshalled = item
+            self.changes[tables[number]].append(_Steps(events, data, offset, size, marshalled))
+            return
+        if item[0] == "keys":  # after its table's records: the keys its DELETEs delete
+            _, number, offset, size, marshalled, count, span = item
+            deleted = self.deleted.get(tables[number])
+            if deleted is not None:
+                deleted.append(_Keys(data, offset, size, marshalled, count, span))
+            return
+        _, number, (kind, file, pos, numbers), tx, gtid, offset, size, plain, marshalled = item
+        name = tables[number]
+        if type(marshalled) is tuple:  # images as the binlog's bytes (parts.RawImages)
+            marshalled = decoders[marshalled[1]]
+        where = (file, pos, numbers, tx, gtid)
+        event = _Event(name, kind, where, self.seq, data, offset, size, plain, marshalled)
+        self.events.append(event)
+        events.append(event)
+        if size:
+            self.changes[name].append(event)
+        self.seq += len(numbers)
+        deleted = self.deleted.get(name)
+        if deleted is None:
+            return
+        if plain is None:  # not a DELETE, or its statements are not there
+            del self.deleted[name]
 
     def settle(self) -> None:
         """Fold the changes of every table but those the range only deletes from, each key once, whose
         plain statements the partitions wrote (no plan, and the table has full-image functions):
         write_body copies those. Where folds refuse, the refusal of the change first in the range is
         raised, as a fold change by change in binlog order would."""
-        plain = {name for name, keys in self.deleted.items() if len(keys) == self.deletes[name]}
+        plain = {name for name, pieces in self.deleted.items() if self._once(pieces)}
         self.deleted.clear()
         self.once = [event for event in self.events if event.table in plain]
         refused: list[tuple[int, NetRefused]] = []
@@ -144,6 +174,21 @@ class NetChanges:
                 refused.append((fold.refused_seq, error))
         if refused:
             raise min(refused, key=itemgetter(0))[1]
+
+    def _once(self, pieces: list[_Keys]) -> bool:
+        """Whether no key is in these pieces twice: where each piece has none twice and their spans
+        do not meet, without reading them."""
+        spans = [piece.span for piece in pieces if piece.span is not None]
+        if len(spans) == len(pieces):
+            try:
+                if all(a[1] < b[0] for a, b in pairwise(sorted(spans))):
+                    return True
+            except TypeError:  # spans of values that do not order together: read the keys
+                pass
+        seen: set[Any] = set()
+        for piece in pieces:
+            seen.update(load_values(self._read_at(piece.path, piece.size, piece.offset), piece.marshalled))
+        return len(seen) == sum(piece.count for piece in pieces)
 
     def _fold(self, event: _Event) -> None:
         file, pos, numbers, tx, gtid = event.where
@@ -169,11 +214,12 @@ class NetChanges:
         rows: list[Any] = load_values(self._read(event, event.size, event.offset), event.marshalled)
         return rows
 
-    def statements(self, event: _Event) -> tuple[bytes, int]:
-        """A DELETE's plain statements (the partition wrote them after its images), and their count."""
+    def statements(self, event: _Event) -> tuple[tuple[str, int, int], int]:
+        """Where a DELETE's plain statements are (the partition wrote them after its images): (path,
+        offset, size), and their count."""
         assert event.plain is not None
         size, count = event.plain
-        return self._read(event, size, event.offset + event.size), count
+        return (event.path, event.offset + event.size, size), count
 
     def close(self) -> None:
         for fd in self._files.values():
@@ -193,7 +239,12 @@ class NetChanges:
         return list(heapq.merge(items, once, key=_newest))
 
 
-def net_body(out_dir: str, summaries: list[Summary], with_plan: bool) -> tuple[str, str, int]:
+# A --net script's body: its pieces in order, each a range of a file (path, offset, size), and the
+# plan's path and the statements' count (write_body).
+Body = tuple[list[tuple[str, int, int]], str, int]
+
+
+def net_body(out_dir: str, summaries: list[Summary], with_plan: bool) -> Body:
     """The partitions' changes folded and written (write_body), with the cyclic garbage collector off:
     the fold holds a few objects per row (its steps, images and rows), none in a cycle, which the
     collector would walk again at every threshold they pass (on the 1M-row bench file, half of the
@@ -206,7 +257,9 @@ def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
     changes = NetChanges()
     for summary in summaries:  # partition order: binlog order
         if summary.net_changes:
-            changes.read(part_path(out_dir, summary.index, "net.pickle"))
+            changes.read(
+                part_path(out_dir, summary.index, "net.pickle"), part_path(out_dir, summary.index, "net.data")
+            )
     try:
         changes.settle()
     except BaseException:
@@ -247,19 +300,26 @@ def plan_line(
     return json.dumps(line, ensure_ascii=False)
 
 
-def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str, str, int]:
-    """The statements (and plan lines) into two files of `out_dir`: (script path, plan path, statements)."""
+def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> Body:
+    """The statements (and plan lines) written: the folded rows' into a file of `out_dir`, the plain
+    statements of the tables only deleted from left where the partitions wrote them (write_net copies
+    them from there, in the kernel where it can); the plan lines into another file."""
     script_path = os.path.join(out_dir, "net.sql")
     plan_path = os.path.join(out_dir, "net.plan.jsonl")
     count = 0
+    pieces: list[tuple[str, int, int]] = []
+    cut = 0  # the end of net.sql's last piece
     with open(script_path, "wb") as script, open(plan_path, "w", encoding="utf-8") as plan, closing(changes):
         for (table, kind, once), run in groupby(changes.ordered(), key=_run):
             renderer = changes.renderers[table]
             if once:  # rows events of a table only deleted from (NetChanges.settle): plain statements
+                if script.tell() > cut:
+                    pieces.append((script_path, cut, script.tell() - cut))
+                    cut = script.tell()
                 for event in run:
                     assert isinstance(event, _Event)
-                    data, written = changes.statements(event)
-                    script.write(data)
+                    piece, written = changes.statements(event)
+                    pieces.append(piece)
                     count += written
                 continue
             rows = [row for row in run if isinstance(row, NetRow)]
@@ -291,7 +351,9 @@ def write_body(changes: NetChanges, out_dir: str, with_plan: bool) -> tuple[str,
                         )
                         + "\n"
                     )
-    return script_path, plan_path, count
+        if script.tell() > cut:
+            pieces.append((script_path, cut, script.tell() - cut))
+    return pieces, plan_path, count
 
 
 def _where_of(events: list[_Event]) -> Callable[[int, int], tuple[int, Where]]:
@@ -320,8 +382,8 @@ def _image(row: NetRow, kind: str) -> Any:
     return row.after if kind == "insert" else row.before
 
 
-def write_net(header: str, body: tuple[str, str, int], script_out: Sink, plan_out: Sink | None) -> None:
-    script_path, plan_path, count = body
+def write_net(header: str, body: Body, script_out: Sink, plan_out: Sink | None) -> None:
+    pieces, plan_path, count = body
     script_out.write(header.encode("utf-8"))
     if not count:
         note = "net effect of the range (--net): its changes cancel out, nothing to undo"
@@ -329,8 +391,13 @@ def write_net(header: str, body: tuple[str, str, int], script_out: Sink, plan_ou
     else:
         note = f"net effect of the range (--net): {count} row(s), one statement per row, in an order that can run"
         script_out.write((comment_line(note) + "\nBEGIN;\n").encode("utf-8"))
-        with open(script_path, "rb") as f:
-            copy_range(f, script_out, 0, os.fstat(f.fileno()).st_size)
+        with ExitStack() as stack:
+            files: dict[str, IO[bytes]] = {}
+            for path, offset, size in pieces:
+                f = files.get(path)
+                if f is None:
+                    f = files[path] = stack.enter_context(open(path, "rb"))
+                copy_range(f, script_out, offset, size)
         script_out.write(BLOCK_END.encode("utf-8"))
     if plan_out is not None:
         with open(plan_path, "rb") as f:

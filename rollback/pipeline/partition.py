@@ -47,6 +47,7 @@ from rollback.binlog.decode import (
     StreamState,
     TxContext,
     decode_stream,
+    full_images_decoder,
     full_images_layout,
     rows_batch,
     rows_batches,
@@ -59,6 +60,7 @@ from rollback.pipeline.holdback import HELD_REASON, HoldBack, Taints, dump_taint
 from rollback.pipeline.parts import (
     BLOCK_END,
     Piece,
+    RawImages,
     Summary,
     block_header,
     comment,
@@ -86,6 +88,8 @@ from rollback.schema.tables import TableSchema, legacy_temporal_specs
 PartitionProgress = Callable[[int, int], None]
 
 PROGRESS_STEP = 1 << 20  # report at least every this many bytes
+# --net: the records a partition holds before it writes them to part-N.net.pickle, as one pickle
+NET_RECORDS_HELD = 4096
 # --net: the steps (NetChains) a partition holds before it writes them out, a memory bound (a key
 # changed again after that starts a new step: more for the driver to fold, the same result)
 NET_STEPS_HELD = 1 << 16
@@ -237,10 +241,17 @@ class _Run:
         self.event_logged = False  # the rows event being read has been counted as selected
         self.event_picked = 0  # rows of the rows event being read that _pick_rows took
         self.net_out: IO[bytes] | None = None
+        self.net_data: IO[bytes] | None = None  # part-N.net.data: the bytes net_out's records point into
+        self.net_data_size = 0
         self.net_tables: dict[int, int] = {}  # renderer id -> its number in part-N.net.pickle
         self.net_changed: set[int] = set()  # renderer ids of tables with changes other than DELETEs
         self.net_chains: dict[int, NetChains] = {}  # table number in part-N.net.pickle -> its steps
         self.net_events = 0  # rows events written to part-N.net.pickle
+        self.net_decoders: dict[RawImages, int] = {}  # decoders of raw images -> their number there
+        # table number -> the keys of the rows its DELETEs delete, while the partition sees it only
+        # deleted from (written after the records, in one piece: see _write_net_keys)
+        self.net_keys: dict[int, list[Any]] = {}
+        self.net_records: list[tuple[Any, ...]] = []  # for part-N.net.pickle (_net_put)
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -442,10 +453,11 @@ class _Run:
                     )
                 self._write()
                 self._write_net_steps()
+                self._write_net_keys()
                 self._write_taints()
                 self._write_keys()
             finally:
-                for f in (self.changes_out, self.irreversible_out, self.net_out):
+                for f in (self.changes_out, self.irreversible_out, self.net_out, self.net_data):
                     if f is not None:
                         f.close()
                 self.rendered.close()
@@ -669,14 +681,15 @@ class _Run:
         job = self.job
         forward = job.mode == "forward"
         if (
-            job.net
-            or job.plan_lines
+            job.plan_lines
             or self.hold is not None
             or self.deps is not None
             or self.changes_out is not None
             or self.selection.predicate is not None
         ):
             return False
+        if job.net:
+            return self._net_deletes_from_images(current, decoded, event, state, tmap, renderer)
         script_images = getattr(renderer.full_images(), "script_images", None)
         if script_images is None:
             return False
@@ -721,6 +734,77 @@ class _Run:
                 self._note_largest(longest, where, table)
                 self.rendered.add_encoded(script, b"")
                 self._counted(current, where, table, count)
+        return True
+
+    def _net_deletes_from_images(
+        self,
+        current: _Block,
+        decoded: DecodedEvent,
+        event: RowsEvent,
+        state: StreamState,
+        tmap: TableMap,
+        renderer: TableRenderer,
+    ) -> bool:
+        """--net: a DELETE_ROWS event of complete images, of a table the partition saw changed by
+        nothing else yet, written as _net writes it (a record per ROWS_PER_BATCH rows, with the rows'
+        keys and their plain statements) from the images' bytes by the compiled core, as the plain
+        script's are. Its images stay those bytes, with the decoder that reads them: the driver
+        decodes them only if it folds the table after all (a table the range only deletes from, each
+        key once, needs no fold). False: not done here (nothing written)."""
+        schema = renderer.schema
+        core = hotpath.CORE
+        script_images = getattr(renderer.full_images(), "script_images", None)
+        if (
+            event.kind != "delete"
+            or id(renderer) in self.net_changed
+            or schema is None
+            or not schema.row_key
+            or script_images is None
+            or core is None
+        ):
+            return False
+        unsigned = renderer.unsigned_of
+        found = full_images_decoder(
+            decoded, event, state, unsigned, self._specs_for(tmap, schema, unsigned, state)
+        )
+        if found is None or not found[1]:
+            return False
+        decoder, data = found
+        layout = decoder.layout
+        decimal_text = self._decimals_as_text(renderer)
+        parts: list[tuple[bytes, int, list[Any], bytes]] = []
+        pos = 0
+        try:
+            while pos < len(data):  # ROWS_PER_BATCH rows at a time, as rows_batches decodes them
+                script, count, _longest, end = script_images(
+                    layout, data, pos, len(data), ROWS_PER_BATCH, "delete", False, decimal_text
+                )
+                keys, keys_end = core.image_keys(
+                    layout, data, pos, len(data), ROWS_PER_BATCH, schema.row_key, decimal_text
+                )
+                if keys_end != end or len(keys) != count:
+                    return False
+                parts.append((script, count, keys, data[pos:end]))
+                pos = end
+        except Exception:  # noqa: BLE001 - nothing was written: the general path decodes them, or raises
+            return False  # the located error
+        table = tmap.qualified_name
+        self.kept_index = None
+        self._changed(table.lower())
+        self._event_selected(current, state.tx.rows_query)
+        if len(self.row_images) < 2:
+            self.row_images.add("FULL")
+        number = self._net_table(renderer, schema)
+        images = self._net_decoder(decoder, decimal_text)
+        first = 0
+        for script, count, keys, raw in parts:
+            self.counts[(table, "delete")] += count
+            self.event_picked += count
+            current.picked += count
+            numbers = range(first, first + count)
+            first += count
+            change = ("delete", state.file_name or self.part.file_label, decoded.outer_pos, numbers)
+            self._net_record(current, number, change, keys, raw, (script, count), images)
         return True
 
     def _take(
@@ -836,15 +920,7 @@ class _Run:
                 f"{where}: the row images leave columns out (binlog_row_image is not FULL), and --net needs "
                 "every column of a row; generate the full script, without --net"
             )
-        out = self.net_out
-        if out is None:
-            path = part_path(self.job.out_dir, self.part.index, "net.pickle")
-            out = self.net_out = open(path, "wb", buffering=WRITE_BYTES)
-        number = self.net_tables.get(id(renderer))
-        if number is None:
-            number = self.net_tables[id(renderer)] = len(self.net_tables)
-            facts = (renderer.tmap, schema, self.part.flavour, self.job.full_where)
-            pickle.dump(("table", number, facts), out, protocol=pickle.HIGHEST_PROTOCOL)
+        number = self._net_table(renderer, schema)
         rows = batch.rows
         first = batch.first_row
         numbers: Sequence[int] = self.kept_index or range(first, first + len(rows))
@@ -854,48 +930,129 @@ class _Run:
         # key once, needs no fold, and without a plan its statements are the plain script's, rendered
         # here after the images; the driver decodes the images only if it folds the table after all.
         # Every other change goes to its table's steps (NetChains), written after the records.
-        images = keys = statements = None
-        written = 0
-        marshalled = False
         if batch.kind != "delete":
             self.net_changed.add(id(renderer))
+            self.net_keys.pop(number, None)
         elif id(renderer) not in self.net_changed and not self.job.plan_lines:
             # (the driver folds a table changed otherwise, and every change for a plan)
             full = renderer.full_images()
             if full is not None:
                 images, marshalled = dump_values(rows)
-                keys = row_keys(rows, schema.row_key)
                 statements, written, _longest = full.script("delete", rows, False)
-        if images is None:
-            chains = self.net_chains.get(number)
-            if chains is None:
-                chains = self.net_chains[number] = NetChains(schema.row_key)
-            chains.add(batch.kind, rows, self.net_events)
-        plain = (len(statements), written) if statements is not None else None
-        size = len(images) if images is not None else 0
-        record = ("rows", number, change, current.ordinal, current.tx.gtid, keys, size, plain, marshalled)
-        pickle.dump(record, out, protocol=pickle.HIGHEST_PROTOCOL)
-        if images is not None:
-            out.write(images)
+                keys = row_keys(rows, schema.row_key)
+                self._net_record(current, number, change, keys, images, (statements, written), marshalled)
+                return
+        chains = self.net_chains.get(number)
+        if chains is None:
+            chains = self.net_chains[number] = NetChains(schema.row_key)
+        chains.add(batch.kind, rows, self.net_events)
+        self._net_record(current, number, change, None, b"", None, False)
+
+    def _net_table(self, renderer: TableRenderer, schema: TableSchema) -> int:
+        """The table's number in part-N.net.pickle (the file and the table's record written first)."""
+        out = self.net_out
+        if out is None:
+            out = self.net_out = open(part_path(self.job.out_dir, self.part.index, "net.pickle"), "wb")
+            path = part_path(self.job.out_dir, self.part.index, "net.data")
+            self.net_data = open(path, "wb", buffering=WRITE_BYTES)
+        number = self.net_tables.get(id(renderer))
+        if number is None:
+            number = self.net_tables[id(renderer)] = len(self.net_tables)
+            facts = (renderer.tmap, schema, self.part.flavour, self.job.full_where)
+            self._net_put(("table", number, facts))
+        return number
+
+    def _net_decoder(self, decoder: Any, decimal_text: bool) -> tuple[str, int]:
+        """The reference ("raw", its number) the records of RawImages images carry; the decoder is
+        written once, in its own record before the first (a pickle of its specs each time would
+        cost more than the images' decoding saves)."""
+        raw = RawImages(decoder, decimal_text)
+        number = self.net_decoders.get(raw)
+        if number is None:
+            number = self.net_decoders[raw] = len(self.net_decoders)
+            self._net_put(("decoder", number, raw))
+        return ("raw", number)
+
+    def _net_record(
+        self,
+        current: _Block,
+        number: int,
+        change: tuple[str, str | None, int, Sequence[int]],
+        keys: list[Any] | None,
+        images: bytes,
+        statements: tuple[bytes, int] | None,
+        encoding: bool | tuple[str, int],
+    ) -> None:
+        """A rows event's record in part-N.net.pickle: for a DELETE of a table seen only deleted from,
+        its rows' keys, and where part-N.net.data holds its images (`encoding`: whether by marshal, or
+        _net_decoder's reference) and then its plain statements."""
+        data = self.net_data
+        assert data is not None
+        plain = (len(statements[0]), statements[1]) if statements is not None else None
+        at = self.net_data_size
+        self._net_put(
+            ("rows", number, change, current.ordinal, current.tx.gtid, at, len(images), plain, encoding)
+        )
+        if keys is not None:
+            self.net_keys.setdefault(number, []).extend(keys)
+        data.write(images)
+        self.net_data_size += len(images)
         if statements is not None:
-            out.write(statements)
+            data.write(statements[0])
+            self.net_data_size += len(statements[0])
         self.net_events += 1
-        self.summary.net_changes += len(rows)
+        self.summary.net_changes += len(change[3])
         if sum(len(c.steps) for c in self.net_chains.values()) >= NET_STEPS_HELD:
             self._write_net_steps()
 
     def _write_net_steps(self) -> None:
-        """Each table's steps so far (NetChains) into part-N.net.pickle, after a record naming the table
-        and their pickle's size: the driver reads them only for a table it folds."""
-        out = self.net_out
-        if out is None:
+        """Each table's steps so far (NetChains) into part-N.net.data, and a record naming the table and
+        where they are into part-N.net.pickle: the driver reads them only for a table it folds."""
+        into = self.net_data
+        if into is None:
             return
         for number, chains in self.net_chains.items():
             steps = chains.flush()
             if steps:
                 data, marshalled = dump_values(steps)
-                pickle.dump(("steps", number, len(data), marshalled), out, protocol=pickle.HIGHEST_PROTOCOL)
-                out.write(data)
+                self._net_put(("steps", number, self.net_data_size, len(data), marshalled))
+                into.write(data)
+                self.net_data_size += len(data)
+
+    def _write_net_keys(self) -> None:
+        """The keys of each table the partition saw only deleted from, one piece a table in
+        part-N.net.data and a record saying where into part-N.net.pickle, with their count and, when
+        no key is there twice, their least and greatest: the driver checks that the range deletes
+        each key once, and reads the keys only where the partitions' spans of keys meet."""
+        into = self.net_data
+        if into is None:
+            return
+        for number, keys in self.net_keys.items():
+            data, marshalled = dump_values(keys)
+            span = None
+            if keys and len(set(keys)) == len(keys):
+                try:
+                    span = (min(keys), max(keys))
+                except TypeError:  # keys of values that do not order: the driver reads them all
+                    pass
+            at = self.net_data_size
+            self._net_put(("keys", number, at, len(data), marshalled, len(keys), span))
+            into.write(data)
+            self.net_data_size += len(data)
+        self.net_keys.clear()
+        self._net_flush()
+
+    def _net_put(self, record: tuple[Any, ...]) -> None:
+        """A record for part-N.net.pickle: they are written NET_RECORDS_HELD at a time, as one pickle
+        of their list (the driver's load of each record alone cost it more than the fold of them)."""
+        self.net_records.append(record)
+        if len(self.net_records) >= NET_RECORDS_HELD:
+            self._net_flush()
+
+    def _net_flush(self) -> None:
+        if self.net_records and self.net_out is not None:
+            pickle.dump(self.net_records, self.net_out, protocol=pickle.HIGHEST_PROTOCOL)
+            self.net_records = []
 
     def _counted(self, block: _Block, batch: RowsBatch, table: str, statements: int) -> None:
         block.statements += statements

@@ -6,7 +6,8 @@ part-NNNNNN.changes.jsonl  the decoded row changes, in binlog order (when the jo
 part-NNNNNN.irreversible.jsonl  row changes the binlog's images cannot restore, in binlog order
 part-NNNNNN.queries.json the original statements (ROWS_QUERY / ANNOTATE_ROWS) of the pieces
 part-NNNNNN.net.pickle   --net: the selected row changes' keys and decoded images, in binlog order (net_script.py);
-                         the images as marshal where they allow it (dump_values)
+                         the images as marshal where they allow it (dump_values), a DELETE's
+                         images from the compiled core as the binlog's bytes (RawImages)
 """
 
 from __future__ import annotations
@@ -48,8 +49,24 @@ def dump_values(values: Any) -> tuple[bytes, bool]:
     return pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL), False
 
 
-def load_values(data: bytes, marshalled: bool) -> Any:
-    return marshal.loads(data) if marshalled else pickle.loads(data)
+@dataclass(frozen=True, slots=True)
+class RawImages:
+    """Images kept as the rows event's bytes, with the row decoder that reads them (it pickles as
+    its specs): decoded only where they are read."""
+
+    decoder: Any  # rollback.binlog.rowdecoder.RowDecoder
+    decimal_text: bool
+
+    def rows(self, data: bytes) -> list[Any]:
+        rows: list[Any] = self.decoder.decode_rows_part(data, 0, len(data), -1, self.decimal_text)[0]
+        return rows
+
+
+def load_values(data: bytes, encoding: bool | RawImages) -> Any:
+    """What dump_values wrote (`encoding`: whether by marshal), or the rows of RawImages' bytes."""
+    if isinstance(encoding, RawImages):
+        return encoding.rows(data)
+    return marshal.loads(data) if encoding else pickle.loads(data)
 
 
 PARTIAL_NOTE = "note: filters selected only part of this transaction's changes"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -149,3 +150,124 @@ def test_random_sequences_give_the_folded_script(scratch_server, tmp_path_factor
             return
         raise AssertionError(f"only the job with a plan was refused: {refused}") from None
     assert statements(_net_script(scratch_server, rng, out, allow_empty=True)) == folded
+
+
+# The DELETEs of a table a partition sees only deleted from are written from the images' bytes
+# (partition._net_deletes_from_images): their statements and keys by the compiled core, their
+# images kept as the binlog's bytes (parts.RawImages), decoded by the driver only if it folds the
+# table after all; whether a key is deleted twice is read from the partitions' spans of keys first.
+
+
+def _typed_table(server, name: str = "r", rows: int = 120) -> None:
+    server.run_sql(
+        [
+            f"DROP TABLE IF EXISTS {DB}.{name}",
+            f"""CREATE TABLE {DB}.{name} (id INT PRIMARY KEY, amount DECIMAL(20,6), note VARCHAR(60)
+                CHARACTER SET utf8mb4, at DATETIME(6), big BIGINT UNSIGNED, f DOUBLE, e ENUM('x','y'))""",
+            f"""INSERT INTO {DB}.{name} SELECT seq, IF(seq % 3 = 0, NULL, -seq * 1000.5 / 7),
+                CONCAT('ligne ', seq, ' é ✓'), TIMESTAMP'2024-02-29 23:59:59.999999' - INTERVAL seq SECOND,
+                18446744073709551615 - seq, seq / 3, IF(seq % 2, 'x', 'y') FROM {DB}.seq_1_to_{rows}""",
+        ]
+    )
+
+
+def _spy(monkeypatch, owner, name: str) -> list:
+    """The values a method returned, each time it was called."""
+    calls: list = []
+    method = getattr(owner, name)
+
+    def spied(*args, **kwargs):
+        value = method(*args, **kwargs)
+        calls.append(value)
+        return value
+
+    monkeypatch.setattr(owner, name, spied)
+    return calls
+
+
+def test_deletes_in_early_partitions_of_a_table_changed_later_are_folded_from_the_binlogs_bytes(
+    scratch_server, tmp_path, monkeypatch
+):
+    from rollback.pipeline.parts import RawImages
+
+    _tables(scratch_server, rows=10)
+    _typed_table(scratch_server)
+    before = snapshot(scratch_server, [f"{DB}.r"])
+    rng = scratch_server.run_sql(
+        [
+            "DELETE FROM r WHERE id <= 30",
+            "DELETE FROM r WHERE id BETWEEN 41 AND 70",
+            "DELETE FROM r WHERE id BETWEEN 71 AND 100",
+            "INSERT INTO r (id, note) VALUES (5, 'the key again')",  # the table is changed otherwise
+            "UPDATE r SET note = 'later' WHERE id > 110",
+        ],
+        database=DB,
+    )
+    folded = _plan_statements(scratch_server, rng, tmp_path)
+    assert len(folded) == 30 + 30 + 30 + 10
+    decoded = _spy(monkeypatch, RawImages, "rows")
+    script = _net_script(scratch_server, rng, tmp_path, partition_bytes=4 << 10)
+    assert statements(script) == folded
+    assert len(decoded) >= 3 and sum(map(len, decoded)) == 90  # every DELETE's bytes, decoded by the driver
+    apply_with_client(scratch_server, script)
+    assert snapshot(scratch_server, [f"{DB}.r"]) == before
+
+
+def test_deletes_whose_keys_interleave_across_partitions_are_read_and_not_folded(
+    scratch_server, tmp_path, monkeypatch
+):
+    from rollback.job.net_script import NetChanges
+    from rollback.pipeline.parts import RawImages
+
+    _tables(scratch_server, rows=10)
+    _typed_table(scratch_server)
+    scratch_server.run_sql(
+        [
+            f"DROP TABLE IF EXISTS {DB}.k",
+            f"CREATE TABLE {DB}.k (a VARCHAR(20), b INT, c TEXT, PRIMARY KEY (a, b))",
+            f"INSERT INTO {DB}.k SELECT CONCAT('k', seq % 7), seq, REPEAT('c', seq) FROM {DB}.seq_1_to_120",
+        ]
+    )
+    tables = [f"{DB}.r", f"{DB}.k"]
+    before = snapshot(scratch_server, tables)
+    rng = scratch_server.run_sql(
+        [
+            "DELETE FROM r WHERE id % 2 = 0",  # one partition's keys span the next one's
+            "DELETE FROM k WHERE b % 3 = 0",
+            "DELETE FROM r WHERE id % 2 = 1 AND id < 90",
+            "DELETE FROM k WHERE b % 3 = 1",
+        ],
+        database=DB,
+    )
+    folded = _plan_statements(scratch_server, rng, tmp_path)
+    assert len(folded) == 60 + 45 + 40 + 40
+    once = _spy(monkeypatch, NetChanges, "_once")
+    decoded = _spy(monkeypatch, RawImages, "rows")
+    script = _net_script(scratch_server, rng, tmp_path, partition_bytes=4 << 10)
+    assert statements(script) == folded
+    assert once == [True, True] and not decoded  # each key once: the plain statements, no image decoded
+    apply_with_client(scratch_server, script)
+    assert snapshot(scratch_server, tables) == before
+
+
+def test_a_key_deleted_twice_by_a_table_only_deleted_from_is_folded_as_every_change(scratch_server, tmp_path):
+    """A row put back without the binlog (sql_log_bin=0) and deleted again: the range deletes its
+    key twice, so the table is folded, and the script is refused as the fold of every change is."""
+    _tables(scratch_server, rows=40)
+    rng = scratch_server.run_sql(
+        [
+            "DELETE FROM d WHERE id <= 20",
+            "SET sql_log_bin = 0",
+            "INSERT INTO d SELECT seq, seq, 'back', 1, NULL FROM seq_15_to_18",
+            "SET sql_log_bin = 1",
+            "DELETE FROM d WHERE id BETWEEN 15 AND 30",
+        ],
+        database=DB,
+    )
+    with pytest.raises(NetRefused, match="a DELETE of a key the range had deleted already") as refused:
+        _plan_statements(scratch_server, rng, tmp_path)
+    for size in (None, 2 << 10):  # in one partition (its keys twice) and across several (spans that meet)
+        options = {"partition_bytes": size} if size else {}
+        with pytest.raises(NetRefused) as again:
+            _net_script(scratch_server, rng, tmp_path, **options)
+        assert str(again.value) == str(refused.value)

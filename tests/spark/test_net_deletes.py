@@ -3,6 +3,7 @@ statements, written by the partitions (executors), give the bytes of the fold of
 
 from __future__ import annotations
 
+from rollback import Filters, Options, generate
 from rollback.schema.tables import ServerSchema
 from tests.support.jobs import UNSPLIT, apply_script, range_of, run, same_without_plan
 from tests.support.restore import snapshot
@@ -51,5 +52,11 @@ def test_a_table_only_deleted_from_gives_the_folded_bytes_on_both_engines(scratc
         )
         assert out.report.engine == engine and out.report.partitions > 3
         assert same_without_plan(out, folded)
+        # without the change log, the DELETEs of `d` are written from the images' bytes, and their
+        # images are kept as those bytes (partition._net_deletes_from_images)
+        alone = tmp_path / f"{name}-alone.sql"
+        options = Options(engine=engine, schema=schema, net=True, partition_bytes=4 << 10)
+        assert generate(range_of(rng), Filters(), options, alone).partitions > 3
+        assert alone.read_bytes() == folded.script
     apply_script(scratch_server, out.script)
     assert snapshot(scratch_server, tables) == before

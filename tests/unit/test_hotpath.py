@@ -26,6 +26,7 @@ from rollback.binlog.table_map import TableMap
 from rollback.pipeline.plan_lines import PlanLines
 from rollback.render.change_lines import ChangeLineCache
 from rollback.render.invert import Reverse, forward_row, invert_rows
+from rollback.render.net import row_keys
 from rollback.render.records import image, record_json
 from rollback.render.sql import TableRenderer, _compile_full_images, compiled_plan
 from rollback.schema.tables import Column, TableSchema
@@ -423,6 +424,26 @@ def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where)
             assert b"".join(parts) == b"".join(
                 pure_full.script(kind, [row], forward)[0] for row in rows_single
             )
+    # --net: the keys of a DELETE's images read from their bytes (image_keys, beside script_images in
+    # partition._net_deletes_from_images) are the keys of the decoded rows, of every type and shape
+    width = len(specs)
+    for decimal_text in (False, True):
+        refused = outcome(
+            fast_full.script_images, layout, single, 0, len(single), -1, "delete", False, decimal_text
+        )
+        if refused[0] == "error":
+            continue
+        rows = fast_b.decode_rows(single, 0, len(single), decimal_text)
+        for key in ((0,), (width - 1,), tuple(range(0, width, 2)), tuple(range(width))):
+            keys, end = CORE.image_keys(layout, single, 0, len(single), -1, key, decimal_text)
+            assert end == len(single)
+            assert same_values(keys, row_keys(rows, key))
+            pos, parts = 0, []
+            while pos < len(single):  # a row at a time, as the partition cuts an event
+                some, pos = CORE.image_keys(layout, single, pos, len(single), 1, key, decimal_text)
+                assert len(some) == 1
+                parts.extend(some)
+            assert same_values(parts, keys)
 
 
 @settings(max_examples=examples(400), deadline=None)
