@@ -35,6 +35,7 @@ import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -476,33 +477,23 @@ class _Pass:
         self.result.merge = apply_merge.empty_counts()
         batch = _Batch(self.batch_bytes if _multi_statements(cur.connection) else 0)
         alone = self.alone
-        units = self._units(batch)
-        # each unit's steps, from and to their index in the plan, and whether it goes as checked writes
-        spans: list[tuple[list[dict[str, Any]], int, int, bool]] = []
-        at = 0
-        for kind, item in units:
-            if kind != "tx":
-                steps = [item] if kind == "one" else item
-                spans.append(
-                    (steps, at, at + len(steps), kind == "batch" and source.same(at, at + len(steps)))
-                )
-                at += len(steps)
-        eligible = [steps for steps, _, _, sent in spans if sent]
         keyed = self.keyed
-        with (
-            open(source.path, "rb") as plan_file,
-            _ahead(eligible, lambda steps: _Built.merged(steps, keyed)) as ahead,
-        ):
-            queries = iter(ahead)
-            for steps, first, stop, sent in spans:
+        with ExitStack() as stack:
+            plan_file = stack.enter_context(open(source.path, "rb"))
+            if self.stream is not None:
+                spans: Iterable[_MergeSpan] = stack.enter_context(
+                    plan_stream.Ahead(lambda: self._merge_stream_spans(source, batch), STREAM_AHEAD)
+                )
+            else:
+                spans = self._merge_spans(source, batch, stack)
+            for steps, first, sent, built in spans:
                 self._stop_if_asked()
                 self._count(len(steps), apply_merge.transaction(steps[0]))
                 if sent:
-                    # None: the thread failed on it
-                    built = next(queries, None) or _Built.merged(steps, keyed)
+                    built = built or _Built.merged(steps, keyed)  # None: the thread failed on it
                     if built.pieces and self._sent_checked(cur, built, steps):
                         continue
-                rows = source.rows(self.plan, plan_file, first, stop)
+                rows = source.rows(steps, plan_file, first)
                 merged = apply_merge.units(
                     rows, BATCH_STEPS, batch.limit, lambda row: row.plan_table in alone, self.keyed
                 )
@@ -517,6 +508,65 @@ class _Pass:
                 "settles them, --on-conflict skip keeps those rows as they are now)",
                 self.result,
             )
+
+    def _merge_spans(
+        self, source: apply_merge_plan.MergePlan, batch: _Batch, stack: ExitStack
+    ) -> Iterator[_MergeSpan]:
+        """The merge's units of a plan read whole (_units): each unit's steps, the index of its first in
+        the plan, whether it goes as checked writes (every line merge_same, a batch), and those writes,
+        built in a thread ahead of the apply."""
+        spans: list[tuple[list[dict[str, Any]], int, bool]] = []
+        at = 0
+        for kind, item in self._units(batch):
+            if kind != "tx":
+                steps = [item] if kind == "one" else item
+                spans.append((steps, at, kind == "batch" and source.same(at, at + len(steps))))
+                at += len(steps)
+        eligible = [steps for steps, _, sent in spans if sent]
+        keyed = self.keyed
+        queries = iter(stack.enter_context(_ahead(eligible, lambda steps: _Built.merged(steps, keyed))))
+        for steps, first, sent in spans:
+            yield steps, first, sent, next(queries, None) if sent else None
+
+    def _merge_stream_spans(self, source: apply_merge_plan.MergePlan, batch: _Batch) -> Iterator[_MergeSpan]:
+        """_merge_spans of a streamed pass (plan_stream.Ahead runs this in its thread): the plan read line
+        by line, each step checked as _stream_units checks it, and against what a merge refuses (the
+        careful path then refuses it before anything runs)."""
+        stream = self.stream
+        assert stream is not None
+        fits = stream.max_packet - 1
+        count = 0
+
+        def sized() -> Iterator[tuple[dict[str, Any], int]]:
+            nonlocal count
+            for step in source.steps():
+                count += 1
+                if source.refused is not None:
+                    raise plan_stream.Stopped(f"{_where(step)}: {source.refused}")
+                table = str(step.get("table")).lower()
+                if table not in stream.tables or statement_kind(step["sql"]) not in KINDS:
+                    raise plan_stream.Stopped(f"{_where(step)} is not of a table and kind the preflight read")
+                size, checked = _sizes(step)
+                if size >= fits or checked >= fits:
+                    raise plan_stream.Stopped(f"{_where(step)} is over the target's max_allowed_packet")
+                source.name(step)
+                yield step, size + (checked or len(LOCKING))
+
+        at = 0
+        for kind, item in self._cut(sized(), batch):
+            if kind == "tx":
+                continue
+            steps = [item] if kind == "one" else item
+            sent = kind == "batch" and source.same(at, at + len(steps))
+            built = None
+            if sent:
+                try:
+                    built = _Built.merged(steps, self.keyed)
+                except Exception:  # noqa: BLE001 - the pass builds it itself, and meets the error there
+                    built = None
+            yield steps, at, sent, built
+            at += len(steps)
+        self.total = count
 
     def _sent_checked(self, cur: Any, built: _Built, steps: list[dict[str, Any]]) -> bool:
         """The batch's writes, each finding its rows by their checks (_Built.merged): True when every one
@@ -860,6 +910,11 @@ def _taken(batch: _Batch) -> Iterator[tuple[str, Any]]:
         yield ("batch", steps)
 
 
+# a unit of the merge apply: its steps, the index of its first in the plan, whether it goes as checked
+# writes, and those writes when built ahead (_Pass._merge_spans)
+_MergeSpan = tuple[list[dict[str, Any]], int, bool, "_Built | None"]
+
+
 @dataclass
 class _StreamSource:
     """A streamed pass's plan, and what its preflight read: the tables (lower-cased) and the target's
@@ -1180,13 +1235,15 @@ def _streamed(
     check_first: bool,
     inspect: Callable[[Any], None] | None,
     make_pass: Callable[..., _Pass],
+    merge: bool = False,
 ) -> ExecutionResult | None:
     """A one-transaction dry run or commit (with its dry run first when check_first) whose first batch
     goes to the server before the plan is read (each batch read, cut and built in a thread while the
     server runs the one before), when its tables have nothing the preflight must see first: no
     triggers, cascading foreign keys or non-transactional engine on any of them. A step the preflight
     did not see stops it (plan_stream.Stopped): what ran is rolled back, and None has the careful path
-    take the plan from the start. The result is what the careful path's would be."""
+    take the plan from the start. The result is what the careful path's would be. `merge`: the merge
+    apply (a plan the pass reads through its own MergePlan, no resolutions)."""
     preflight = _stream_preflight(factory, plan_path)
     if preflight is None:
         return None
@@ -1206,6 +1263,7 @@ def _streamed(
             keyed=keyed,
             stream=source,
             total=lines,
+            merge=apply_merge_plan.MergePlan(plan_path) if merge else None,
         )
 
     try:
@@ -1278,8 +1336,8 @@ def execute_plan(
             **fields,
         )
 
-    if single_transaction and not merge and resolutions is None:
-        streamed = _streamed(plan_path, factory, commit, check_first, inspect, make_pass)
+    if single_transaction and resolutions is None:
+        streamed = _streamed(plan_path, factory, commit, check_first, inspect, make_pass, merge)
         if streamed is not None:
             return streamed
     source = apply_merge_plan.MergePlan(plan_path) if merge else None

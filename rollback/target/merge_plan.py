@@ -75,6 +75,7 @@ class MergePlan:
         self._refused: str | None = None  # the first line's that has no merge data (merge_columns.refusal)
         self._tables: list[tuple[str, str]] = []  # each table as a step names it (db.t) and quoted
         self._table_of = array("l")  # each step's, an index of _tables
+        self._known: dict[str, int] = {}  # a table as the plan names it -> its index in _tables
 
     def steps(self) -> Iterator[dict[str, Any]]:
         """The plan's steps, every key but `merge`, in order (blank lines skipped)."""
@@ -101,41 +102,47 @@ class MergePlan:
                 self._at.append(at)
                 yield step
 
+    @property
+    def refused(self) -> str | None:
+        """Why the plan cannot be merged, from the lines read so far (None: nothing yet)."""
+        return self._refused
+
     def prepare(self, plan: list[dict[str, Any]]) -> None:
         """Refuse a plan not written with --net (MergeRefused: one line), then name each step's table db.t
         from here on, as a full plan names it (the checks of the target's side effects read it)."""
         if self._refused is not None:
             raise MergeRefused(self._refused)
-        known: dict[str, int] = {}
-        table_of = self._table_of
         for step in plan:
-            named = str(step.get("table"))
-            n = known.get(named)
-            if n is None:
-                n = known[named] = len(self._tables)
-                self._tables.append((plain_name(named), quoted_name(named)))
-            table_of.append(n)
-            step["table"] = self._tables[n][0]
+            self.name(step)
+
+    def name(self, step: dict[str, Any]) -> None:
+        """The next step's table named db.t (prepare, a step at a time: a streamed apply names each as it
+        reads it)."""
+        named = str(step.get("table"))
+        n = self._known.get(named)
+        if n is None:
+            n = self._known[named] = len(self._tables)
+            self._tables.append((plain_name(named), quoted_name(named)))
+        self._table_of.append(n)
+        step["table"] = self._tables[n][0]
 
     def same(self, start: int, stop: int) -> bool:
         """Whether every line from `start` to `stop` says merge_same (rollback/job/net_script.py plan_line)."""
         return self._same.find(0, start, stop) < 0
 
-    def rows(
-        self, plan: list[dict[str, Any]], f: BinaryIO, start: int = 0, stop: int | None = None
-    ) -> Iterator[Row]:
-        """The row (merge_columns.Row) of each step from `start` to `stop` (the end), in plan order, its
-        `merge` object read from the plan file `f` then."""
+    def rows(self, steps: list[dict[str, Any]], f: BinaryIO, start: int = 0) -> Iterator[Row]:
+        """The row (merge_columns.Row) of each of `steps`, the plan's steps from the `start`-th on, in plan
+        order, its `merge` object read from the plan file `f` then."""
         starts, ends, ats, held = self._starts, self._ends, self._at, self._held
         tables, table_of = self._tables, self._table_of
-        stop = len(plan) if stop is None else stop
+        stop = start + len(steps)
         for first in range(start, stop, CHUNK):
             last = min(first + CHUNK, stop)
             base = starts[first]
             f.seek(base)
             data = f.read(ends[last - 1] - base)
             for n in range(first, last):
-                at, step = ats[n], plan[n]
+                at, step = ats[n], steps[n - start]
                 if at < 0:
                     merge = held[n]  # refused by prepare unless as it must be
                 else:

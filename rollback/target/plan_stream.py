@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-# The "table" of a plan line, as the plan's writer puts it (rollback/pipeline/plan_lines.py). A line
-# written otherwise is met by the pass as a table it has not seen: the pass then stops and the careful
-# path reads the whole plan first.
-_TABLE = rb'"table": "((?:[^"\\\n]|\\.)*)"'
+# The "table" of a plan line, as the plan's writer puts it (rollback/pipeline/plan_lines.py), or as a
+# compact JSON writer does (no space). A line written otherwise is met by the pass as a table it has
+# not seen: the pass then stops and the careful path reads the whole plan first.
+_TABLE = rb'"table": ?"((?:[^"\\\n]|\\.)*)"'
 MAX_TABLES = 64  # more tables than this: the careful path (each one found costs a scan of what is left)
 CHUNK = 1 << 24
 
@@ -71,7 +71,7 @@ def _lines(data: bytes, start: int, end: int, longest: int, names: list[bytes]) 
     at = start
     while True:
         known = b"|".join(re.escape(name) for name in names)
-        pattern = re.compile(rb'"table": "(?!(?:' + known + rb')")((?:[^"\\\n]|\\.)*)"' if names else _TABLE)
+        pattern = re.compile(rb'"table": ?"(?!(?:' + known + rb')")((?:[^"\\\n]|\\.)*)"' if names else _TABLE)
         found = pattern.search(data, at, end)
         if found is None:
             return True

@@ -108,11 +108,11 @@ def test_a_step_its_preflight_did_not_see_rolls_back_what_ran_and_the_careful_pa
     data = incident(scratch_server, tmp_path)
     lines = open(data["plan"], encoding="utf-8").read().splitlines()
     hidden = [
-        json.dumps(json.loads(line), separators=(",", ":")) if f'"table": "{DB}.u"' in line else line
+        json.dumps(json.loads(line), separators=(",", " : ")) if f'"table": "{DB}.u"' in line else line
         for line in lines
     ]
     assert hidden != lines and not any(f'"table": "{DB}.u"' in line for line in hidden)
-    first_u = next(n for n, line in enumerate(hidden) if f'"table":"{DB}.u"' in line)
+    first_u = next(n for n, line in enumerate(hidden) if f'"table" : "{DB}.u"' in line)
     assert first_u > 2 * execute.BATCH_STEPS  # batches of sx.t ran before the stream met it
     plan = tmp_path / "hidden.plan.jsonl"
     plan.write_text("\n".join(hidden) + "\n", encoding="utf-8")
@@ -167,3 +167,40 @@ def test_a_dry_run_and_a_commit_with_its_dry_run_first_stream_too(scratch_server
     assert snapshot(scratch_server, data["tables"]) == data["before"]
     phases = [state.phase for state in heard.states]
     assert phases == sorted(phases, key=["check", "apply"].index) and set(phases) == {"check", "apply"}
+
+
+def test_a_streamed_merge_restores_the_incident_and_keeps_a_later_change_of_another_column(
+    scratch_server, tmp_path, monkeypatch
+):
+    """The merge apply (a --net plan, no resolutions) streams too: its batches are read and built as it
+    runs, the merge objects of a batch read only where the batch needs them."""
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {DB}",
+            f"CREATE DATABASE {DB}",
+            f"CREATE TABLE {DB}.m (id INT PRIMARY KEY, a INT, b VARCHAR(20), c INT)",
+            f"INSERT INTO {DB}.m SELECT seq, seq * 7, CONCAT('b', seq), seq FROM {DB}.seq_1_to_{2 * ROWS}",
+        ]
+    )
+    table = f"{DB}.m"
+    rng = scratch_server.run_sql(
+        [
+            f"DELETE FROM {table} WHERE id % 2 = 0",
+            f"UPDATE {table} SET a = a + 1, b = 'x' WHERE id % 3 = 0",
+        ]
+    )
+    _, plan, _ = flashback(scratch_server, rng, tmp_path, net=True)
+    steps = sum(1 for _ in open(plan, encoding="utf-8"))
+    assert steps == ROWS + (ROWS + 1) // 3 and steps > 3 * execute.BATCH_STEPS
+    # later: c of the rows the incident updated, which the merge must keep
+    scratch_server.run_sql([f"UPDATE {table} SET c = -c WHERE id % 3 = 0"])
+    careful_path_forbidden(monkeypatch)
+    heard = Heard()
+    result = execute_plan(plan, scratch_server.dsn, commit=True, merge=True, observer=heard)
+    assert result.committed and not result.conflicts
+    assert result.merge is not None and result.merge["restored"] == steps
+    rows = scratch_server.query(f"SELECT id, a, b, c FROM {table} ORDER BY id")
+    assert rows == [(n, n * 7, f"b{n}", -n if n % 3 == 0 and n % 2 else n) for n in range(1, 2 * ROWS + 1)]
+    assert {state.statements_total for state in heard.states} == {steps}
+    done = [state.statements_done for state in heard.states if state.phase == "apply"]
+    assert done == sorted(done) and done[-1] == steps

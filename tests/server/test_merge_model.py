@@ -170,6 +170,18 @@ def test_the_merge_leaves_what_the_model_says(scratch_server, model_table, tmp_p
         }
         assert seen == [restored]
 
+    # the merge without resolutions, as a dry run: the streamed pass, which reads the plan as it runs
+    bare, _ = model(before, after, now, {}, None)
+    if bare is None:
+        with pytest.raises(ExecutionConflict, match="without a resolution"):
+            execute_plan(plan, scratch_server.dsn, merge=True)
+    else:
+        merged: list[Rows] = []
+        execute_plan(
+            plan, scratch_server.dsn, merge=True, inspect=lambda conn: merged.append(_read(conn, table))
+        )
+        assert merged == [bare]
+
     resolutions = parse_resolutions({"default": default, "rows": entries})
     conn = scratch_server.connect()
     if want is None:

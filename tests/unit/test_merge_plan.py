@@ -82,7 +82,7 @@ def test_every_row_gets_the_merge_object_its_whole_line_holds(tmp_path):
     assert {step["table"] for step in plan} == {"d.t"}
     with open(path, "rb") as f:
         rows = list(source.rows(plan, f))
-        assert [row.merge for row in source.rows(plan, f, 5, 9)] == [s["merge"] for s in wanted[5:9]]
+        assert [row.merge for row in source.rows(plan[5:9], f, 5)] == [s["merge"] for s in wanted[5:9]]
         assert list(source.rows(plan, f)) == rows  # a second pass reads the same
     assert [row.merge for row in rows] == [s["merge"] for s in wanted]
     assert [row.step["pos"] for row in rows] == list(range(len(wanted)))

@@ -35,6 +35,12 @@ def test_lines_and_tables_in_the_order_they_are_first_named(tmp_path):
     assert plan_stream.scan(written(tmp_path, lines, end=""), 1 << 20) == (23, ["d.t", 'd."q', "é.ü", "d.t2"])
 
 
+def test_a_plan_written_as_compact_json_names_its_tables_too(tmp_path):
+    compact = [json.dumps(json.loads(line(name)), separators=(",", ":")) for name in ("d.t", "d.u", "d.t")]
+    mixed = [*compact, line("d.v"), line("d.t")]
+    assert plan_stream.scan(written(tmp_path, mixed), 1 << 20) == (5, ["d.t", "d.u", "d.v"])
+
+
 def test_a_table_whose_name_starts_with_another_is_its_own(tmp_path):
     lines = [line("d.t"), line("d.t"), line("d.tt"), line("d.t_"), line("d.t")]
     assert plan_stream.scan(written(tmp_path, lines), 1 << 20) == (5, ["d.t", "d.tt", "d.t_"])
