@@ -532,28 +532,8 @@ class _Pass:
         """_merge_spans of a streamed pass (plan_stream.Ahead runs this in its thread): the plan read line
         by line, each step checked as _stream_units checks it, and against what a merge refuses (the
         careful path then refuses it before anything runs)."""
-        stream = self.stream
-        assert stream is not None
-        fits = stream.max_packet - 1
-        count = 0
-
-        def sized() -> Iterator[tuple[dict[str, Any], int]]:
-            nonlocal count
-            for step in source.steps():
-                count += 1
-                if source.refused is not None:
-                    raise plan_stream.Stopped(f"{_where(step)}: {source.refused}")
-                table = str(step.get("table")).lower()
-                if table not in stream.tables or statement_kind(step["sql"]) not in KINDS:
-                    raise plan_stream.Stopped(f"{_where(step)} is not of a table and kind the preflight read")
-                size, checked = _sizes(step)
-                if size >= fits or checked >= fits:
-                    raise plan_stream.Stopped(f"{_where(step)} is over the target's max_allowed_packet")
-                source.name(step)
-                yield step, size + (checked or len(LOCKING))
-
         at = 0
-        for kind, item in self._cut(sized(), batch):
+        for kind, item in self._cut(self._stream_steps(source.steps(), source), batch):
             if kind == "tx":
                 continue
             steps = [item] if kind == "one" else item
@@ -566,7 +546,6 @@ class _Pass:
                     built = None
             yield steps, at, sent, built
             at += len(steps)
-        self.total = count
 
     def _sent_checked(self, cur: Any, built: _Built, steps: list[dict[str, Any]]) -> bool:
         """The batch's writes, each finding its rows by their checks (_Built.merged): True when every one
@@ -613,24 +592,9 @@ class _Pass:
         """The units of a streamed pass (plan_stream.Ahead runs this in its thread), each batch built:
         the plan read line by line, each step checked against what the preflight read (its table, a
         statement of a kind it looked for, its size under max_allowed_packet), else the pass stops."""
-        source = self.stream
-        assert source is not None
-        fits = source.max_packet - 1
-        count = 0
-
-        def sized() -> Iterator[tuple[dict[str, Any], int]]:
-            nonlocal count
-            for step in read_plan(source.path, merge_data=False):
-                count += 1
-                table = str(step.get("table")).lower()
-                if table not in source.tables or statement_kind(step["sql"]) not in KINDS:
-                    raise plan_stream.Stopped(f"{_where(step)} is not of a table and kind the preflight read")
-                size, checked = _sizes(step)
-                if size >= fits or checked >= fits:
-                    raise plan_stream.Stopped(f"{_where(step)} is over the target's max_allowed_packet")
-                yield step, size + (checked or len(LOCKING))
-
-        for kind, item in self._cut(sized(), _Batch(self.batch_bytes)):
+        assert self.stream is not None
+        steps = read_plan(self.stream.path, merge_data=False)
+        for kind, item in self._cut(self._stream_steps(steps), _Batch(self.batch_bytes)):
             if kind != "batch":
                 yield kind, item, None
                 continue
@@ -639,6 +603,31 @@ class _Pass:
             except Exception:  # noqa: BLE001 - the pass builds it itself, and meets the error there
                 built = None
             yield kind, item, built
+
+    def _stream_steps(
+        self, steps: Iterable[dict[str, Any]], merge: apply_merge_plan.MergePlan | None = None
+    ) -> Iterator[tuple[dict[str, Any], int]]:
+        """A streamed pass's steps, each with its bytes in a batch, checked against what the preflight
+        read (its table, a statement of a kind it looked for, its size under max_allowed_packet) and, for
+        a merge, against what a merge refuses (the step then named as the merge names it), else the pass
+        stops; their count is the pass's total once they are all read."""
+        source = self.stream
+        assert source is not None
+        fits = source.max_packet - 1
+        count = 0
+        for step in steps:
+            count += 1
+            if merge is not None and merge.refused is not None:
+                raise plan_stream.Stopped(f"{_where(step)}: {merge.refused}")
+            table = str(step.get("table")).lower()
+            if table not in source.tables or statement_kind(step["sql"]) not in KINDS:
+                raise plan_stream.Stopped(f"{_where(step)} is not of a table and kind the preflight read")
+            size, checked = _sizes(step)
+            if size >= fits or checked >= fits:
+                raise plan_stream.Stopped(f"{_where(step)} is over the target's max_allowed_packet")
+            if merge is not None:
+                merge.name(step)
+            yield step, size + (checked or len(LOCKING))
         self.total = count
 
     def _count(self, steps: int, current: dict[str, Any] | None) -> None:
