@@ -449,20 +449,6 @@ def rows_batches(
         first += len(rows)
 
 
-def full_images_layout(
-    decoded: DecodedEvent,
-    event: RowsEvent,
-    state: StreamState,
-    unsigned_for: UnsignedFor | None = None,
-    specs_for: SpecsFor | None = None,
-) -> tuple[Any, bytes] | None:
-    """(the compiled core's Layout of a WRITE_ROWS or DELETE_ROWS event's images, its rows' bytes)
-    when the images carry every column and the compiled core decodes them, else None: what
-    FullImages.script_images writes statements from, as rows_batches would decode them."""
-    found = full_images_decoder(decoded, event, state, unsigned_for, specs_for)
-    return None if found is None else (found[0].layout, found[1])
-
-
 def full_images_decoder(
     decoded: DecodedEvent,
     event: RowsEvent,
@@ -470,8 +456,10 @@ def full_images_decoder(
     unsigned_for: UnsignedFor | None = None,
     specs_for: SpecsFor | None = None,
 ) -> tuple[RowDecoder, bytes] | None:
-    """full_images_layout's (row decoder, rows' bytes): the decoder has the compiled core's Layout,
-    and decodes the bytes again where they are read later (it pickles as its specs)."""
+    """(the row decoder of a WRITE_ROWS or DELETE_ROWS event's images, its rows' bytes) when the images
+    carry every column and the compiled core decodes them (the decoder's `layout`), else None: what
+    FullImages.script_images writes statements from, as rows_batches would decode them. The decoder
+    reads the bytes again where they are read later (it pickles as its specs)."""
     if event.partial or event.kind == UPDATE or event.present != (1 << event.column_count) - 1:
         return None
     _tmap, key, specs = _event_specs(decoded, event, state, unsigned_for, specs_for)

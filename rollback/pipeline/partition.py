@@ -48,7 +48,6 @@ from rollback.binlog.decode import (
     TxContext,
     decode_stream,
     full_images_decoder,
-    full_images_layout,
     rows_batch,
     rows_batches,
 )
@@ -677,7 +676,8 @@ class _Run:
         """The statements of a WRITE_ROWS or DELETE_ROWS event of complete images written by the
         compiled core straight from the images' bytes, when nothing but the script needs the rows
         (no plan, change log, picks, --where or hold-back): what rows_batches, _pick_rows and _take
-        would do with them, without a Python value per column. False: not done here."""
+        would do with them, without a Python value per column; with --net, the DELETEs
+        _net_deletes_from_images takes. False: not done here."""
         job = self.job
         forward = job.mode == "forward"
         if (
@@ -688,19 +688,22 @@ class _Run:
             or self.selection.predicate is not None
         ):
             return False
-        if job.net:
-            return self._net_deletes_from_images(current, decoded, event, state, tmap, renderer)
         script_images = getattr(renderer.full_images(), "script_images", None)
-        if script_images is None:
+        if script_images is None or (job.net and not self._net_deletes_taken(event, renderer)):
             return False
         unsigned = renderer.unsigned_of
-        found = full_images_layout(
+        found = full_images_decoder(
             decoded, event, state, unsigned, self._specs_for(tmap, renderer.schema, unsigned, state)
         )
         if found is None:
             return False
-        layout, data = found
+        decoder, data = found
         decimal_text = self._decimals_as_text(renderer)
+        if job.net:
+            return self._net_deletes_from_images(
+                current, decoded, state, tmap, renderer, (script_images, decoder, data), decimal_text
+            )
+        layout = decoder.layout
         parts: list[tuple[bytes, int, int]] = []
         pos = 0
         try:
@@ -717,15 +720,9 @@ class _Run:
         where = RowsBatch(
             state.file_name, decoded.outer_pos, decoded.outer_end, event.kind, tmap, state.tx, 0, 0, [], False
         )
-        self.kept_index = None
-        self._changed(table.lower())
-        self._event_selected(current, state.tx.rows_query)
-        if len(self.row_images) < 2:
-            self.row_images.add("FULL")
+        self._selected_from_images(current, state, table)
         for script, count, longest in parts:
-            self.counts[(table, event.kind)] += count
-            self.event_picked += count
-            current.picked += count
+            self._picked(current, table, event.kind, count)
             if count:
                 if job.rows_per_statement > 1:
                     script, longest = join_statements(
@@ -736,42 +733,56 @@ class _Run:
                 self._counted(current, where, table, count)
         return True
 
+    def _selected_from_images(self, current: _Block, state: StreamState, table: str) -> None:
+        """What _log and _pick_rows note of a selected rows event of complete images taken from their
+        bytes (its rows are counted a part at a time: _picked)."""
+        self.kept_index = None
+        self._changed(table.lower())
+        self._event_selected(current, state.tx.rows_query)
+        if len(self.row_images) < 2:
+            self.row_images.add("FULL")
+
+    def _picked(self, current: _Block, table: str, kind: str, count: int) -> None:
+        self.counts[(table, kind)] += count
+        self.event_picked += count
+        current.picked += count
+
+    def _net_deletes_taken(self, event: RowsEvent, renderer: TableRenderer) -> bool:
+        """--net: whether _net_deletes_from_images takes the event: a DELETE_ROWS event of a table with
+        a row key that the partition saw changed by nothing else yet, with the compiled core."""
+        schema = renderer.schema
+        return (
+            event.kind == "delete"
+            and id(renderer) not in self.net_changed
+            and schema is not None
+            and bool(schema.row_key)
+            and hotpath.CORE is not None
+        )
+
     def _net_deletes_from_images(
         self,
         current: _Block,
         decoded: DecodedEvent,
-        event: RowsEvent,
         state: StreamState,
         tmap: TableMap,
         renderer: TableRenderer,
+        images: tuple[Any, Any, bytes],
+        decimal_text: bool,
     ) -> bool:
-        """--net: a DELETE_ROWS event of complete images, of a table the partition saw changed by
-        nothing else yet, written as _net writes it (a record per ROWS_PER_BATCH rows, with the rows'
-        keys and their plain statements) from the images' bytes by the compiled core, as the plain
-        script's are. Its images stay those bytes, with the decoder that reads them: the driver
-        decodes them only if it folds the table after all (a table the range only deletes from, each
-        key once, needs no fold). False: not done here (nothing written)."""
+        """--net: a DELETE_ROWS event _net_deletes_taken takes, written as _net writes it (a record per
+        ROWS_PER_BATCH rows, with the rows' keys and their plain statements) from the images' bytes by
+        the compiled core, as the plain script's are (`images`: the table's script_images, the row
+        decoder and the rows' bytes, as _statements_from_images found them). Its images stay
+        those bytes, with the decoder: the driver decodes them only if it folds the table after all (a
+        table the range only deletes from, each key once, needs no fold). False: not done here
+        (nothing written)."""
+        script_images, decoder, data = images
         schema = renderer.schema
         core = hotpath.CORE
-        script_images = getattr(renderer.full_images(), "script_images", None)
-        if (
-            event.kind != "delete"
-            or id(renderer) in self.net_changed
-            or schema is None
-            or not schema.row_key
-            or script_images is None
-            or core is None
-        ):
+        assert schema is not None and core is not None
+        if not data:
             return False
-        unsigned = renderer.unsigned_of
-        found = full_images_decoder(
-            decoded, event, state, unsigned, self._specs_for(tmap, schema, unsigned, state)
-        )
-        if found is None or not found[1]:
-            return False
-        decoder, data = found
         layout = decoder.layout
-        decimal_text = self._decimals_as_text(renderer)
         parts: list[tuple[bytes, int, list[Any], bytes]] = []
         pos = 0
         try:
@@ -789,22 +800,16 @@ class _Run:
         except Exception:  # noqa: BLE001 - nothing was written: the general path decodes them, or raises
             return False  # the located error
         table = tmap.qualified_name
-        self.kept_index = None
-        self._changed(table.lower())
-        self._event_selected(current, state.tx.rows_query)
-        if len(self.row_images) < 2:
-            self.row_images.add("FULL")
+        self._selected_from_images(current, state, table)
         number = self._net_table(renderer, schema)
-        images = self._net_decoder(decoder, decimal_text)
+        encoding = self._net_decoder(decoder, decimal_text)
         first = 0
         for script, count, keys, raw in parts:
-            self.counts[(table, "delete")] += count
-            self.event_picked += count
-            current.picked += count
+            self._picked(current, table, "delete", count)
             numbers = range(first, first + count)
             first += count
             change = ("delete", state.file_name or self.part.file_label, decoded.outer_pos, numbers)
-            self._net_record(current, number, change, keys, raw, (script, count), images)
+            self._net_record(current, number, change, keys, raw, (script, count), encoding)
         return True
 
     def _take(
