@@ -515,13 +515,7 @@ class _Pass:
         """The merge's units of a plan read whole (_units): each unit's steps, the index of its first in
         the plan, whether it goes as checked writes (every line merge_same, a batch), and those writes,
         built in a thread ahead of the apply."""
-        spans: list[tuple[list[dict[str, Any]], int, bool]] = []
-        at = 0
-        for kind, item in self._units(batch):
-            if kind != "tx":
-                steps = [item] if kind == "one" else item
-                spans.append((steps, at, kind == "batch" and source.same(at, at + len(steps))))
-                at += len(steps)
+        spans = list(_merge_units(self._units(batch), source))
         eligible = [steps for steps, _, sent in spans if sent]
         keyed = self.keyed
         queries = iter(stack.enter_context(_ahead(eligible, lambda steps: _Built.merged(steps, keyed))))
@@ -532,20 +526,9 @@ class _Pass:
         """_merge_spans of a streamed pass (plan_stream.Ahead runs this in its thread): the plan read line
         by line, each step checked as _stream_units checks it, and against what a merge refuses (the
         careful path then refuses it before anything runs)."""
-        at = 0
-        for kind, item in self._cut(self._stream_steps(source.steps(), source), batch):
-            if kind == "tx":
-                continue
-            steps = [item] if kind == "one" else item
-            sent = kind == "batch" and source.same(at, at + len(steps))
-            built = None
-            if sent:
-                try:
-                    built = _Built.merged(steps, self.keyed)
-                except Exception:  # noqa: BLE001 - the pass builds it itself, and meets the error there
-                    built = None
-            yield steps, at, sent, built
-            at += len(steps)
+        units = self._cut(self._stream_steps(source.steps(), source), batch)
+        for steps, first, sent in _merge_units(units, source):
+            yield steps, first, sent, _built_or_none(_Built.merged, steps, self.keyed) if sent else None
 
     def _sent_checked(self, cur: Any, built: _Built, steps: list[dict[str, Any]]) -> bool:
         """The batch's writes, each finding its rows by their checks (_Built.merged): True when every one
@@ -598,11 +581,7 @@ class _Pass:
             if kind != "batch":
                 yield kind, item, None
                 continue
-            try:
-                built: _Built | None = _Built.of(item, self.keyed, self.separate, self.version)
-            except Exception:  # noqa: BLE001 - the pass builds it itself, and meets the error there
-                built = None
-            yield kind, item, built
+            yield kind, item, _built_or_none(_Built.of, item, self.keyed, self.separate, self.version)
 
     def _stream_steps(
         self, steps: Iterable[dict[str, Any]], merge: apply_merge_plan.MergePlan | None = None
@@ -855,13 +834,18 @@ def _ahead(
 
     def produce() -> Iterator[_Built | None]:
         for steps in batches:
-            try:
-                built: _Built | None = build(steps)
-            except Exception:  # noqa: BLE001 - the pass builds it itself, and meets the error there
-                built = None
-            yield built
+            yield _built_or_none(build, steps)
 
     return plan_stream.Ahead(produce, AHEAD)
+
+
+def _built_or_none(build: Callable[..., _Built], *args: Any) -> _Built | None:
+    """A batch's query built ahead of the pass; None where building it failed: the pass builds that
+    batch itself, and meets the error there."""
+    try:
+        return build(*args)
+    except Exception:  # noqa: BLE001 - see above
+        return None
 
 
 class _Batch:
@@ -902,6 +886,20 @@ def _taken(batch: _Batch) -> Iterator[tuple[str, Any]]:
 # a unit of the merge apply: its steps, the index of its first in the plan, whether it goes as checked
 # writes, and those writes when built ahead (_Pass._merge_spans)
 _MergeSpan = tuple[list[dict[str, Any]], int, bool, "_Built | None"]
+
+
+def _merge_units(
+    units: Iterable[tuple[str, Any]], source: apply_merge_plan.MergePlan
+) -> Iterator[tuple[list[dict[str, Any]], int, bool]]:
+    """The merge's units of a pass's (_cut): each one's steps, the index of its first in the plan, and
+    whether it goes as checked writes (a batch whose lines all say merge_same)."""
+    at = 0
+    for kind, item in units:
+        if kind == "tx":
+            continue
+        steps = [item] if kind == "one" else item
+        yield steps, at, kind == "batch" and source.same(at, at + len(steps))
+        at += len(steps)
 
 
 @dataclass

@@ -21,7 +21,8 @@ from typing import Any
 # The "table" of a plan line, as the plan's writer puts it (rollback/pipeline/plan_lines.py), or as a
 # compact JSON writer does (no space). A line written otherwise is met by the pass as a table it has
 # not seen: the pass then stops and the careful path reads the whole plan first.
-_TABLE = rb'"table": ?"((?:[^"\\\n]|\\.)*)"'
+_TABLE_KEY = rb'"table": ?"'
+_TABLE_NAME = rb'((?:[^"\\\n]|\\.)*)"'
 MAX_TABLES = 64  # more tables than this: the careful path (each one found costs a scan of what is left)
 CHUNK = 1 << 24
 
@@ -70,15 +71,21 @@ def _lines(data: bytes, start: int, end: int, longest: int, names: list[bytes]) 
         return False
     at = start
     while True:
-        known = b"|".join(re.escape(name) for name in names)
-        pattern = re.compile(rb'"table": ?"(?!(?:' + known + rb')")((?:[^"\\\n]|\\.)*)"' if names else _TABLE)
-        found = pattern.search(data, at, end)
+        found = _table_pattern(names).search(data, at, end)
         if found is None:
             return True
         names.append(found.group(1))
         if len(names) > MAX_TABLES:
             return False
         at = found.start()
+
+
+def _table_pattern(names: list[bytes]) -> re.Pattern[bytes]:
+    """A line's "table" naming none of `names`."""
+    if not names:
+        return re.compile(_TABLE_KEY + _TABLE_NAME)
+    known = b"|".join(re.escape(name) for name in names)
+    return re.compile(_TABLE_KEY + rb"(?!(?:" + known + rb')")' + _TABLE_NAME)
 
 
 def _line_of(data: bytes, start: int, end: int, longest: int) -> bool:
