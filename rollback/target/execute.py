@@ -1223,14 +1223,17 @@ def _streamed(
     inspect: Callable[[Any], None] | None,
     make_pass: Callable[..., _Pass],
     merge: bool = False,
+    per_transaction: bool = False,
 ) -> ExecutionResult | None:
-    """A one-transaction dry run or commit (with its dry run first when check_first) whose first batch
-    goes to the server before the plan is read (each batch read, cut and built in a thread while the
-    server runs the one before), when its tables have nothing the preflight must see first: no
-    triggers, cascading foreign keys or non-transactional engine on any of them. A step the preflight
-    did not see stops it (plan_stream.Stopped): what ran is rolled back, and None has the careful path
-    take the plan from the start. The result is what the careful path's would be. `merge`: the merge
-    apply (a plan the pass reads through its own MergePlan, no resolutions)."""
+    """A dry run or commit (with its dry run first when check_first) whose first batch goes to the
+    server before the plan is read (each batch read, cut and built in a thread while the server runs
+    the one before), when its tables have nothing the preflight must see first: no triggers, cascading
+    foreign keys or non-transactional engine on any of them. A step the preflight did not see stops it
+    (plan_stream.Stopped): what ran is rolled back, and None has the careful path take the plan from
+    the start. The result is what the careful path's would be. `merge`: the merge apply (a plan the
+    pass reads through its own MergePlan, no resolutions). `per_transaction`: a commit per original
+    transaction, always after its dry run (one transaction, streamed too), which meets anything the
+    preflight did not see before a first commit could keep part of the plan."""
     preflight = _stream_preflight(factory, plan_path)
     if preflight is None:
         return None
@@ -1243,7 +1246,7 @@ def _streamed(
             result,
             phase,
             plan=[],
-            per_transaction=False,
+            per_transaction=per_transaction and phase == "apply",
             read_only=set(),
             non_transactional=set(),
             batch_bytes=batch_bytes,
@@ -1254,15 +1257,24 @@ def _streamed(
         )
 
     try:
-        if not commit or check_first:
+        if not commit or check_first or per_transaction:
             dry = ExecutionResult(dry_run=True, side_effects=found.to_dict())
             _attempt(factory, one_pass(dry, "check"), commit=False, inspect=None if commit else inspect)
             if not commit:
                 return dry
-        real = ExecutionResult(dry_run=False, side_effects=found.to_dict())
-        _attempt(factory, one_pass(real, "apply"), commit=True)
     except plan_stream.Stopped:
         return None
+    real = ExecutionResult(dry_run=False, side_effects=found.to_dict())
+    try:
+        _attempt(factory, one_pass(real, "apply"), commit=True)
+    except plan_stream.Stopped as exc:
+        if not real.transactions_applied:
+            return None
+        # the plan read differently than in its dry run a moment before (changed on disk?): the
+        # transactions committed stay, and the careful path must not run them again
+        raise ExecutionFailed(
+            f"the plan could no longer be read as its dry run read it ({exc}); {_applied(real)}", real
+        ) from None
     return real
 
 
@@ -1323,8 +1335,10 @@ def execute_plan(
             **fields,
         )
 
-    if single_transaction and resolutions is None:
-        streamed = _streamed(plan_path, factory, commit, check_first, inspect, make_pass, merge)
+    if resolutions is None and (single_transaction or not merge):
+        streamed = _streamed(
+            plan_path, factory, commit, check_first, inspect, make_pass, merge, not single_transaction
+        )
         if streamed is not None:
             return streamed
     source = apply_merge_plan.MergePlan(plan_path) if merge else None

@@ -204,3 +204,57 @@ def test_a_streamed_merge_restores_the_incident_and_keeps_a_later_change_of_anot
     assert {state.statements_total for state in heard.states} == {steps}
     done = [state.statements_done for state in heard.states if state.phase == "apply"]
     assert done == sorted(done) and done[-1] == steps
+
+
+def test_a_per_transaction_commit_streams_its_dry_run_and_each_commit(scratch_server, tmp_path, monkeypatch):
+    """--per-transaction streams too: its dry run (one transaction) reads the plan as it runs, then the
+    commit pass commits each original transaction as the stream reaches the next, never holding the
+    plan whole."""
+    data = incident(scratch_server, tmp_path)
+    steps = sum(1 for _ in open(data["plan"], encoding="utf-8"))
+    careful_path_forbidden(monkeypatch)
+    heard = Heard()
+    result = execute_plan(
+        data["plan"], scratch_server.dsn, commit=True, single_transaction=False, observer=heard
+    )
+    assert result.committed and result.statements == result.rows_affected == steps
+    assert snapshot(scratch_server, data["tables"]) == data["before"]
+    # the incident's three transactions, newest first, each committed on its own
+    assert len(result.transactions_applied) == 3
+    committed = [state.committed for state in heard.states if state.committed is not None]
+    assert committed == result.transactions_applied
+    phases = [state.phase for state in heard.states]
+    assert phases == sorted(phases, key=["check", "apply"].index) and set(phases) == {"check", "apply"}
+
+
+def test_a_per_transaction_commit_that_reads_its_plan_otherwise_than_its_dry_run_names_what_stays(
+    scratch_server, tmp_path, monkeypatch
+):
+    """The plan read differently by the commit pass than by its dry run a moment before (here: the
+    commit pass's reader meets a table the preflight did not see in the second transaction): the
+    first transaction stays committed, the error says so, and nothing runs again."""
+    data = incident(scratch_server, tmp_path)
+    read = execute.read_plan
+    passes: list[int] = []
+
+    def changed(path: Any, merge_data: bool = True) -> Any:
+        passes.append(1)
+        first_tx, later = None, 0
+        for step in read(path, merge_data):
+            first_tx = first_tx or step["tx"]
+            later += step["tx"] != first_tx
+            if len(passes) == 2 and later == 2:  # the second step of the second transaction
+                step = {**step, "table": f"{DB}.elsewhere"}
+            yield step
+
+    monkeypatch.setattr(execute, "read_plan", changed)
+    careful_path_forbidden(monkeypatch)
+    with pytest.raises(
+        execute.ExecutionFailed, match=r"could no longer be read .*1 earlier transaction\(s\) stay"
+    ):
+        execute_plan(data["plan"], scratch_server.dsn, commit=True, single_transaction=False)
+    assert passes == [1, 1]
+    # the newest transaction (the UPDATE of sx.t) undone, the two before it not
+    rows = dict(scratch_server.query(f"SELECT id, b FROM {DB}.t WHERE id IN (3, 6)"))
+    assert rows == {3: "b3"}  # 6 was deleted: its re-insert was in the second transaction
+    assert scratch_server.query(f"SELECT MIN(v) FROM {DB}.u") == [(-20,)]
