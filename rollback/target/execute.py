@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,14 +219,25 @@ def connect(dsn: str, multi_statements: bool = False) -> pymysql.connections.Con
         raise SourceError(f"cannot connect to {redact(dsn)}: {exc.args[-1] if exc.args else exc}") from None
 
 
-def read_plan(path: str | Path, merge_data: bool = True) -> Iterator[dict[str, Any]]:
+def read_plan(
+    path: str | Path, merge_data: bool = True, only: tuple[Sequence[int], int] | None = None
+) -> Iterator[dict[str, Any]]:
     """The plan's steps. orjson reads a line in a fraction of json's time (the plan is the apply's
     biggest input); what it refuses (an integer past 64 bits, NaN, a lone surrogate) json reads as ever.
     merge_data=False leaves out a --net plan line's `merge` object where it can (_without_merge_data).
-    Blank lines are skipped (orjson refuses them, so a line is looked at twice only then)."""
+    Blank lines are skipped (orjson refuses them, so a line is looked at twice only then).
+    only=(homes, part): the lines n (counted from 0, blank ones too) with homes[n] == part, the others
+    not parsed (a parallel apply's partition)."""
+    return (step for step in plan_lines(path, merge_data, only) if step is not None)
+
+
+def plan_lines(
+    path: str | Path, merge_data: bool = True, only: tuple[Sequence[int], int] | None = None
+) -> Iterator[dict[str, Any] | None]:
+    """read_plan's steps, and None for each blank line: one item a line of the file."""
     loads, refused = orjson.loads, orjson.JSONDecodeError
     with open(path, "rb") as f:
-        for line in f:
+        for line in f if only is None else _lines_of(f, *only):
             # rfind: whether there is one, twice as fast as `in` on a plain plan's lines
             if not merge_data and line.rfind(_MERGE_DATA) >= 0:
                 step = _without_merge_data(line)
@@ -236,10 +247,21 @@ def read_plan(path: str | Path, merge_data: bool = True) -> Iterator[dict[str, A
             try:
                 step = loads(line)
             except refused:
-                if not line.strip():
-                    continue
-                step = json.loads(line.decode("utf-8"))
+                step = json.loads(line.decode("utf-8")) if line.strip() else None
             yield step
+
+
+def _lines_of(f: Iterable[bytes], homes: Sequence[int], part: int) -> Iterator[bytes]:
+    """The lines n of f with homes[n] == part; a plan of another length than `homes` stops the pass
+    (it changed since it was split)."""
+    n = -1
+    for n, line in enumerate(f):
+        if n >= len(homes):
+            raise plan_stream.Stopped("the plan has more lines than when it was split")
+        if homes[n] == part:
+            yield line
+    if n + 1 != len(homes):
+        raise plan_stream.Stopped("the plan has fewer lines than when it was split")
 
 
 _MERGE_DATA = b', "merge": {'
@@ -576,7 +598,7 @@ class _Pass:
         the plan read line by line, each step checked against what the preflight read (its table, a
         statement of a kind it looked for, its size under max_allowed_packet), else the pass stops."""
         assert self.stream is not None
-        steps = read_plan(self.stream.path, merge_data=False)
+        steps = read_plan(self.stream.path, merge_data=False, only=self.stream.only)
         for kind, item in self._cut(self._stream_steps(steps), _Batch(self.batch_bytes)):
             if kind != "batch":
                 yield kind, item, None
@@ -592,18 +614,12 @@ class _Pass:
         stops; their count is the pass's total once they are all read."""
         source = self.stream
         assert source is not None
-        fits = source.max_packet - 1
         count = 0
         for step in steps:
             count += 1
             if merge is not None and merge.refused is not None:
                 raise plan_stream.Stopped(f"{_where(step)}: {merge.refused}")
-            table = str(step.get("table")).lower()
-            if table not in source.tables or statement_kind(step["sql"]) not in KINDS:
-                raise plan_stream.Stopped(f"{_where(step)} is not of a table and kind the preflight read")
-            size, checked = _sizes(step)
-            if size >= fits or checked >= fits:
-                raise plan_stream.Stopped(f"{_where(step)} is over the target's max_allowed_packet")
+            size, checked = streamable(step, source.tables, source.max_packet)
             if merge is not None:
                 merge.name(step)
             yield step, size + (checked or len(LOCKING))
@@ -905,11 +921,12 @@ def _merge_units(
 @dataclass
 class _StreamSource:
     """A streamed pass's plan, and what its preflight read: the tables (lower-cased) and the target's
-    max_allowed_packet."""
+    max_allowed_packet; `only`: the plan's lines this pass runs (read_plan), when not all of them."""
 
     path: str | Path
     tables: set[str]
     max_packet: int
+    only: tuple[Sequence[int], int] | None = None
 
 
 def _rollback_quietly(conn: Any) -> None:
@@ -985,6 +1002,18 @@ class _Survey:
     longest: int
     kinds: Counter
     tables: list[str]
+
+
+def streamable(step: dict[str, Any], tables: set[str], max_packet: int) -> tuple[int, int]:
+    """A streamed pass's step checked against what its preflight read: one of `tables` (lower-cased),
+    a statement of a kind it looked for, its statement and check under max_allowed_packet (else
+    plan_stream.Stopped); their bytes (_sizes)."""
+    if str(step.get("table")).lower() not in tables or statement_kind(step["sql"]) not in KINDS:
+        raise plan_stream.Stopped(f"{_where(step)} is not of a table and kind the preflight read")
+    size, checked = _sizes(step)
+    if size >= max_packet - 1 or checked >= max_packet - 1:
+        raise plan_stream.Stopped(f"{_where(step)} is over the target's max_allowed_packet")
+    return size, checked
 
 
 def _sizes(step: dict[str, Any]) -> tuple[int, int]:

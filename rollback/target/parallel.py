@@ -29,7 +29,8 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,10 @@ from typing import Any
 from rollback.base.dsn import redact
 from rollback.base.errors import RollbackError
 from rollback.base.identifiers import quote_ident
+from rollback.schema.side_effects import SideEffects
 from rollback.sources.resolve import DATA_DIR_ENV
 from rollback.target import batches as apply_batches
+from rollback.target import plan_stream
 from rollback.target.execute import (
     BATCH_BYTES,
     LOCK_ERRORS,
@@ -53,9 +56,13 @@ from rollback.target.execute import (
     _preflight,
     _refusals,
     _refuse_ddl,
+    _stream_preflight,
+    _StreamSource,
     connect,
     execute_plan,
+    plan_lines,
     read_plan,
+    streamable,
 )
 
 XID_PREFIX = "mysql-rollback-"  # every global transaction id this apply opens starts so
@@ -116,20 +123,25 @@ def table_facts(conn: Any, tables: Iterable[str]) -> TableFacts:
 
 
 class _Joined:
-    """Union-find over the names a step touches (a row's key, or a whole table)."""
+    """Union-find over the names a step touches (a row's key, or a whole table); a name no join met is
+    its own root and takes no room."""
 
     def __init__(self) -> None:
         self.parent: dict[Any, Any] = {}
 
     def find(self, item: Any) -> Any:
-        self.parent.setdefault(item, item)
-        while self.parent[item] != item:
-            self.parent[item] = self.parent[self.parent[item]]
-            item = self.parent[item]
-        return item
+        parent = self.parent
+        root = item
+        while (up := parent.get(root, root)) != root:
+            root = up
+        while item != root:  # every name on the way points at the root
+            parent[item], item = root, parent[item]
+        return root
 
     def join(self, a: Any, b: Any) -> None:
-        self.parent[self.find(a)] = self.find(b)
+        a, b = self.find(a), self.find(b)
+        if a != b:
+            self.parent[a] = b
 
 
 def _row_keys(step: dict[str, Any], columns: list[str]) -> list[str] | None:
@@ -167,44 +179,85 @@ def _row_keys(step: dict[str, Any], columns: list[str]) -> list[str] | None:
 def partition(plan: list[dict[str, Any]], parts: int, facts: TableFacts) -> list[list[dict[str, Any]]]:
     """The plan's steps in `parts` partitions (some may be empty), each in plan order, whose rows no
     other partition touches."""
+    out: list[list[dict[str, Any]]] = [[] for _ in range(parts)]
+    for step, home in zip(plan, assign(plan, parts, facts).homes, strict=True):
+        out[home].append(step)
+    return out
+
+
+@dataclass
+class Assigned:
+    """Each step's partition (-1: a plan's blank line), and each partition's steps and tables."""
+
+    homes: array[int]
+    counts: list[int]
+    tables: list[list[str]]
+
+
+def assign(steps: Iterable[dict[str, Any] | None], parts: int, facts: TableFacts) -> Assigned:
+    """partition's split, each step's partition (a None, a plan's blank line, in none). The names a
+    step touches are kept as their hashes: two names with one hash put their rows in one partition,
+    which is never wrong (only less parallel)."""
     joined = _Joined()
     tied = {table for pair in facts.related for table in pair}
     for child, parent in facts.related:
-        joined.join(("table", child), ("table", parent))
+        joined.join(hash(("table", child)), hash(("table", parent)))
     whole = facts.other_unique | tied
-    names: list[list[Any]] = []
-    for step in plan:
-        table = str(step.get("table")).lower()
+    tables: dict[str, int] = {}
+    firsts = array("q")  # each step's first name
+    table_of = array("i")  # each step's table (its index in `tables`), -1: a blank line, -2 - n: a row
+    for step in steps:
+        if step is None:
+            firsts.append(0)
+            table_of.append(-1)
+            continue
+        spelled = str(step.get("table"))
+        table = spelled.lower()
+        n = tables.setdefault(spelled, len(tables))
         columns = facts.primary.get(table)
         keys = _row_keys(step, columns) if columns and table not in whole else None
         if keys is None:
             whole.add(table)
-        names.append([("row", table, key) for key in keys] if keys else [("table", table)])
-    for touched in names:
-        for other in touched[1:]:
-            joined.join(touched[0], other)
-        if touched[0][0] == "row" and touched[0][1] in whole:
-            joined.join(touched[0], ("table", touched[0][1]))  # a table that went whole once goes whole
-    roots = [joined.find(touched[0]) for touched in names]
-    sizes: dict[Any, int] = {}  # in the order of their first step
-    for root in roots:
-        sizes[root] = sizes.get(root, 0) + 1
+            firsts.append(hash(("table", table)))
+            table_of.append(n)
+            continue
+        first = hash(("row", table, keys[0]))
+        for key in keys[1:]:
+            joined.join(first, hash(("row", table, key)))
+        firsts.append(first)
+        table_of.append(-2 - n)
+    names = [spelled.lower() for spelled in tables]
+    for first, n in zip(firsts, table_of, strict=True):
+        if n <= -2 and names[-2 - n] in whole:  # a table that went whole once goes whole
+            joined.join(first, hash(("table", names[-2 - n])))
+    roots = array("q", (joined.find(first) for first in firsts))
+    sizes: dict[int, int] = {}  # in the order of their first step
+    for root, n in zip(roots, table_of, strict=True):
+        if n != -1:
+            sizes[root] = sizes.get(root, 0) + 1
+    total = sum(sizes.values())
     # consecutive runs of the plan, not every n-th row: a run's keys are mostly near one another, so two
     # partitions' locks meet only where their runs do (an insert next to a key another partition locked
     # waits for it, and a prepared branch keeps its locks until the commit)
-    home: dict[Any, int] = {}
-    n = load = placed = 0
+    home: dict[int, int] = {}
+    part = load = placed = 0
     for root, size in sizes.items():
         # a fair share of what is left: a whole table bigger than its share leaves less to the others
-        if n < parts - 1 and load >= (len(plan) - placed + load) / (parts - n):
-            n, load = n + 1, 0
-        home[root] = n
+        if part < parts - 1 and load >= (total - placed + load) / (parts - part):
+            part, load = part + 1, 0
+        home[root] = part
         load += size
         placed += size
-    out: list[list[dict[str, Any]]] = [[] for _ in range(parts)]
-    for step, root in zip(plan, roots, strict=True):
-        out[home[root]].append(step)
-    return out
+    del sizes
+    homes = array("b", (-1 if n == -1 else home[root] for root, n in zip(roots, table_of, strict=True)))
+    counts = [0] * parts
+    found: list[set[int]] = [set() for _ in range(parts)]
+    for part, n in zip(homes, table_of, strict=True):
+        if part >= 0:
+            counts[part] += 1
+            found[part].add(n if n >= 0 else -2 - n)
+    spellings = list(tables)
+    return Assigned(homes, counts, [sorted(spellings[n] for n in found[part]) for part in range(parts)])
 
 
 # ---- the record and what the target holds
@@ -468,32 +521,79 @@ class _PartObserver(ExecutionObserver):
         return self.failed.is_set() or self.parent.cancelled()
 
 
-def execute_parallel(
+@dataclass
+class _Split:
+    """The plan split for the branches: what the preflight found, the primary keys, the target's
+    max_allowed_packet, and each non-empty partition's _Pass fields (its steps and their bytes, or the
+    lines of the plan it streams and their count), steps and tables."""
+
+    found: SideEffects
+    keyed: dict[str, str]
+    max_packet: int
+    fields: list[dict[str, Any]]
+    counts: list[int]
+    tables: list[list[str]]
+
+
+def _streamed_split(
+    factory: Callable[[], Any], plan_path: str | Path, parallel: int, where: str
+) -> _Split | None:
+    """The split without the plan held: the preflight from the plan's bytes (execute.py's streamed
+    pass's), then one read of its lines for the rows each step touches (parallel.assign); each branch
+    then streams the plan's lines of its partition. None where the streamed pass would not run (the
+    careful split then reads the plan, and refuses what it must)."""
+    preflight = _stream_preflight(factory, plan_path)
+    if preflight is None:
+        return None
+    found, max_packet, keyed, tables, _ = preflight
+    _refuse_leftovers(factory, where)
+    conn = factory()
+    try:
+        facts = table_facts(conn, tables)
+    finally:
+        _close_quietly(conn)
+
+    def checked() -> Iterator[dict[str, Any] | None]:
+        for step in plan_lines(plan_path, merge_data=False):
+            if step is not None:
+                streamable(step, tables, max_packet)
+            yield step
+
+    try:
+        assigned = assign(checked(), parallel, facts)
+    except plan_stream.Stopped:
+        return None
+    parts = [n for n, count in enumerate(assigned.counts) if count]
+    fields = [
+        {
+            "plan": [],
+            "stream": _StreamSource(plan_path, tables, max_packet, (assigned.homes, n)),
+            "total": assigned.counts[n],
+        }
+        for n in parts
+    ]
+    return _Split(
+        found,
+        keyed,
+        max_packet,
+        fields,
+        [assigned.counts[n] for n in parts],
+        [assigned.tables[n] for n in parts],
+    )
+
+
+def _careful_split(
+    factory: Callable[[], Any],
     plan_path: str | Path,
-    target: Callable[[], Any] | str,
     parallel: int,
-    commit: bool = False,
-    on_conflict: str = "abort",
-    *,
-    accept_cascades: bool = False,
-    lock_wait_timeout: int = 10,
-    observer: ExecutionObserver | None = None,
-    foreign_key_checks: bool = True,
-    record_dir: str | Path | None = None,
-) -> ExecutionResult:
-    """The plan applied over `parallel` connections (rollback/target/execute.py's execute_plan over several),
-    all or nothing through XA. Refused (ExecutionRefused) before anything runs where execute_plan
-    refuses, and where XA cannot hold it: statements that fire triggers, non-transactional tables.
-    The record (ExecutionProgress.xa, and a file in record_dir if given) is written before the first
-    XA PREPARE and again when the commit is decided; the file is removed once every branch is
-    committed or rolled back."""
-    observer = observer or ExecutionObserver()
-    if not 1 <= parallel <= MAX_PARALLEL:
-        raise RollbackError(f"--parallel must be between 1 and {MAX_PARALLEL} (got {parallel})")
+    commit: bool,
+    accept_cascades: bool,
+    where: str,
+) -> _Split:
+    """The split of the plan read whole: refused (ExecutionRefused) where execute_plan refuses, and
+    where XA cannot hold it: statements that fire triggers, non-transactional tables."""
     plan = list(read_plan(plan_path))
     _refuse_ddl(plan)
-    factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
-    where = redact(target) if isinstance(target, str) else "the target"
     found, max_packet, keyed, sizes = _preflight(factory, plan)
     size_of = {id(step): size for step, size in zip(plan, sizes, strict=True)}  # each step's batch bytes
     reasons = _refusals(found, plan, commit, False, accept_cascades, set())
@@ -516,30 +616,67 @@ def execute_parallel(
     finally:
         _close_quietly(conn)
     parts = [part for part in partition(plan, parallel, facts) if part]
+    return _Split(
+        found,
+        keyed,
+        max_packet,
+        [{"plan": steps, "sizes": [size_of[id(step)] for step in steps]} for steps in parts],
+        [len(steps) for steps in parts],
+        [sorted({str(step.get("table")) for step in steps}) for steps in parts],
+    )
+
+
+def execute_parallel(
+    plan_path: str | Path,
+    target: Callable[[], Any] | str,
+    parallel: int,
+    commit: bool = False,
+    on_conflict: str = "abort",
+    *,
+    accept_cascades: bool = False,
+    lock_wait_timeout: int = 10,
+    observer: ExecutionObserver | None = None,
+    foreign_key_checks: bool = True,
+    record_dir: str | Path | None = None,
+) -> ExecutionResult:
+    """The plan applied over `parallel` connections (rollback/target/execute.py's execute_plan over several),
+    all or nothing through XA. Refused (ExecutionRefused) before anything runs where execute_plan
+    refuses, and where XA cannot hold it: statements that fire triggers, non-transactional tables.
+    The record (ExecutionProgress.xa, and a file in record_dir if given) is written before the first
+    XA PREPARE and again when the commit is decided; the file is removed once every branch is
+    committed or rolled back. A plan whose tables have nothing the preflight must see first is never
+    held whole: each branch streams its partition's lines (_streamed_split)."""
+    observer = observer or ExecutionObserver()
+    if not 1 <= parallel <= MAX_PARALLEL:
+        raise RollbackError(f"--parallel must be between 1 and {MAX_PARALLEL} (got {parallel})")
+    factory = (lambda: connect(target, multi_statements=True)) if isinstance(target, str) else target
+    where = redact(target) if isinstance(target, str) else "the target"
+    split = _streamed_split(factory, plan_path, parallel, where) or _careful_split(
+        factory, plan_path, parallel, commit, accept_cascades, where
+    )
+    found, keyed, total = split.found, split.keyed, sum(split.counts)
     digest = plan_digest(plan_path)
     gtrid = f"{XID_PREFIX}{digest[:12]}-{secrets.token_hex(4)}"
-    batch_bytes = max(0, min(BATCH_BYTES, max_packet - 1024))
+    batch_bytes = max(0, min(BATCH_BYTES, split.max_packet - 1024))
     phase = "apply" if commit else "check"
     observing = threading.Lock()
-    told = _observed(observer, len(plan), phase, observing)
+    told = _observed(observer, total, phase, observing)
     branches = []
     stopped = threading.Event()  # a partition failed: the others stop at their next batch
-    for n, steps in enumerate(parts):
-        part_result = ExecutionResult(dry_run=not commit)
+    for n, fields in enumerate(split.fields):
         one = _Pass(
-            steps,
-            on_conflict,
-            part_result,
-            False,
-            lock_wait_timeout,
-            set(),
-            set(),
+            on_conflict=on_conflict,
+            result=ExecutionResult(dry_run=not commit),
+            per_transaction=False,
+            lock_wait_timeout=lock_wait_timeout,
+            read_only=set(),
+            non_transactional=set(),
             observer=_PartObserver(observer, told, stopped),
             phase=phase,
             batch_bytes=batch_bytes,
             keyed=keyed,
-            sizes=[size_of[id(step)] for step in steps],
             foreign_key_checks=foreign_key_checks,
+            **fields,
         )
         branches.append(_Branch(factory, gtrid, f"p{n}", one, stopped))
     record: dict[str, Any] = {
@@ -548,12 +685,8 @@ def execute_parallel(
         "plan": digest,
         "decision": "none",
         "partitions": [
-            {
-                "bqual": branch.bqual,
-                "steps": len(branch.one.plan),
-                "tables": sorted({str(step.get("table")) for step in branch.one.plan}),
-            }
-            for branch in branches
+            {"bqual": branch.bqual, "steps": steps, "tables": tables}
+            for branch, steps, tables in zip(branches, split.counts, split.tables, strict=True)
         ],
     }
     result = ExecutionResult(dry_run=not commit, side_effects=found.to_dict())
@@ -568,7 +701,7 @@ def execute_parallel(
                 return False
             if not written[0]:
                 with observing:
-                    _record(observer, record_dir, record, phase, len(plan))
+                    _record(observer, record_dir, record, phase, total)
                 written[0] = True
             return True
 
@@ -608,13 +741,17 @@ def execute_parallel(
             )
         if isinstance(failed, RollbackError):
             raise failed
+        if isinstance(failed, plan_stream.Stopped):
+            raise ExecutionFailed(
+                f"the plan changed while it was applied ({failed}); nothing was applied"
+            ) from None
         reason = failed.args[-1] if failed.args else failed
         raise ExecutionFailed(
             f"the target failed during the parallel apply: {reason}; nothing was applied"
         ) from None
     _pause_here("preparing")
     record["decision"] = "commit"
-    _record(observer, record_dir, record, phase, len(plan))
+    _record(observer, record_dir, record, phase, total)
     _pause_here("prepared")
     for b in branches:
         try:
@@ -629,7 +766,7 @@ def execute_parallel(
     _forget(record_dir, gtrid)
     result.committed = True
     _merged([b.one.result for b in branches], result)
-    observer.progress(ExecutionProgress(phase, len(plan), len(plan), result.rows_affected, None, xa=record))
+    observer.progress(ExecutionProgress(phase, total, total, result.rows_affected, None, xa=record))
     return result
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from rollback.base.errors import ConflictError
+from rollback.target import parallel as parallel_apply
 from rollback.target.execute import ExecutionObserver, ExecutionProgress, ExecutionRefused, execute_plan
 from rollback.target.parallel import PAUSE_AT, XID_PREFIX, execute_parallel, prepared_xids
 from tests.support import REPO
@@ -97,14 +98,30 @@ def _prepared(server: Any) -> dict[str, list[str]]:
         conn.close()
 
 
-@pytest.mark.parametrize("parallel", [1, 2, 4])
-def test_parallel_commit_restores_what_one_connection_restores(scratch_server, incident, tmp_path, parallel):
+@pytest.mark.parametrize(
+    ("parallel", "split"),
+    [(1, None), (2, "streamed"), (4, "streamed"), (2, "read whole"), (4, "read whole")],
+    ids=["one-connection", "2-streamed", "4-streamed", "2-read-whole", "4-read-whole"],
+)
+def test_parallel_commit_restores_what_one_connection_restores(
+    scratch_server, incident, tmp_path, parallel, split, monkeypatch
+):
     """Every form restores the state before the incident, checksums included (snapshot: CHECKSUM TABLE
-    EXTENDED and every row), so each restores what the one-connection apply (parallel=1) restores."""
+    EXTENDED and every row), so each restores what the one-connection apply (parallel=1) restores.
+    "streamed": no branch holds the plan (each streams its partition's lines); "read whole": the split
+    of the plan read first, which a plan whose tables have triggers or cascades takes."""
     if parallel == 1:
         result = execute_plan(incident["plan"], scratch_server.dsn, commit=True)
         assert result.committed and snapshot(scratch_server, TABLES) == incident["before"]
         return
+    if split == "streamed":
+
+        def whole(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("the plan was read whole")
+
+        monkeypatch.setattr(parallel_apply, "read_plan", whole)
+    else:
+        monkeypatch.setattr(parallel_apply, "_stream_preflight", lambda *args: None)
     seen = Records()
     dry = execute_parallel(incident["plan"], scratch_server.dsn, parallel, observer=seen)
     assert not dry.committed and dry.conflicts == [] and dry.rows_affected > ROWS / 2

@@ -237,10 +237,10 @@ def test_a_per_transaction_commit_that_reads_its_plan_otherwise_than_its_dry_run
     read = execute.read_plan
     passes: list[int] = []
 
-    def changed(path: Any, merge_data: bool = True) -> Any:
+    def changed(path: Any, *args: Any, **kwargs: Any) -> Any:
         passes.append(1)
         first_tx, later = None, 0
-        for step in read(path, merge_data):
+        for step in read(path, *args, **kwargs):
             first_tx = first_tx or step["tx"]
             later += step["tx"] != first_tx
             if len(passes) == 2 and later == 2:  # the second step of the second transaction

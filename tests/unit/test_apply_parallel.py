@@ -4,9 +4,14 @@ stay together and in order, a key an UPDATE moves joins its two rows, and tables
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from rollback.target.parallel import TableFacts, partition
+import pytest
+
+from rollback.target.execute import plan_lines, read_plan
+from rollback.target.parallel import TableFacts, assign, partition
+from rollback.target.plan_stream import Stopped
 
 
 def insert(table: str, key: int) -> dict[str, Any]:
@@ -84,3 +89,22 @@ def test_tables_a_split_could_break_stay_whole():
         where(parts, s) for s in plan if s["table"] == "d.p"
     }
     assert len({where(parts, s) for s in plan if s["table"] == "d.t"}) > 1  # the plain keyed table splits
+
+
+def test_a_streamed_split_reads_each_partition_as_the_split_of_the_whole_plan(tmp_path):
+    """assign over the plan's lines (a blank line among them, in no partition), then each partition
+    read back by its lines (read_plan's `only`): the same steps, in the same order, as partition's
+    split of the plan read whole; a plan that gained a line since it was split stops its reader."""
+    plan = [update("d.t", k) for k in range(60)] + [delete("d.t", k) for k in range(0, 60, 7)]
+    lines = [json.dumps(step) for step in plan]
+    path = tmp_path / "plan.jsonl"
+    path.write_text("\n".join(lines[:30] + [""] + lines[30:]) + "\n", encoding="utf-8")
+    assigned = assign(plan_lines(path), 3, facts())
+    assert len(assigned.homes) == len(plan) + 1 and assigned.homes[30] == -1
+    whole = partition(plan, 3, facts())
+    assert assigned.counts == [len(part) for part in whole]
+    assert [list(read_plan(path, only=(assigned.homes, n))) for n in range(3)] == whole
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(lines[0] + "\n")
+    with pytest.raises(Stopped, match="more lines than when it was split"):
+        list(read_plan(path, only=(assigned.homes, 0)))
