@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -59,6 +60,7 @@ from rollback.target import batches as apply_batches
 from rollback.target import merge_columns as apply_merge
 from rollback.target import merge_plan as apply_merge_plan
 from rollback.target import plan_stream
+from rollback.target.resolutions import ResolutionsError
 
 if TYPE_CHECKING:
     import pymysql  # imported where a connection is made: a script-only run never loads it
@@ -992,7 +994,8 @@ def _attempt(
 @dataclass
 class _Survey:
     """What the preflight needs of every step, gathered in one pass as the plan is read (each pass over
-    a big plan's steps costs its start tens of milliseconds): each step's bytes in a batch (its
+    a big plan's steps costs its start tens of milliseconds), each step's table named db.t as the target's
+    side effects are looked up by that name (a hand-written net plan may name it `db`.`t`): each step's bytes in a batch (its
     statement's and its locking check's, with room for the lock clause when it has none), the longest
     statement or locking check (against max_allowed_packet), the statements by table and kind
     (plan_statement_kinds), and the tables (lower-cased)."""
@@ -1030,6 +1033,8 @@ def _survey(steps: Iterable[dict[str, Any]]) -> _Survey:
     longest = 0
     locking = len(LOCKING)
     for step in steps:
+        if str(step["table"]).startswith("`"):  # `db`.`t`, as a hand-written net plan may name it
+            step["table"] = apply_merge.plain_name(step["table"])
         plan.append(step)
         size, checked = _sizes(step)
         sizes.append(size + (checked or locking))
@@ -1192,6 +1197,8 @@ def _stream_preflight(
         if scanned is None:
             return None
         lines, tables = scanned
+        if any(table.startswith("`") for table in tables):
+            return None  # `db`.`t`: the careful path names its tables db.t first (_survey)
         lowered = sorted({table.lower() for table in tables})
         found = detect(conn, Counter({(table, kind): 1 for table in tables for kind in KINDS}))
         if found:
@@ -1253,6 +1260,7 @@ def _streamed(
     make_pass: Callable[..., _Pass],
     merge: bool = False,
     per_transaction: bool = False,
+    resolutions: Resolutions | None = None,
 ) -> ExecutionResult | None:
     """A dry run or commit (with its dry run first when check_first) whose first batch goes to the
     server before the plan is read (each batch read, cut and built in a thread while the server runs
@@ -1260,13 +1268,16 @@ def _streamed(
     foreign keys or non-transactional engine on any of them. A step the preflight did not see stops it
     (plan_stream.Stopped): what ran is rolled back, and None has the careful path take the plan from
     the start. The result is what the careful path's would be. `merge`: the merge apply (a plan the
-    pass reads through its own MergePlan, no resolutions). `per_transaction`: a commit per original
-    transaction, always after its dry run (one transaction, streamed too), which meets anything the
-    preflight did not see before a first commit could keep part of the plan."""
+    pass reads through its own MergePlan) and its `resolutions`, checked against every row first
+    (_resolutions_streamed). `per_transaction`: a commit per original transaction, always after its dry
+    run (one transaction, streamed too), which meets anything the preflight did not see before a first
+    commit could keep part of the plan."""
     preflight = _stream_preflight(factory, plan_path)
     if preflight is None:
         return None
     found, max_packet, keyed, tables, lines = preflight
+    if resolutions is not None and not _resolutions_streamed(plan_path, resolutions):
+        return None
     source = _StreamSource(plan_path, tables, max_packet)
     batch_bytes = max(0, min(BATCH_BYTES, max_packet - BATCH_STEP_ROOM))
 
@@ -1283,6 +1294,7 @@ def _streamed(
             stream=source,
             total=lines,
             merge=apply_merge_plan.MergePlan(plan_path) if merge else None,
+            resolutions=resolutions,
         )
 
     try:
@@ -1305,6 +1317,33 @@ def _streamed(
             f"the plan could no longer be read as its dry run read it ({exc}); {_applied(real)}", real
         ) from None
     return real
+
+
+def _resolutions_streamed(plan_path: str | Path, resolutions: Resolutions) -> bool:
+    """The merge's resolutions checked against every row of its plan (apply_merge.check_resolutions),
+    the plan read a chunk of rows at a time; False where the careful path must read it (a line
+    without merge data, or a resolution refused: the careful path then refuses what it refuses first).
+    The statements a resolution may run beyond the plan's need no look here: the streamed preflight
+    looked for every kind on every table."""
+    source = apply_merge_plan.MergePlan(plan_path)
+    chunk: list[dict[str, Any]] = []
+    start = 0
+    try:
+        with open(plan_path, "rb") as f:
+            for step in chain(source.steps(), [None]):
+                if source.refused is not None:
+                    return False
+                if step is not None:
+                    source.name(step)
+                    chunk.append(step)
+                    if len(chunk) < apply_merge_plan.CHUNK:
+                        continue
+                apply_merge.check_resolutions(source.rows(chunk, f, start), resolutions)
+                start += len(chunk)
+                chunk = []
+    except (apply_merge.MergeRefused, ResolutionsError):
+        return False
+    return True
 
 
 @_collector_paused
@@ -1364,9 +1403,17 @@ def execute_plan(
             **fields,
         )
 
-    if resolutions is None and (single_transaction or not merge):
+    if (resolutions is None or merge) and (single_transaction or not merge):
         streamed = _streamed(
-            plan_path, factory, commit, check_first, inspect, make_pass, merge, not single_transaction
+            plan_path,
+            factory,
+            commit,
+            check_first,
+            inspect,
+            make_pass,
+            merge,
+            not single_transaction,
+            resolutions,
         )
         if streamed is not None:
             return streamed

@@ -313,3 +313,21 @@ def test_take_before_on_a_taken_key_counts_as_a_delete_for_the_trigger_check(inc
     )
     assert kept.committed and kept.conflicts[0]["resolution"] == "keep_now"
     assert server.query(f"SELECT id FROM {audit}") == []
+
+
+@pytest.mark.parametrize("merge", [True, False], ids=["merge", "strict"])
+def test_a_plan_naming_its_table_quoted_still_meets_its_trigger(incident, merge):
+    """A hand-written net plan may name its table `db`.`t` (the merge reads both forms): the target's
+    triggers are still looked up by db.t, so an UPDATE trigger refuses the execution before anything
+    runs, whichever path (streamed or read whole) would have run the plan."""
+    server, table = incident["server"], incident["table"]
+    assert '"table":"`' in incident["plan"].read_text()
+    audit = table + "_audit"
+    server.query(f"CREATE TABLE {audit} (id INT) ENGINE=InnoDB")
+    server.query(
+        f"CREATE TRIGGER {table}_changed AFTER UPDATE ON {table} FOR EACH ROW INSERT INTO {audit} VALUES (OLD.id)"
+    )
+    now = snapshot(server, [table, audit])
+    with pytest.raises(ExecutionRefused, match=rf"trigger .*{table.split('.')[1]}_changed"):
+        execute_plan(incident["plan"], server.dsn, commit=True, merge=merge)
+    assert snapshot(server, [table, audit]) == now

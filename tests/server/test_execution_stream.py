@@ -14,6 +14,7 @@ import pytest
 from rollback.base.errors import ConflictError
 from rollback.target import execute
 from rollback.target.execute import ExecutionObserver, ExecutionProgress, execute_plan
+from rollback.target.resolutions import ResolutionsError, parse_resolutions
 from tests.support.restore import flashback, snapshot
 
 DB = "sx"
@@ -258,3 +259,64 @@ def test_a_per_transaction_commit_that_reads_its_plan_otherwise_than_its_dry_run
     rows = dict(scratch_server.query(f"SELECT id, b FROM {DB}.t WHERE id IN (3, 6)"))
     assert rows == {3: "b3"}  # 6 was deleted: its re-insert was in the second transaction
     assert scratch_server.query(f"SELECT MIN(v) FROM {DB}.u") == [(-20,)]
+
+
+def test_a_merge_with_resolutions_streams_after_checking_them_against_every_row(
+    scratch_server, tmp_path, monkeypatch
+):
+    """A merge with resolutions streams too: the resolutions are checked against every row of the plan
+    first, a chunk of rows at a time, then the plan is applied as it is read, its conflicts settled as
+    the resolutions say. A resolution the check refuses has the careful path read the plan and refuse
+    it, in the one line it always gave."""
+    scratch_server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {DB}",
+            f"CREATE DATABASE {DB}",
+            f"CREATE TABLE {DB}.m (id INT PRIMARY KEY, a INT, b VARCHAR(20), c INT)",
+            f"INSERT INTO {DB}.m SELECT seq, seq * 7, CONCAT('b', seq), seq FROM {DB}.seq_1_to_{2 * ROWS}",
+        ]
+    )
+    table = f"{DB}.m"
+    rng = scratch_server.run_sql([f"UPDATE {table} SET a = a + 1, b = 'x' WHERE id % 3 = 0"])
+    _, plan, _ = flashback(scratch_server, rng, tmp_path, net=True)
+    steps = sum(1 for _ in open(plan, encoding="utf-8"))
+    assert steps == 2 * ROWS // 3 and steps > 2 * execute.BATCH_STEPS
+    # later: `a` itself on two rows the incident updated (conflicts), `c` on another (kept)
+    scratch_server.run_sql(
+        [
+            f"UPDATE {table} SET a = -1 WHERE id IN (3, 3000)",
+            f"UPDATE {table} SET c = -6 WHERE id = 6",
+        ]
+    )
+    bad = parse_resolutions(
+        {"rows": [{"table": table, "key": {"id": 3000}, "choice": "column", "columns": {"c": "take_before"}}]}
+    )
+    read: list[int] = []
+    survey = execute._survey
+
+    def counted(steps: Any) -> Any:
+        read.append(1)
+        return survey(steps)
+
+    monkeypatch.setattr(execute, "_survey", counted)
+    with pytest.raises(ResolutionsError, match=r"rows\[0\]: column 'c' of .* is not one the range changed"):
+        execute_plan(plan, scratch_server.dsn, commit=True, merge=True, resolutions=bad)
+    assert read == [1]  # the careful path read the plan, and refused
+    monkeypatch.undo()
+    careful_path_forbidden(monkeypatch)
+    resolved = parse_resolutions(
+        {
+            "rows": [{"table": table, "key": {"id": 3000}, "choice": "keep_now"}],
+            "default": "take_before",
+        }
+    )
+    result = execute_plan(plan, scratch_server.dsn, commit=True, merge=True, resolutions=resolved)
+    assert result.committed
+    assert sorted((c["key"]["id"], c["resolution"]) for c in result.conflicts) == [
+        (3, "take_before"),
+        (3000, "keep_now"),
+    ]
+    rows = scratch_server.query(f"SELECT id, a, b, c FROM {table} ORDER BY id")
+    expected = [(n, n * 7, f"b{n}", -6 if n == 6 else n) for n in range(1, 2 * ROWS + 1)]
+    expected[3000 - 1] = (3000, -1, "x", 3000)  # kept as it is now
+    assert rows == expected
