@@ -994,11 +994,11 @@ def _attempt(
 @dataclass
 class _Survey:
     """What the preflight needs of every step, gathered in one pass as the plan is read (each pass over
-    a big plan's steps costs its start tens of milliseconds), each step's table named db.t as the target's
-    side effects are looked up by that name (a hand-written net plan may name it `db`.`t`): each step's bytes in a batch (its
-    statement's and its locking check's, with room for the lock clause when it has none), the longest
-    statement or locking check (against max_allowed_packet), the statements by table and kind
-    (plan_statement_kinds), and the tables (lower-cased)."""
+    a big plan's steps costs its start tens of milliseconds), each step's table named db.t there (the
+    target's side effects are looked up by that name; a hand-written net plan may say `db`.`t`): each
+    step's bytes in a batch (its statement's and its locking check's, with room for the lock clause
+    when it has none), the longest statement or locking check (against max_allowed_packet), the
+    statements by table and kind (plan_statement_kinds), and the tables (lower-cased)."""
 
     plan: list[dict[str, Any]]
     sizes: list[int]
