@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -382,6 +383,7 @@ def main() -> None:
             )
     finally:
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)  # a 1M-row run leaves gigabytes of plans and scripts
 
 
 if __name__ == "__main__":

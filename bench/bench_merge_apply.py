@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -131,6 +132,7 @@ def main() -> None:
                     )
     finally:
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)  # a 1M-row run leaves gigabytes of plans and scripts
 
 
 if __name__ == "__main__":

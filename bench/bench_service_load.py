@@ -488,6 +488,7 @@ def main() -> None:
         if service is not None:
             service.stop()
         server.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
