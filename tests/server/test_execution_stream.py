@@ -62,6 +62,32 @@ def careful_path_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(execute, "_survey", survey)
 
 
+def surveys_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A 1 for each time the careful path reads the whole plan (_survey)."""
+    read: list[int] = []
+    survey = execute._survey
+
+    def counted(steps: Any) -> Any:
+        read.append(1)
+        return survey(steps)
+
+    monkeypatch.setattr(execute, "_survey", counted)
+    return read
+
+
+def merge_table(server: Any) -> str:
+    """sx.m, for the merge's incidents: 2 * ROWS rows (id, a = 7 * id, b = 'b' id, c = id)."""
+    server.run_sql(
+        [
+            f"DROP DATABASE IF EXISTS {DB}",
+            f"CREATE DATABASE {DB}",
+            f"CREATE TABLE {DB}.m (id INT PRIMARY KEY, a INT, b VARCHAR(20), c INT)",
+            f"INSERT INTO {DB}.m SELECT seq, seq * 7, CONCAT('b', seq), seq FROM {DB}.seq_1_to_{2 * ROWS}",
+        ]
+    )
+    return f"{DB}.m"
+
+
 def test_a_streamed_commit_of_many_batches_restores_every_row(scratch_server, tmp_path, monkeypatch):
     data = incident(scratch_server, tmp_path)
     steps = sum(1 for _ in open(data["plan"], encoding="utf-8"))
@@ -133,14 +159,7 @@ def test_a_table_with_a_trigger_takes_the_careful_path_and_its_refusal(scratch_s
         [f"CREATE TRIGGER {DB}.u_audit AFTER INSERT ON {DB}.u FOR EACH ROW SET @seen = 1"]
     )  # an INSERT trigger: the plan only UPDATEs sx.u, so the careful path runs it
     changed = snapshot(scratch_server, data["tables"])
-    read: list[int] = []
-    survey = execute._survey
-
-    def counted(steps: Any) -> Any:
-        read.append(1)
-        return survey(steps)
-
-    monkeypatch.setattr(execute, "_survey", counted)
+    read = surveys_counted(monkeypatch)
     result = execute_plan(data["plan"], scratch_server.dsn, commit=True, check_first=False)
     assert read == [1] and result.committed and result.side_effects["triggers"] == []
     assert snapshot(scratch_server, data["tables"]) == data["before"] != changed
@@ -175,15 +194,7 @@ def test_a_streamed_merge_restores_the_incident_and_keeps_a_later_change_of_anot
 ):
     """The merge apply (a --net plan, no resolutions) streams too: its batches are read and built as it
     runs, the merge objects of a batch read only where the batch needs them."""
-    scratch_server.run_sql(
-        [
-            f"DROP DATABASE IF EXISTS {DB}",
-            f"CREATE DATABASE {DB}",
-            f"CREATE TABLE {DB}.m (id INT PRIMARY KEY, a INT, b VARCHAR(20), c INT)",
-            f"INSERT INTO {DB}.m SELECT seq, seq * 7, CONCAT('b', seq), seq FROM {DB}.seq_1_to_{2 * ROWS}",
-        ]
-    )
-    table = f"{DB}.m"
+    table = merge_table(scratch_server)
     rng = scratch_server.run_sql(
         [
             f"DELETE FROM {table} WHERE id % 2 = 0",
@@ -268,15 +279,7 @@ def test_a_merge_with_resolutions_streams_after_checking_them_against_every_row(
     first, a chunk of rows at a time, then the plan is applied as it is read, its conflicts settled as
     the resolutions say. A resolution the check refuses has the careful path read the plan and refuse
     it, in the one line it always gave."""
-    scratch_server.run_sql(
-        [
-            f"DROP DATABASE IF EXISTS {DB}",
-            f"CREATE DATABASE {DB}",
-            f"CREATE TABLE {DB}.m (id INT PRIMARY KEY, a INT, b VARCHAR(20), c INT)",
-            f"INSERT INTO {DB}.m SELECT seq, seq * 7, CONCAT('b', seq), seq FROM {DB}.seq_1_to_{2 * ROWS}",
-        ]
-    )
-    table = f"{DB}.m"
+    table = merge_table(scratch_server)
     rng = scratch_server.run_sql([f"UPDATE {table} SET a = a + 1, b = 'x' WHERE id % 3 = 0"])
     _, plan, _ = flashback(scratch_server, rng, tmp_path, net=True)
     steps = sum(1 for _ in open(plan, encoding="utf-8"))
@@ -291,14 +294,7 @@ def test_a_merge_with_resolutions_streams_after_checking_them_against_every_row(
     bad = parse_resolutions(
         {"rows": [{"table": table, "key": {"id": 3000}, "choice": "column", "columns": {"c": "take_before"}}]}
     )
-    read: list[int] = []
-    survey = execute._survey
-
-    def counted(steps: Any) -> Any:
-        read.append(1)
-        return survey(steps)
-
-    monkeypatch.setattr(execute, "_survey", counted)
+    read = surveys_counted(monkeypatch)
     with pytest.raises(ResolutionsError, match=r"rows\[0\]: column 'c' of .* is not one the range changed"):
         execute_plan(plan, scratch_server.dsn, commit=True, merge=True, resolutions=bad)
     assert read == [1]  # the careful path read the plan, and refused
