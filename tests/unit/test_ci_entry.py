@@ -102,6 +102,7 @@ def test_the_fast_lane_selects_every_unit_test_and_none_that_needs_a_server_jvm_
 
 def test_a_unit_test_that_starts_a_server_fails_collection_loudly():
     # Named outside test_*.py so that no concurrent run discovers it; given explicitly, it is collected.
+    # ruff leaves the name out (pyproject.toml): test_code_quality's run beside it never reads it.
     probe = REPO / "tests" / "unit" / f"probe_lane_{os.getpid()}.py"
     probe.write_text("def test_probe(scratch_server):\n    pass\n")
     try:
