@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -1326,21 +1326,17 @@ def _resolutions_streamed(plan_path: str | Path, resolutions: Resolutions) -> bo
     The statements a resolution may run beyond the plan's need no look here: the streamed preflight
     looked for every kind on every table."""
     source = apply_merge_plan.MergePlan(plan_path)
-    chunk: list[dict[str, Any]] = []
+    steps = source.steps()
     start = 0
     try:
         with open(plan_path, "rb") as f:
-            for step in chain(source.steps(), [None]):
+            while chunk := list(islice(steps, apply_merge_plan.CHUNK)):
                 if source.refused is not None:
                     return False
-                if step is not None:
+                for step in chunk:
                     source.name(step)
-                    chunk.append(step)
-                    if len(chunk) < apply_merge_plan.CHUNK:
-                        continue
                 apply_merge.check_resolutions(source.rows(chunk, f, start), resolutions)
                 start += len(chunk)
-                chunk = []
     except (apply_merge.MergeRefused, ResolutionsError):
         return False
     return True

@@ -93,32 +93,37 @@ class TableFacts:
     related: list[tuple[str, str]] = field(default_factory=list)  # (child, parent) of each foreign key
 
 
-def table_facts(conn: Any, tables: Iterable[str]) -> TableFacts:
+def table_facts(factory: Callable[[], Any], tables: Iterable[str]) -> TableFacts:
+    """The facts of `tables` (lower-cased db.table), read on a connection of their own."""
     names = sorted(set(tables))
     facts = TableFacts()
     if not names:
         return facts
     marks = ", ".join(["%s"] * len(names))
     full = "LOWER(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME))"
-    with conn.cursor() as cur:
-        cur.execute(
-            f"SELECT {full}, INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
-            f"WHERE NON_UNIQUE = 0 AND {full} IN ({marks}) ORDER BY 1, 2, SEQ_IN_INDEX",
-            names,
-        )
-        for table, index, column in cur.fetchall():
-            if index == "PRIMARY":
-                facts.primary.setdefault(table, []).append(quote_ident(column))
-            else:
-                facts.other_unique.add(table)
-        cur.execute(
-            f"SELECT {full}, LOWER(CONCAT(REFERENCED_TABLE_SCHEMA, '.', REFERENCED_TABLE_NAME)) "
-            "FROM information_schema.KEY_COLUMN_USAGE WHERE REFERENCED_TABLE_NAME IS NOT NULL AND "
-            f"({full} IN ({marks}) OR LOWER(CONCAT(REFERENCED_TABLE_SCHEMA, '.', REFERENCED_TABLE_NAME)) "
-            f"IN ({marks}))",
-            names + names,
-        )
-        facts.related = [(child, parent) for child, parent in cur.fetchall()]
+    conn = factory()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"SELECT {full}, INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+                f"WHERE NON_UNIQUE = 0 AND {full} IN ({marks}) ORDER BY 1, 2, SEQ_IN_INDEX",
+                names,
+            )
+            for table, index, column in cur.fetchall():
+                if index == "PRIMARY":
+                    facts.primary.setdefault(table, []).append(quote_ident(column))
+                else:
+                    facts.other_unique.add(table)
+            cur.execute(
+                f"SELECT {full}, LOWER(CONCAT(REFERENCED_TABLE_SCHEMA, '.', REFERENCED_TABLE_NAME)) "
+                "FROM information_schema.KEY_COLUMN_USAGE WHERE REFERENCED_TABLE_NAME IS NOT NULL AND "
+                f"({full} IN ({marks}) OR LOWER(CONCAT(REFERENCED_TABLE_SCHEMA, '.', REFERENCED_TABLE_NAME)) "
+                f"IN ({marks}))",
+                names + names,
+            )
+            facts.related = [(child, parent) for child, parent in cur.fetchall()]
+    finally:
+        _close_quietly(conn)
     return facts
 
 
@@ -547,11 +552,7 @@ def _streamed_split(
         return None
     found, max_packet, keyed, tables, _ = preflight
     _refuse_leftovers(factory, where)
-    conn = factory()
-    try:
-        facts = table_facts(conn, tables)
-    finally:
-        _close_quietly(conn)
+    facts = table_facts(factory, tables)
 
     def checked() -> Iterator[dict[str, Any] | None]:
         for step in plan_lines(plan_path, merge_data=False):
@@ -610,11 +611,7 @@ def _careful_split(
     if reasons:
         raise ExecutionRefused("refused, nothing was run: " + "; ".join(reasons), found.to_dict())
     _refuse_leftovers(factory, where)
-    conn = factory()
-    try:
-        facts = table_facts(conn, {str(step.get("table")).lower() for step in plan})
-    finally:
-        _close_quietly(conn)
+    facts = table_facts(factory, {str(step.get("table")).lower() for step in plan})
     parts = [part for part in partition(plan, parallel, facts) if part]
     return _Split(
         found,
