@@ -19,7 +19,7 @@ import os
 import pickle
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack, closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import groupby, pairwise
 from operator import itemgetter
 from typing import IO, Any
@@ -30,6 +30,7 @@ from rollback.base.render_text import comment_line
 from rollback.job.merge import Sink, copy_range
 from rollback.pipeline.parts import BLOCK_END, RawImages, Summary, load_values, part_path
 from rollback.render.net import NetFold, NetRenderer, NetRow, Where, execution_order
+from rollback.render.net_local import Share
 from rollback.render.sql import TableRenderer
 
 
@@ -73,6 +74,15 @@ class _Keys:
     span: tuple[Any, Any] | None
 
 
+@dataclass(slots=True)
+class _Share:
+    """A partition's share of the script (rollback/render/net_local.py), as its body record says."""
+
+    path: str  # its data file
+    segments: list[tuple[list[tuple[int, int]], int]]  # each: its pieces (offset, size), its statements
+    shares: list[tuple[str, Share]]  # (the table's quoted name, what the share changes in it)
+
+
 @dataclass
 class NetChanges:
     folds: dict[str, NetFold] = field(default_factory=dict)  # quoted table -> its rows' net changes
@@ -86,6 +96,9 @@ class NetChanges:
     # the rows events of those tables, each key deleted once, rendered as they come (see settle)
     once: list[_Event] = field(default_factory=list)
     _files: dict[str, int] = field(default_factory=dict)  # part file -> its descriptor, read by images()
+    parts: int = 0  # part files read
+    bodies: list[_Share] = field(default_factory=list)  # the partitions' shares of the script, in order
+    facts: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)  # table -> each partition's facts
 
     def read(self, path: str, data: str) -> None:
         """A part file's records: its tables, its rows events (their images left in the part's data
@@ -93,6 +106,7 @@ class NetChanges:
         tables: dict[int, str] = {}
         decoders: dict[int, RawImages] = {}
         events: list[_Event] = []
+        self.parts += 1
         with open(path, "rb") as f:
             while True:
                 try:
@@ -114,6 +128,7 @@ class NetChanges:
             _, number, (tmap, schema, flavour, full_where) = item
             renderer = TableRenderer(tmap, schema, flavour, full_where)
             name = renderer.table
+            self.facts.setdefault(name, []).append(_table_facts(item[2]))
             if name not in self.folds:
                 self.renderers[name] = NetRenderer(renderer)
                 self.folds[name] = NetFold(name, schema.row_key)
@@ -127,6 +142,10 @@ class NetChanges:
         if item[0] == "steps":
             _, number, offset, size, marshalled = item
             self.changes[tables[number]].append(_Steps(events, data, offset, size, marshalled))
+            return
+        if item[0] == "body":  # the partition's share of the script, after every table's record
+            _, segments, shares = item
+            self.bodies.append(_Share(data, segments, [(tables[share.table], share) for share in shares]))
             return
         if item[0] == "keys":  # after its table's records: the keys its DELETEs delete
             _, number, offset, size, marshalled, count, span = item
@@ -150,6 +169,44 @@ class NetChanges:
             return
         if plain is None:  # not a DELETE, or its statements are not there
             del self.deleted[name]
+
+    def shared(self, plan_path: str) -> Body | None:
+        """The script's body from the partitions' shares (rollback/render/net_local.py), when every
+        partition wrote one, every table has the same facts in each, no two shares' spans of keys of a
+        table meet, and no row's reverse waits for another's (execution_order): a table whose only
+        unique key is its row key, or that has only net INSERTs; a key compared loosely (a
+        case-insensitive string) also with no net INSERTs beside its net DELETEs. None: fold."""
+        if not self.parts or len(self.bodies) != self.parts:
+            return None
+        per_table: dict[str, list[Share]] = {}
+        for body in self.bodies:
+            for name, share in body.shares:
+                per_table.setdefault(name, []).append(share)
+        for name, shares in per_table.items():
+            facts = self.facts[name]
+            if any(other != facts[0] for other in facts[1:]):
+                return None
+            try:
+                spans = sorted(share.span for share in shares)
+                if not all(a[1] < b[0] for a, b in pairwise(spans)):
+                    return None
+            except TypeError:  # keys of values that do not order together
+                return None
+            uniques = self.renderers[name].unique_keys
+            inserts = any(share.inserts for share in shares)
+            deletes = any(share.deletes for share in shares)
+            if (deletes or any(share.updates for share in shares)) and len(uniques) != 1:
+                return None
+            if inserts and deletes and uniques[0][1]:  # 'a' deleted, 'A' inserted: one waits
+                return None
+        pieces = [
+            (body.path, offset, size)
+            for body in reversed(self.bodies)
+            for segment, _count in reversed(body.segments)
+            for offset, size in segment
+        ]
+        count = sum(count for body in self.bodies for _pieces, count in body.segments)
+        return pieces, plan_path, count
 
     def settle(self) -> None:
         """Fold the changes of every table but those the range only deletes from, each key once, whose
@@ -245,23 +302,35 @@ Body = tuple[list[tuple[str, int, int]], str, int]
 
 
 def net_body(out_dir: str, summaries: list[Summary], with_plan: bool) -> Body:
-    """The partitions' changes folded and written (write_body), with the cyclic garbage collector off:
-    the fold holds a few objects per row (its steps, images and rows), none in a cycle, which the
-    collector would walk again at every threshold they pass (on the 1M-row bench file, half of the
-    driver's CPU). They are freed by reference counting when the body is written."""
+    """The partitions' shares of the script where they make it (NetChanges.shared, without a plan),
+    or their changes folded and written (write_body), with the cyclic garbage collector off: the fold
+    holds a few objects per row (its steps, images and rows), none in a cycle, which the collector
+    would walk again at every threshold they pass (on the 1M-row bench file, half of the driver's
+    CPU). They are freed by reference counting when the body is written."""
     with collector_paused():
-        return write_body(net_changes(out_dir, summaries), out_dir, with_plan)
+        changes = net_changes(out_dir, summaries)
+        try:
+            body = None if with_plan else changes.shared(os.path.join(out_dir, "net.plan.jsonl"))
+            if body is not None:
+                changes.close()
+                return body
+            changes.settle()
+        except BaseException:
+            changes.close()
+            raise
+        return write_body(changes, out_dir, with_plan)
 
 
 def net_changes(out_dir: str, summaries: list[Summary]) -> NetChanges:
+    """Every part file's records read (NetChanges.read), in partition order: binlog order."""
     changes = NetChanges()
-    for summary in summaries:  # partition order: binlog order
-        if summary.net_changes:
-            changes.read(
-                part_path(out_dir, summary.index, "net.pickle"), part_path(out_dir, summary.index, "net.data")
-            )
     try:
-        changes.settle()
+        for summary in summaries:
+            if summary.net_changes:
+                changes.read(
+                    part_path(out_dir, summary.index, "net.pickle"),
+                    part_path(out_dir, summary.index, "net.data"),
+                )
     except BaseException:
         changes.close()
         raise
@@ -365,6 +434,13 @@ def _where_of(events: list[_Event]) -> Callable[[int, int], tuple[int, Where]]:
         return event.seq + row, (file, pos, numbers[row], tx, gtid)
 
     return where_of
+
+
+def _table_facts(facts: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A table record's facts (its map, schema, flavour, full_where) as they decide its statements:
+    the map without its number in the binlog, flags and bytes."""
+    tmap, schema, flavour, full_where = facts
+    return replace(tmap, table_id=0, flags=0, raw=b""), schema, flavour, full_where
 
 
 def _newest(item: NetRow | _Event) -> int:

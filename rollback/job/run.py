@@ -98,7 +98,7 @@ class Job:
     # -- planning
     def partition_plan(self) -> PartitionPlan:
         target = self._partition_bytes()
-        return plan_range(self.rng, target, self._plan_processes)
+        return plan_range(self.rng, target, self._plan_processes, whole_transactions=self.options.net)
 
     def _choose_engine(self) -> None:
         """The engine (auto: by the range's size) and the partition size (by the slots it has)."""

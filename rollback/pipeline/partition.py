@@ -77,6 +77,7 @@ from rollback.render.change_lines import ChangeLineCache
 from rollback.render.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.render.net import NetChains, row_keys
 from rollback.render.net import complete as net_complete
+from rollback.render.net_local import Item, Share, chained_rows, key_span, write_segment
 from rollback.render.sql import TableRenderer, decimal_literal
 from rollback.render.statement_batches import join_statements, join_updates
 from rollback.request.spec import Filters, GtidFilter
@@ -251,6 +252,16 @@ class _Run:
         # deleted from (written after the records, in one piece: see _write_net_keys)
         self.net_keys: dict[int, list[Any]] = {}
         self.net_records: list[tuple[Any, ...]] = []  # for part-N.net.pickle (_net_put)
+        # --net without a plan: the partition's share of the script (rollback/render/net_local.py),
+        # a segment each time it hands its steps over; None once it cannot be written here
+        self.net_renderers: dict[int, TableRenderer] = {}  # table number -> its renderer
+        self.net_segments: list[tuple[list[tuple[int, int]], int]] | None = [] if not job.plan_lines else None
+        self.net_shares: list[Share] = []
+        self.net_once: list[Item] = []  # the segment's DELETEs written with their statements
+        self.net_once_tables: set[int] = set()
+        self.net_chain_tables: set[int] = set()
+        self.net_key_spans: dict[int, tuple[Any, Any] | None] = {}  # see _net_key_span
+        self.net_hand_over_due = False  # half the steps NET_STEPS_HELD bounds are held: hand them over
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -451,6 +462,8 @@ class _Run:
                         f"the plan says {part.end_block}: the planner and the workers disagree"
                     )
                 self._write()
+                self._net_segment()
+                self._write_net_body()
                 self._write_net_steps()
                 self._write_net_keys()
                 self._write_taints()
@@ -592,6 +605,8 @@ class _Run:
                     current.moved = True
                 self._finish(current)
                 current = None
+                if self.net_hand_over_due:
+                    self._net_hand_over()
             elif isinstance(event, ev.Query) and event.kind == "DDL":
                 inverse = self.job.inverse_ddl.get((part.file_index, decoded.outer_pos))
                 if inverse is not None:
@@ -963,6 +978,7 @@ class _Run:
         number = self.net_tables.get(id(renderer))
         if number is None:
             number = self.net_tables[id(renderer)] = len(self.net_tables)
+            self.net_renderers[number] = renderer
             facts = (renderer.tmap, schema, self.part.flavour, self.job.full_where)
             self._net_put(("table", number, facts))
         return number
@@ -1003,12 +1019,95 @@ class _Run:
         data.write(images)
         self.net_data_size += len(images)
         if statements is not None:
+            if self.net_segments is not None:
+                piece = (self.net_data_size, len(statements[0]), statements[1])
+                self.net_once.append(((self.net_events, 0), number, "once", piece))
+                self.net_once_tables.add(number)
             data.write(statements[0])
             self.net_data_size += len(statements[0])
+        else:
+            self.net_chain_tables.add(number)
         self.net_events += 1
         self.summary.net_changes += len(change[3])
-        if sum(len(c.steps) for c in self.net_chains.values()) >= NET_STEPS_HELD:
-            self._write_net_steps()
+        held = sum(len(c.steps) for c in self.net_chains.values())
+        if held >= NET_STEPS_HELD:
+            self._net_hand_over()
+        elif held >= NET_STEPS_HELD // 2:
+            self.net_hand_over_due = True  # at the transaction's end (a segment of whole transactions)
+
+    def _net_hand_over(self) -> None:
+        """--net: the steps held so far written out (and, without a plan, their segment of the
+        partition's share), which bounds the memory the partition holds."""
+        self.net_hand_over_due = False
+        self._net_segment()
+        self._write_net_steps()
+
+    def _net_segment(self) -> None:
+        """--net without a plan: the segment of the partition's share whose steps are about to be handed
+        over (rollback/render/net_local.py), written into part-N.net.data; or, where it cannot be
+        written here, no share at all (the driver folds the steps): a table without full-image
+        functions, two of its renderers, a key in two steps or a step moving a key."""
+        if self.net_segments is None or self.net_data is None:
+            return
+        items = self.net_once
+        self.net_once = []
+        shares: list[Share] = []
+        names: set[str] = set()
+        for renderer in self.net_renderers.values():
+            if renderer.full_images() is None or renderer.table in names:
+                self.net_segments = None
+                return
+            names.add(renderer.table)
+        for number, chains in self.net_chains.items():
+            if len(chains.steps) != len(chains.open):  # a key in two steps, or a key moved
+                self.net_segments = None
+                return
+            found = chained_rows(number, chains.steps)
+            if found is None:
+                self.net_segments = None
+                return
+            rows, share = found
+            items.extend(rows)
+            if share is not None:
+                shares.append(share)
+        if not items:
+            self.net_shares.extend(shares)
+            return
+        data = self.net_data
+
+        def write(statements: bytes) -> int:
+            at = self.net_data_size
+            data.write(statements)
+            self.net_data_size += len(statements)
+            return at
+
+        renderers = self.net_renderers
+        self.net_segments.append(write_segment(items, lambda number: renderers[number].full_images(), write))
+        self.net_shares.extend(shares)
+
+    def _write_net_body(self) -> None:
+        """--net without a plan: the partition's share of the script, when it could be written here
+        (_net_segment), as a record ("body", its segments, each table's shares): the tables only
+        deleted from have one share each, their keys each once in the partition."""
+        if self.net_segments is None or self.net_out is None:
+            return
+        if self.net_once_tables & self.net_chain_tables:  # deleted from, then changed otherwise
+            return
+        shares = list(self.net_shares)
+        for number in self.net_once_tables:
+            span = self._net_key_span(number)
+            if span is None:
+                return
+            shares.append(Share(number, span, False, False, True))
+        self._net_put(("body", self.net_segments, shares))
+
+    def _net_key_span(self, number: int) -> tuple[Any, Any] | None:
+        """The least and greatest key a table only deleted from deletes, when none is deleted twice."""
+        if number not in self.net_key_spans:
+            keys = self.net_keys.get(number, [])
+            unique = len(set(keys)) == len(keys)
+            self.net_key_spans[number] = key_span(keys) if keys and unique else None
+        return self.net_key_spans[number]
 
     def _write_net_steps(self) -> None:
         """Each table's steps so far (NetChains) into part-N.net.data, and a record naming the table and
@@ -1034,12 +1133,7 @@ class _Run:
             return
         for number, keys in self.net_keys.items():
             data, marshalled = dump_values(keys)
-            span = None
-            if keys and len(set(keys)) == len(keys):
-                try:
-                    span = (min(keys), max(keys))
-                except TypeError:  # keys of values that do not order: the driver reads them all
-                    pass
+            span = self._net_key_span(number)  # None: the driver reads them all
             at = self.net_data_size
             self._net_put(("keys", number, at, len(data), marshalled, len(keys), span))
             into.write(data)

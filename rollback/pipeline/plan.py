@@ -251,9 +251,18 @@ class _FilePlanner:
     """
 
     def __init__(
-        self, plan: PartitionPlan, binlog: BinlogFile, path: str, file_index: int, target: int, ordinal: int
+        self,
+        plan: PartitionPlan,
+        binlog: BinlogFile,
+        path: str,
+        file_index: int,
+        target: int,
+        ordinal: int,
+        whole_transactions: bool = False,
     ):
         self.plan = plan
+        # cut between transactions, unless one outgrows twice the target (--net: see plan_range)
+        self.whole_transactions = whole_transactions
         self.binlog = binlog
         self.path = path
         self.location = path if not storage.is_local(path) else storage.local_path(path)
@@ -484,7 +493,16 @@ class _FilePlanner:
                     last = event.timestamp
                 if part is not None:
                     part.events += 1 + more
-                    if end - part.start >= target and end < stop and _same_framing(self.state.facts, frame):
+                    if (
+                        end - part.start >= target
+                        and end < stop
+                        and _same_framing(self.state.facts, frame)
+                        and (
+                            not self.whole_transactions
+                            or not self.state.tx.open
+                            or end - part.start >= 2 * target
+                        )
+                    ):
                         part.end = end
                         self._emit(part)
                         part = self.snapshot(end, range_start=False)
@@ -577,7 +595,9 @@ def partition_target(range_bytes: int, slots: int) -> int:
     return max(MIN_PARTITION_BYTES, min(TARGET_BYTES, wanted))
 
 
-def _plan_file(rng: RangeSpec, index: int, target_bytes: int) -> tuple[PartitionPlan, int, FileTrail]:
+def _plan_file(
+    rng: RangeSpec, index: int, target_bytes: int, whole_transactions: bool = False
+) -> tuple[PartitionPlan, int, FileTrail]:
     """One file's part of the range on its own: (its plan, the blocks it opened, its trail). Its
     partition indexes and block ordinals count from 0; `_append` moves them into place."""
     plan = PartitionPlan([])
@@ -595,7 +615,7 @@ def _plan_file(rng: RangeSpec, index: int, target_bytes: int) -> tuple[Partition
             raise RangeError(f"{path}: start position {start} is past the end of the file ({binlog.size})")
         check_positions(path, start, stop, binlog.size)
         plan.bytes_total += stop - start
-        planner = _FilePlanner(plan, binlog, path, index, target_bytes, 0)
+        planner = _FilePlanner(plan, binlog, path, index, target_bytes, 0, whole_transactions)
         planner.run(start, stop)
         if planner.open_at_stop(stop):
             _look_ahead(planner, binlog, path, stop)
@@ -605,7 +625,7 @@ def _plan_file(rng: RangeSpec, index: int, target_bytes: int) -> tuple[Partition
         binlog.close()
 
 
-def _plan_file_reporting(job: tuple[RangeSpec, int, int]) -> tuple[Any, ...]:
+def _plan_file_reporting(job: tuple[RangeSpec, int, int, bool]) -> tuple[Any, ...]:
     """_plan_file, with a RollbackError as data (its class name and arguments): the errors of this
     package take arguments that pickling an exception across processes does not keep."""
     try:
@@ -645,10 +665,14 @@ def _append(plan: PartitionPlan, sub: PartitionPlan, ordinal: int) -> None:
     plan.xa.extend(sub.xa)
 
 
-def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES, processes: int = 1) -> PartitionPlan:
+def plan_range(
+    rng: RangeSpec, target_bytes: int = TARGET_BYTES, processes: int = 1, whole_transactions: bool = False
+) -> PartitionPlan:
     """Resolve the files and positions of a range into ordered partitions of about `target_bytes`;
     with `processes` > 1 the files are planned at once in that many processes (each file's header
-    walk is its own)."""
+    walk is its own). `whole_transactions` (--net): a partition ends between transactions, unless one
+    outgrows twice the target, so that the rows a transaction changes are more often one partition's
+    alone (rollback/render/net_local.py)."""
     if not rng.files:
         raise RangeError("no binlog files in the range")
     for what, given in (("start", rng.start_position), ("stop", rng.stop_position)):
@@ -657,7 +681,7 @@ def plan_range(rng: RangeSpec, target_bytes: int = TARGET_BYTES, processes: int 
             raise RangeError(
                 f"{where}: {what} position {given} is before the first event (events start at 4)"
             )
-    jobs = [(rng, index, target_bytes) for index in range(len(rng.files))]
+    jobs = [(rng, index, target_bytes, whole_transactions) for index in range(len(rng.files))]
     if processes > 1 and len(rng.files) > 1:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor

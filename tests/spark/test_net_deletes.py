@@ -48,14 +48,14 @@ def test_a_table_only_deleted_from_gives_the_folded_bytes_on_both_engines(scratc
             schema=schema,
             net=True,
             engine=engine,
-            partition_bytes=4 << 10,
+            partition_bytes=2 << 10,
         )
         assert out.report.engine == engine and out.report.partitions > 3
         assert same_without_plan(out, folded)
         # without the change log, the DELETEs of `d` are written from the images' bytes, and their
         # images are kept as those bytes (partition._net_deletes_from_images)
         alone = tmp_path / f"{name}-alone.sql"
-        options = Options(engine=engine, schema=schema, net=True, partition_bytes=4 << 10)
+        options = Options(engine=engine, schema=schema, net=True, partition_bytes=2 << 10)
         assert generate(range_of(rng), Filters(), options, alone).partitions > 3
         assert alone.read_bytes() == folded.script
     apply_script(scratch_server, out.script)
