@@ -1829,6 +1829,36 @@ def net_chain(tuple key, str kind, list rows, object event, dict open_, list ste
                 _continued(<list>found, after, event, number)
 
 
+def net_rows(object number, list steps, list items, list keys):
+    """chained_rows's loop over one table's steps (rollback/render/net_local.py, its pure-Python twin):
+    each step's key onto `keys`, each net row onto `items` as ((last event, last row), number, kind,
+    image), in the steps' order. Returns (inserts, updates, deletes): whether any net row is of that
+    kind; None where a step moves a key (nothing more is read)."""
+    cdef list step
+    cdef object kind, before, after
+    cdef bint inserts = False, updates = False, deletes = False
+    for found in steps:
+        step = <list>found
+        kind = step[0]
+        if kind == 3:
+            return None
+        keys.append(step[1])
+        before = None if kind == 0 else step[2]
+        after = step[5]
+        if before is None:
+            if after is None:
+                continue
+            items.append(((step[6], step[7]), number, "insert", after))
+            inserts = True
+        elif after is None:
+            items.append(((step[6], step[7]), number, "delete", before))
+            deletes = True
+        elif before != after:
+            items.append(((step[6], step[7]), number, "update", (before, after)))
+            updates = True
+    return inserts, updates, deletes
+
+
 cdef bint _marshal_safe(object values):
     cdef object t = type(values)
     if t is list:

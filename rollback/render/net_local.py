@@ -20,6 +20,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
+from rollback.base import hotpath
 from rollback.render.net import INSERT, MOVE
 
 
@@ -46,10 +47,32 @@ Item = tuple[Place, int, str, Any]
 def chained_rows(number: int, steps: Sequence[list[Any]]) -> tuple[list[Item], Share | None] | None:
     """The net rows of one table's steps (rollback.render.net.NetChains) when each key has one step
     and none moves its key (the caller checked that no key is in two of them): what NetFold.add_steps
-    and rows() give for them. None where a step moves a key."""
+    and rows() give for them, with the span of the steps' keys. None where a step moves a key, or
+    the keys do not order together. The compiled core's net_rows runs the loop where it is built."""
     items: list[Item] = []
+    keys: list[Any] = []
+    core = hotpath.CORE
+    kinds = (
+        core.net_rows(number, steps, items, keys)
+        if core is not None
+        else net_rows(number, steps, items, keys)
+    )
+    if kinds is None:
+        return None
+    if not keys:
+        return items, None
+    span = key_span(keys)
+    if span is None:
+        return None
+    return items, Share(number, span, *kinds)
+
+
+def net_rows(
+    number: int, steps: Sequence[list[Any]], items: list[Item], keys: list[Any]
+) -> tuple[bool, bool, bool] | None:
+    """The compiled core's net_rows, in Python: each step's key onto `keys`, its net row (if any) onto
+    `items`; whether any net row is an INSERT, an UPDATE, a DELETE; None at a step moving a key."""
     inserts = updates = deletes = False
-    keys = []
     for kind, key, before, _event, _row, after, last_event, last in steps:
         if kind == MOVE:
             return None
@@ -67,12 +90,7 @@ def chained_rows(number: int, steps: Sequence[list[Any]]) -> tuple[list[Item], S
         elif before != after:
             items.append(((last_event, last), number, "update", (before, after)))
             updates = True
-    if not keys:
-        return items, None
-    span = key_span(keys)
-    if span is None:
-        return None
-    return items, Share(number, span, inserts, updates, deletes)
+    return inserts, updates, deletes
 
 
 def key_span(keys: Sequence[Any]) -> tuple[Any, Any] | None:

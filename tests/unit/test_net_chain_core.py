@@ -1,6 +1,7 @@
-"""--net's two loops the compiled core runs for a partition (rollback/_speedups.pyx) against their
-pure-Python twins: NetChains.add's fold of a rows event into steps (net_chain), and the check that
-lets a part file's images go through marshal instead of pickle (marshal_safe, parts.dump_values).
+"""--net's loops the compiled core runs for a partition (rollback/_speedups.pyx) against their
+pure-Python twins: NetChains.add's fold of a rows event into steps (net_chain), the net rows of a
+partition's share read from those steps (net_rows, render/net_local.py), and the check that lets a
+part file's images go through marshal instead of pickle (marshal_safe, parts.dump_values).
 
 The changes are drawn freely, not as a server would write them (keys moved onto held keys, deleted
 twice, images as lists): the two paths must agree on every input, not only on valid ones.
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from rollback.pipeline.parts import dump_values, load_values, marshal_safe
 from rollback.render.net import NetChains
+from rollback.render.net_local import net_rows
 from tests.support.examples import examples
 from tests.support.hotpath import compiled_core, hot_path, same_values
 
@@ -67,6 +69,25 @@ def test_the_compiled_chain_makes_the_pure_chains_steps(draws, key, cuts, lists,
     batches = _events(draws, cuts, lists)
     compiled, pure = _chain(CORE, key, batches, flushes), _chain(None, key, batches, flushes)
     assert same_values(compiled, pure)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(_change, max_size=40), st.sampled_from([(0,), (0, 2)]), st.sets(st.integers(0, 39)))
+def test_the_compiled_net_rows_are_the_pure_ones(draws, key, cuts):
+    """The net rows of the steps a chain makes (a key moved among them too: None), on both paths."""
+    steps = _chain(None, key, _events(draws, cuts, set()), set())[-1][1]
+    found = []
+    for twin in (CORE.net_rows, net_rows):
+        items: list = []
+        keys: list = []
+        found.append((twin(3, steps, items, keys), items, keys))
+    assert same_values(found[0], found[1])
+    kinds, items, keys = found[1]
+    if kinds is not None:
+        assert keys == [step[1] for step in steps]
+        assert {item[2] for item in items} == {
+            k for k, on in zip(("insert", "update", "delete"), kinds, strict=True) if on
+        }
 
 
 def test_the_compiled_chain_is_the_one_a_partition_uses():
