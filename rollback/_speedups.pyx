@@ -1829,6 +1829,116 @@ def net_chain(tuple key, str kind, list rows, object event, dict open_, list ste
                 _continued(<list>found, after, event, number)
 
 
+def net_chain_keyed(str kind, list keys, list images, object event, dict open_, list steps):
+    """net_chain's loop over one rows event's changes given as their keys and images, the images as
+    image_rows gives them (the bytes each takes in the event): an UPDATE's keys and images alternate,
+    before then after. The same steps as net_chain gives for the decoded rows, with those images."""
+    cdef Py_ssize_t number, n = len(images)
+    cdef list step
+    cdef object found, k, moved, before, after
+    if kind == "insert":
+        for number in range(n):
+            after = images[number]
+            k = keys[number]
+            found = open_.get(k)
+            if found is None or (<list>found)[5] is not None:
+                step = [0, k, None, event, number, after, event, number]
+                open_[k] = step
+                steps.append(step)
+            else:
+                _continued(<list>found, after, event, number)
+    elif kind == "delete":
+        for number in range(n):
+            before = images[number]
+            k = keys[number]
+            found = open_.get(k)
+            if found is None or (<list>found)[5] is None:
+                step = [2, k, before, event, number, None, event, number]
+                open_[k] = step
+                steps.append(step)
+            else:
+                _continued(<list>found, None, event, number)
+    else:
+        if n % 2:
+            raise ValueError("an UPDATE's images come in pairs")
+        for number in range(n // 2):
+            before = images[2 * number]
+            after = images[2 * number + 1]
+            k = keys[2 * number]
+            moved = keys[2 * number + 1]
+            if k != moved:
+                open_.pop(k, None)
+                open_.pop(moved, None)
+                steps.append([3, None, (before, after), event, number, None, event, number])
+                continue
+            found = open_.get(k)
+            if found is None or (<list>found)[5] is None:
+                step = [1, k, before, event, number, after, event, number]
+                open_[k] = step
+                steps.append(step)
+            else:
+                _continued(<list>found, after, event, number)
+
+
+def image_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, tuple key, bint decimal_text=False):
+    """(the row keys of the images of data[pos:end], each image's bytes, the position after them): the
+    keys as image_keys gives them, each image the bytes it takes in the rows event, and every value
+    checked as decode_rows_part(layout, data, pos, end, -1, decimal_text) reads it (Fallback where it
+    would not give them: the caller decodes the rows). For images with every column."""
+    cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t *at = NULL
+    cdef Py_ssize_t p, start
+    cdef Py_ssize_t single = <Py_ssize_t>key[0] if len(key) == 1 else -1
+    cdef Py_ssize_t i, n = len(key), c
+    cdef list keys = []
+    cdef list images = []
+    cdef object value, values
+    cdef int k
+    if layout.ncols != layout.width:
+        raise ValueError("image_rows reads images with every column")
+    for k in range(layout.ncols):
+        if layout.col[k] != k:
+            raise ValueError("image_rows reads images with every column")
+    for i in range(n):
+        c = <Py_ssize_t>key[i]
+        if c < 0 or c >= layout.ncols:
+            raise ValueError("a key column out of the image")
+    if end > PyBytes_GET_SIZE(data):
+        end = PyBytes_GET_SIZE(data)
+    at = <Py_ssize_t *>PyMem_Malloc((layout.ncols + 1) * sizeof(Py_ssize_t))
+    if at == NULL:
+        raise MemoryError()
+    try:
+        while pos < end:
+            start = pos
+            pos = _columns_at(layout, buf, pos, end, at)
+            for k in range(layout.ncols):
+                if at[k] >= 0:
+                    _check_column(layout, k, buf, at[k], end, decimal_text)
+            if single >= 0:
+                if at[single] < 0:
+                    value = None
+                else:
+                    p = at[single]
+                    value = _column(layout, <int>single, buf, &p, end, decimal_text)
+                keys.append(value)
+            else:
+                values = PyTuple_New(n)
+                for i in range(n):
+                    c = <Py_ssize_t>key[i]
+                    if at[c] < 0:
+                        value = None
+                    else:
+                        p = at[c]
+                        value = _column(layout, <int>c, buf, &p, end, decimal_text)
+                    _set(values, i, value)
+                keys.append(values)
+            images.append(PyBytes_FromStringAndSize(<const char *>buf + start, pos - start))
+    finally:
+        PyMem_Free(at)
+    return keys, images, pos
+
+
 def net_rows(object number, list steps, list items, list keys):
     """chained_rows's loop over one table's steps (rollback/render/net_local.py, its pure-Python twin):
     each step's key onto `keys`, each net row onto `items` as ((last event, last row), number, kind,

@@ -455,12 +455,20 @@ def full_images_decoder(
     state: StreamState,
     unsigned_for: UnsignedFor | None = None,
     specs_for: SpecsFor | None = None,
+    updates: bool = False,
 ) -> tuple[RowDecoder, bytes] | None:
     """(the row decoder of a WRITE_ROWS or DELETE_ROWS event's images, its rows' bytes) when the images
     carry every column and the compiled core decodes them (the decoder's `layout`), else None: what
     FullImages.script_images writes statements from, as rows_batches would decode them. The decoder
-    reads the bytes again where they are read later (it pickles as its specs)."""
-    if event.partial or event.kind == UPDATE or event.present != (1 << event.column_count) - 1:
+    reads the bytes again where they are read later (it pickles as its specs). `updates`: an
+    UPDATE_ROWS event's too, where both its images carry every column (its rows' bytes: each row's
+    before image then its after image, both read by that decoder)."""
+    full = (1 << event.column_count) - 1
+    if (
+        event.partial
+        or event.present != full
+        or (event.kind == UPDATE and (not updates or event.present_after != full))
+    ):
         return None
     _tmap, key, specs = _event_specs(decoded, event, state, unsigned_for, specs_for)
     try:

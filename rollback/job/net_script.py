@@ -30,7 +30,7 @@ from rollback.base.render_text import comment_line
 from rollback.job.merge import Sink, copy_range
 from rollback.pipeline.parts import BLOCK_END, RawImages, Summary, load_values, part_path
 from rollback.render.net import NetFold, NetRenderer, NetRow, Where, execution_order
-from rollback.render.net_local import Share
+from rollback.render.net_local import Share, decode_step_images
 from rollback.render.sql import TableRenderer
 
 
@@ -59,6 +59,7 @@ class _Steps:
     offset: int
     size: int
     marshalled: bool  # written by marshal, not pickle (parts.dump_values)
+    raw: RawImages | None  # its images as the bytes they take in their rows events: what reads them
 
 
 @dataclass(slots=True)
@@ -140,8 +141,9 @@ class NetChanges:
             decoders[item[1]] = item[2]
             return
         if item[0] == "steps":
-            _, number, offset, size, marshalled = item
-            self.changes[tables[number]].append(_Steps(events, data, offset, size, marshalled))
+            _, number, offset, size, marshalled, images = item
+            raw = decoders[images[1]] if images is not None else None
+            self.changes[tables[number]].append(_Steps(events, data, offset, size, marshalled, raw))
             return
         if item[0] == "body":  # the partition's share of the script, after every table's record
             _, segments, shares = item
@@ -256,6 +258,8 @@ class NetChanges:
         steps: list[list[Any]] = load_values(
             self._read_at(block.path, block.size, block.offset), block.marshalled
         )
+        if block.raw is not None:
+            decode_step_images(steps, block.raw)
         return steps
 
     def _read(self, event: _Event, size: int, offset: int) -> bytes:

@@ -77,7 +77,15 @@ from rollback.render.change_lines import ChangeLineCache
 from rollback.render.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
 from rollback.render.net import NetChains, row_keys
 from rollback.render.net import complete as net_complete
-from rollback.render.net_local import Item, Share, chained_rows, key_span, write_segment
+from rollback.render.net_local import (
+    Item,
+    Share,
+    chained_rows,
+    decode_step_images,
+    key_span,
+    render_run,
+    write_segment,
+)
 from rollback.render.sql import TableRenderer, decimal_literal
 from rollback.render.statement_batches import join_statements, join_updates
 from rollback.request.spec import Filters, GtidFilter
@@ -262,6 +270,10 @@ class _Run:
         self.net_chain_tables: set[int] = set()
         self.net_key_spans: dict[int, tuple[Any, Any] | None] = {}  # see _net_key_span
         self.net_hand_over_due = False  # half the steps NET_STEPS_HELD bounds are held: hand them over
+        # --net: the tables whose steps hold images as bytes (_net_from_images) -> the decoder that reads
+        # them; and the tables whose steps hold decoded images, which stay so (_net_decoded)
+        self.net_raw: dict[int, RawImages] = {}
+        self.net_decoded: set[int] = set()
 
     def _known_schema(self, tmap: TableMap) -> TableSchema | None:
         schema = self.job.schemas.get(schema_key(tmap))
@@ -704,19 +716,31 @@ class _Run:
         ):
             return False
         script_images = getattr(renderer.full_images(), "script_images", None)
-        if script_images is None or (job.net and not self._net_deletes_taken(event, renderer)):
+        if script_images is None:
+            return False
+        net_deletes = job.net and self._net_deletes_taken(event, renderer)
+        if job.net and not net_deletes and not self._net_images_taken(renderer):
             return False
         unsigned = renderer.unsigned_of
         found = full_images_decoder(
-            decoded, event, state, unsigned, self._specs_for(tmap, renderer.schema, unsigned, state)
+            decoded,
+            event,
+            state,
+            unsigned,
+            self._specs_for(tmap, renderer.schema, unsigned, state),
+            updates=job.net,
         )
         if found is None:
             return False
         decoder, data = found
         decimal_text = self._decimals_as_text(renderer)
-        if job.net:
+        if net_deletes:
             return self._net_deletes_from_images(
                 current, decoded, state, tmap, renderer, (script_images, decoder, data), decimal_text
+            )
+        if job.net:
+            return self._net_from_images(
+                current, decoded, event, state, renderer, decoder, data, decimal_text
             )
         layout = decoder.layout
         parts: list[tuple[bytes, int, int]] = []
@@ -773,6 +797,76 @@ class _Run:
             and bool(schema.row_key)
             and hotpath.CORE is not None
         )
+
+    def _net_images_taken(self, renderer: TableRenderer) -> bool:
+        """--net: whether _net_from_images may take a rows event of the table: one with a row key, with
+        the compiled core, whose chains hold no decoded image (_net_decoded)."""
+        schema = renderer.schema
+        return (
+            schema is not None
+            and bool(schema.row_key)
+            and hotpath.CORE is not None
+            and self.net_tables.get(id(renderer)) not in self.net_decoded
+        )
+
+    def _net_from_images(
+        self,
+        current: _Block,
+        decoded: DecodedEvent,
+        event: RowsEvent,
+        state: StreamState,
+        renderer: TableRenderer,
+        decoder: Any,
+        data: bytes,
+        decimal_text: bool,
+    ) -> bool:
+        """--net: a rows event of complete images put in its table's chains as _net puts it, without a
+        Python value per column: each image stays the bytes it takes in the event, only its key read
+        (image_rows checks every value as the decoder reads it). The table's steps then hold those
+        bytes, decoded where they are read: rendering the partition's share (RawImages), or by the
+        driver. False: not done here (nothing noted), the general path decodes the rows."""
+        schema = renderer.schema
+        core = hotpath.CORE
+        assert schema is not None and core is not None
+        number = self.net_tables.get(id(renderer))
+        raw = RawImages(decoder, decimal_text)
+        if not data or (number is not None and self.net_raw.get(number, raw) != raw):
+            return False  # (a table's images as bytes are read by one decoder)
+        try:
+            keys, images, end = core.image_rows(
+                decoder.layout, data, 0, len(data), schema.row_key, decimal_text
+            )
+        except Exception:  # noqa: BLE001 - nothing was taken: the general path decodes them, or raises
+            return False  # the located error
+        kind = event.kind
+        if end != len(data) or (kind == "update" and len(images) % 2):
+            return False
+        count = len(images) // 2 if kind == "update" else len(images)
+        table = renderer.tmap.qualified_name
+        self._selected_from_images(current, state, table)
+        self._picked(current, table, kind, count)
+        number = self._net_table(renderer, schema)
+        self.net_raw[number] = raw
+        if kind != "delete":
+            self.net_changed.add(id(renderer))
+            self.net_keys.pop(number, None)
+        chains = self.net_chains.get(number)
+        if chains is None:
+            chains = self.net_chains[number] = NetChains(schema.row_key)
+        chains.add_images(kind, keys, images, self.net_events)
+        change = (kind, state.file_name or self.part.file_label, decoded.outer_pos, range(count))
+        self._net_record(current, number, change, None, b"", None, False)
+        return True
+
+    def _net_decoded(self, number: int) -> None:
+        """--net: a table whose chains hold images as bytes (_net_from_images) meets rows decoded by the
+        general path: the images it holds are decoded too, so that its steps compare images of one
+        kind, and its later rows events take the general path."""
+        self.net_decoded.add(number)
+        raw = self.net_raw.pop(number, None)
+        chains = self.net_chains.get(number)
+        if raw is not None and chains is not None:
+            decode_step_images(chains.steps, raw)
 
     def _net_deletes_from_images(
         self,
@@ -941,6 +1035,8 @@ class _Run:
                 "every column of a row; generate the full script, without --net"
             )
         number = self._net_table(renderer, schema)
+        if number in self.net_raw:
+            self._net_decoded(number)
         rows = batch.rows
         first = batch.first_row
         numbers: Sequence[int] = self.kept_index or range(first, first + len(rows))
@@ -1081,8 +1177,12 @@ class _Run:
             self.net_data_size += len(statements)
             return at
 
-        renderers = self.net_renderers
-        self.net_segments.append(write_segment(items, lambda number: renderers[number].full_images(), write))
+        def render(number: int, kind: str, images: list[Any]) -> tuple[bytes, int]:
+            return render_run(
+                self.net_renderers[number].full_images(), self.net_raw.get(number), kind, images
+            )
+
+        self.net_segments.append(write_segment(items, render, write))
         self.net_shares.extend(shares)
 
     def _write_net_body(self) -> None:
@@ -1119,7 +1219,9 @@ class _Run:
             steps = chains.flush()
             if steps:
                 data, marshalled = dump_values(steps)
-                self._net_put(("steps", number, self.net_data_size, len(data), marshalled))
+                raw = self.net_raw.get(number)  # its images as bytes: the decoder that reads them
+                images = self._net_decoder(raw.decoder, raw.decimal_text) if raw is not None else None
+                self._net_put(("steps", number, self.net_data_size, len(data), marshalled, images))
                 into.write(data)
                 self.net_data_size += len(data)
 

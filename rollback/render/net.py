@@ -234,6 +234,47 @@ class NetChains:
         else:
             self.add_pure(kind, rows, event)
 
+    def add_images(self, kind: str, keys: list[Any], images: list[Any], event: int) -> None:
+        """add's steps for a rows event given as its rows' keys and images (the compiled core's
+        image_rows: each image the bytes it takes in the event; an UPDATE's keys and images alternate,
+        before then after), the images kept as they are."""
+        if self._core is not None:
+            self._core.net_chain_keyed(kind, keys, images, event, self.open, self.steps)
+        else:
+            self.add_images_pure(kind, keys, images, event)
+
+    def add_images_pure(self, kind: str, keys: list[Any], images: list[Any], event: int) -> None:
+        steps, open_ = self.steps, self.open
+        if kind == "update":
+            for number in range(len(images) // 2):
+                before, after = images[2 * number], images[2 * number + 1]
+                k, moved = keys[2 * number], keys[2 * number + 1]
+                if k != moved:
+                    open_.pop(k, None)
+                    open_.pop(moved, None)
+                    steps.append([MOVE, None, (before, after), event, number, None, event, number])
+                    continue
+                step = open_.get(k)
+                if step is None or step[5] is None:
+                    step = open_[k] = [UPDATE, k, before, event, number, after, event, number]
+                    steps.append(step)
+                else:
+                    step[5], step[6], step[7] = after, event, number
+            return
+        for number, (k, taken) in enumerate(zip(keys, images, strict=True)):
+            step = open_.get(k)
+            if kind == "insert":
+                if step is None or step[5] is not None:
+                    step = open_[k] = [INSERT, k, None, event, number, taken, event, number]
+                    steps.append(step)
+                else:
+                    step[5], step[6], step[7] = taken, event, number
+            elif step is None or step[5] is None:
+                step = open_[k] = [DELETE, k, taken, event, number, None, event, number]
+                steps.append(step)
+            else:
+                step[5], step[6], step[7] = None, event, number
+
     def add_pure(self, kind: str, rows: list[Any], event: int) -> None:
         key, steps = self._key, self.steps
         get = self.open.get

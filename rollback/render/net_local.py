@@ -102,13 +102,15 @@ def key_span(keys: Sequence[Any]) -> tuple[Any, Any] | None:
 
 
 def write_segment(
-    items: list[Item], script_of: Callable[[int], Any], write: Callable[[bytes], int]
+    items: list[Item],
+    render: Callable[[int, str, list[Any]], tuple[bytes, int]],
+    write: Callable[[bytes], int],
 ) -> tuple[list[tuple[int, int]], int]:
     """The segment's statements, newest change first: each run of one table's net rows of one kind in
-    one call of its full-image functions (`script_of(number)`, which render a run newest first: the
-    images go oldest first), each written by `write` (it returns where in the data file); the rows
-    events already written are pieces as they are. Returns the pieces (offset, size) in order, and
-    the statements' count."""
+    one call of `render(number, kind, images)` (render_run: the table's full-image functions, which
+    write a run newest first: the images go oldest first), each written by `write` (it returns where
+    in the data file); the rows events already written are pieces as they are. Returns the pieces
+    (offset, size) in order, and the statements' count."""
     items.sort(key=itemgetter(0), reverse=True)
     pieces: list[tuple[int, int]] = []
     count = 0
@@ -120,8 +122,75 @@ def write_segment(
             continue
         images = [item[3] for item in run]
         images.reverse()
-        data, written, _longest = script_of(number).script(kind, images, False)
+        data, written = render(number, kind, images)
         if written:
             pieces.append((write(data), len(data)))
             count += written
     return pieces, count
+
+
+def render_run(full: Any, raw: Any, kind: str, images: list[Any]) -> tuple[bytes, int]:
+    """A run's statements by the table's full-image functions (`full`), its images decoded rows or, where
+    its steps hold them so, the bytes they take in their rows events, read by `raw` (parts.RawImages):
+    INSERTs' and DELETEs' straight from the bytes (script_images), an UPDATE's decoded first, and left
+    out where the decoded images are equal (two encodings of one value: the fold compares values)."""
+    if raw is not None and kind != "update" and all(type(image) is bytes for image in images):
+        data = b"".join(images)
+        try:
+            script, written, _longest, end = full.script_images(
+                raw.decoder.layout, data, 0, len(data), -1, kind, False, raw.decimal_text
+            )
+            if end == len(data):
+                return script, written
+        except Exception:  # noqa: BLE001 - decoded below, as the general path reads them
+            pass
+    if raw is not None:
+        images = decoded_images(images, raw, kind == "update")
+        if kind == "update":
+            images = [pair for pair in images if pair[0] != pair[1]]
+    data, written, _longest = full.script(kind, images, False)
+    return data, written
+
+
+def decoded_images(images: list[Any], raw: Any, pairs: bool) -> list[Any]:
+    """Images (`pairs`: an UPDATE's pairs of them) with those that are bytes decoded by `raw`, in one
+    read of them all."""
+    found = [image for item in images for image in item] if pairs else images
+    data = b"".join(image for image in found if type(image) is bytes)
+    rows = iter(raw.rows(data) if data else ())
+
+    def one(image: Any) -> Any:
+        return next(rows) if type(image) is bytes else image
+
+    if pairs:
+        return [(one(before), one(after)) for before, after in images]
+    return [one(image) for image in images]
+
+
+def decode_step_images(steps: list[list[Any]], raw: Any) -> None:
+    """Steps (rollback.render.net.NetChains) whose images are the bytes they take in their rows events,
+    decoded in place by `raw` (parts.RawImages), in one read of them all."""
+    data = bytearray()
+    for step in steps:
+        before, after = step[2], step[5]
+        if step[0] == MOVE:
+            before, after = before
+        if type(before) is bytes:
+            data += before
+        if type(after) is bytes:
+            data += after
+    if not data:
+        return
+    rows = iter(raw.rows(bytes(data)))
+    for step in steps:
+        if step[0] == MOVE:
+            before, after = step[2]
+            step[2] = (
+                next(rows) if type(before) is bytes else before,
+                next(rows) if type(after) is bytes else after,
+            )
+            continue
+        if type(step[2]) is bytes:
+            step[2] = next(rows)
+        if type(step[5]) is bytes:
+            step[5] = next(rows)

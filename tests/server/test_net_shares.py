@@ -251,3 +251,44 @@ def test_net_partitions_end_between_transactions_unless_one_outgrows_twice_the_t
     assert len(between) > 3 and all(part.block is None for part in between[1:])
     inside = plan_range(rng, 1 << 10, whole_transactions=True).partitions  # each one over twice it
     assert any(part.block is not None for part in inside[1:])
+
+
+@pytest.mark.parametrize("every", [2, 3])
+def test_a_table_whose_events_come_as_bytes_and_as_decoded_rows_gives_the_folded_script(
+    scratch_server, tmp_path, monkeypatch, every
+):
+    """Where the compiled core does not take an event from its images' bytes (here: every `every`-th
+    one), the partition decodes its rows; the table's steps that held images as bytes are decoded
+    then, and its later events are decoded too (partition._net_decoded): the script is the same."""
+    import rollback._speedups as core
+
+    _tables(scratch_server)
+    before = snapshot(scratch_server, TABLES)
+    blocks = []
+    for n in range(6):
+        lo = 1000 + n * 20
+        blocks.append(
+            [
+                f"INSERT INTO p SELECT seq, seq, CONCAT('new ', seq), seq / 3, NULL FROM seq_{lo}_to_{lo + 19}",
+                f"UPDATE p SET a = a + 1 WHERE id BETWEEN {lo} AND {lo + 19}",
+                f"UPDATE p SET b = CONCAT(b, '?') WHERE id BETWEEN {n * 5 + 1} AND {n * 5 + 5}",
+                f"DELETE FROM p WHERE id BETWEEN {lo} AND {lo + 4}",
+            ]
+        )
+    rng = _transactions(scratch_server, blocks)
+    folded = _folded(scratch_server, rng, tmp_path)
+    taken = core.image_rows
+    calls = []
+
+    def sometimes(*args, **kwargs):
+        calls.append(1)
+        if len(calls) % every == 0:
+            raise ValueError("not taken here")
+        return taken(*args, **kwargs)
+
+    monkeypatch.setattr(core, "image_rows", sometimes)
+    assert statements(_shared(scratch_server, rng, tmp_path, 1 << 20)) == folded  # one partition, here
+    assert len(calls) == every  # taken from the bytes, then not: the table's later events decoded
+    assert statements(_shared(scratch_server, rng, tmp_path, 3 << 10)) == folded  # several, in workers
+    apply_with_client(scratch_server, _shared(scratch_server, rng, tmp_path, 1 << 20))
+    assert snapshot(scratch_server, TABLES) == before

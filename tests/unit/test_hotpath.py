@@ -444,6 +444,20 @@ def test_both_paths_decode_and_render_the_same_bytes(event, flavour, full_where)
                 assert len(some) == 1
                 parts.extend(some)
             assert same_values(parts, keys)
+    # --net: each image's bytes with its key (image_rows, the partition's chains of images as bytes):
+    # taken only where the decoder reads every value the same way, each image then decoding to its row
+    for decimal_text in (False, True):
+        whole = outcome(fast_b.decode_rows, single, 0, len(single), decimal_text)
+        for key in ((0,), (width - 1, 0)):
+            taken = outcome(CORE.image_rows, layout, single, 0, len(single), key, decimal_text)
+            if taken[0] == "error":
+                continue
+            assert whole[0] == "ok", (whole, taken)
+            keys, images, end = taken[1]
+            assert end == len(single) and b"".join(images) == single
+            assert same_values(keys, row_keys(whole[1], key))
+            decoded = [fast_b.decode_rows(image, 0, len(image), decimal_text)[0] for image in images]
+            assert same_values(decoded, whole[1])
 
 
 @settings(max_examples=examples(400), deadline=None)

@@ -10,6 +10,7 @@ twice, images as lists): the two paths must agree on every input, not only on va
 from __future__ import annotations
 
 from decimal import Decimal
+from operator import itemgetter
 from typing import Any
 
 from hypothesis import given, settings
@@ -88,6 +89,46 @@ def test_the_compiled_net_rows_are_the_pure_ones(draws, key, cuts):
         assert {item[2] for item in items} == {
             k for k, on in zip(("insert", "update", "delete"), kinds, strict=True) if on
         }
+
+
+def _as_bytes(value: Any) -> Any:
+    """An image as bytes of its own (image_rows keeps each image as the bytes it takes in its event)."""
+    return repr(tuple(value)).encode()
+
+
+def _keyed(core: Any, key: tuple[int, ...], batches: list[tuple[str, list[Any]]]) -> list:
+    """The steps of the events given as keys and images as bytes (NetChains.add_images), the bytes
+    read back into the images they stand for."""
+    with hot_path(core):
+        chains = NetChains(key)
+    get = itemgetter(*key)
+    for index, (kind, rows) in enumerate(batches):
+        images = [image for row in rows for image in (row if kind == "update" else (row,))]
+        chains.add_images(kind, [get(image) for image in images], [_as_bytes(i) for i in images], index)
+    back = {
+        _as_bytes(image): tuple(image)
+        for _kind, rows in batches
+        for row in rows
+        for image in (row if _kind == "update" else (row,))
+    }
+
+    def read(value: Any) -> Any:
+        if type(value) is tuple:  # a moved key's pair
+            return tuple(back[v] for v in value)
+        return back.get(value, value) if type(value) is bytes else value
+
+    return [[read(v) if i in (2, 5) else v for i, v in enumerate(step)] for step in chains.flush()]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(_change, max_size=40), st.sampled_from([(0,), (1,), (0, 2)]), st.sets(st.integers(0, 39)))
+def test_chains_of_images_as_bytes_make_the_steps_of_the_decoded_rows(draws, key, cuts):
+    """The events a partition takes from the images' bytes (net_chain_keyed, and its twin) chain as
+    the decoded rows do (net_chain): the same steps, each image the bytes of the decoded one."""
+    batches = _events(draws, cuts, set())
+    decoded = _chain(CORE, key, batches, set())[-1][1]
+    for core in (CORE, None):
+        assert same_values(_keyed(core, key, batches), decoded)
 
 
 def test_the_compiled_chain_is_the_one_a_partition_uses():

@@ -1,0 +1,65 @@
+"""A partition's share of a --net script (rollback/render/net_local.py): its runs rendered from images
+that are decoded rows or the bytes they take in their rows events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rollback.render.net import DELETE, INSERT, MOVE, UPDATE
+from rollback.render.net_local import decode_step_images, decoded_images, render_run
+
+
+class _Raw:
+    """Reads images of two bytes each: a row of one value, the first byte modulo 100 (so that two
+    images of other bytes can hold equal values, as 0.0 and -0.0 do)."""
+
+    decoder = None
+    decimal_text = False
+
+    def __init__(self) -> None:
+        self.reads: list[bytes] = []
+
+    def rows(self, data: bytes) -> list[tuple[int]]:
+        self.reads.append(data)
+        return [(data[i] % 100,) for i in range(0, len(data), 2)]
+
+
+class _Full:
+    """Writes a statement per image it is given (the full-image functions' script)."""
+
+    def script(self, kind: str, images: list[Any], forward: bool) -> tuple[bytes, int, int]:
+        text = "".join(f"{kind} {image!r}\n" for image in reversed(images))
+        return text.encode(), len(images), 0
+
+
+def test_an_update_whose_images_read_as_equal_values_is_left_out():
+    raw = _Raw()
+    pairs = [(b"\x01a", b"\x65b"), (b"\x02a", b"\x03a"), ((7,), b"\x07z")]
+    data, written = render_run(_Full(), raw, "update", pairs)
+    assert written == 1 and data == b"update ((2,), (3,))\n"
+    assert raw.reads == [b"\x01a\x65b\x02a\x03a\x07z"]  # every image read at once
+
+
+def test_rows_decoded_and_images_as_bytes_are_read_in_their_order():
+    raw = _Raw()
+    assert decoded_images([b"\x05.", (9,), b"\x06."], raw, False) == [(5,), (9,), (6,)]
+    assert decoded_images([((1,), b"\x02.")], raw, True) == [((1,), (2,))]
+    assert decoded_images([(1,), (2,)], raw, False) == [(1,), (2,)] and len(raw.reads) == 2
+
+
+def test_steps_holding_images_as_bytes_are_decoded_in_place():
+    raw = _Raw()
+    steps = [
+        [INSERT, 1, None, 0, 0, b"\x01.", 0, 0],
+        [UPDATE, 2, b"\x02.", 0, 1, (3,), 1, 0],
+        [MOVE, None, (b"\x04.", b"\x05."), 1, 1, None, 1, 1],
+        [DELETE, 6, b"\x06.", 2, 0, None, 2, 0],
+    ]
+    decode_step_images(steps, raw)
+    assert [(step[2], step[5]) for step in steps] == [
+        (None, (1,)),
+        ((2,), (3,)),
+        (((4,), (5,)), None),
+        ((6,), None),
+    ]
+    assert raw.reads == [b"\x01.\x02.\x04.\x05.\x06."]
