@@ -11,6 +11,9 @@ each workload into a binlog file of its own:
             statements, over int, bigint unsigned, decimal, varchar utf8mb4, datetime(6), enum,
             blob and long JSON text
     delete  one `DELETE` of --rows rows: a single transaction
+    repeat  (with --net only) a table of --rows / 10 rows updated in full ten times, 1,000 rows a
+            transaction: every key changed in every tenth of the file, the case where --net's
+            partitions cannot write their share alone and the driver folds
 
 then times on each file, in the same run: our complete flashback script (Spark engine warm, Spark
 engine cold from process start, local engine with the compiled core and with the pure-Python
@@ -94,6 +97,31 @@ def write_mixed(server: Any, rows: int) -> Path:
     return _file_of(server, statements, "bench")
 
 
+def write_repeat(server: Any, rows: int) -> Path:
+    """The `repeat` workload: `rows` / 10 rows (like MIXED_DDL's), each updated ten times, in passes over
+    the table of 1,000-row transactions, in a binlog file of its own."""
+    count = rows // 10
+    server.run_sql(
+        [
+            "DROP TABLE IF EXISTS repeated",
+            "CREATE TABLE repeated LIKE mixed",
+            f"INSERT INTO repeated SELECT seq, seq * 3, seq / 7, CONCAT('row ', seq), "
+            f"TIMESTAMPADD(SECOND, seq, '2024-01-01'), 1 + seq % 4, REPEAT('p', 20), NULL FROM seq_1_to_{count}",
+        ],
+        database="bench",
+    )
+    statements = []
+    for turn in range(10):
+        for lo in range(1, count + 1, 1000):
+            statements += [
+                "BEGIN",
+                f"UPDATE repeated SET amount = amount + 1, name = CONCAT(name, '{turn}') "
+                f"WHERE id BETWEEN {lo} AND {lo + 999}",
+                "COMMIT",
+            ]
+    return _file_of(server, statements, "bench")
+
+
 def generate(server: Any, rows: int, out: Path) -> dict[str, Path]:
     """The three workloads' binlog files, copied into `out`."""
     numbers = "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count}) "
@@ -134,6 +162,7 @@ def generate(server: Any, rows: int, out: Path) -> dict[str, Path]:
         database="bench",
     )
     files["delete"] = _file_of(server, ["DELETE FROM orders"], "bench")
+    files["repeat"] = write_repeat(server, rows)
     out.mkdir(parents=True, exist_ok=True)
     kept = {}
     for name, path in files.items():
@@ -444,7 +473,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     try:
         if args.reuse:
-            files = {name: args.reuse / f"{name}.binlog" for name in ("seed", "mixed", "delete")}
+            names = ("seed", "mixed", "delete", "repeat") if args.net else ("seed", "mixed", "delete")
+            files = {name: args.reuse / f"{name}.binlog" for name in names}
         else:
             from tests.support.mariadb import ScratchServer, ServerOptions
 
@@ -460,6 +490,7 @@ def main() -> None:
         if args.net:
             measure_net(files, work, args.repeat)
             return
+        files.pop("repeat", None)  # --net's workload alone
         measure(files, work, scaling=not args.no_scaling, counting=args.instructions, repeat=args.repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -30,7 +30,7 @@ from rollback.base.render_text import comment_line
 from rollback.job.merge import Sink, copy_range
 from rollback.pipeline.parts import BLOCK_END, RawImages, Summary, load_values, part_path
 from rollback.render.net import NetFold, NetRenderer, NetRow, Where, execution_order
-from rollback.render.net_local import Share, decode_step_images
+from rollback.render.net_local import Share, lazy_step_images
 from rollback.render.sql import TableRenderer
 
 
@@ -259,7 +259,7 @@ class NetChanges:
             self._read_at(block.path, block.size, block.offset), block.marshalled
         )
         if block.raw is not None:
-            decode_step_images(steps, block.raw)
+            lazy_step_images(steps, block.raw)
         return steps
 
     def _read(self, event: _Event, size: int, offset: int) -> bytes:

@@ -203,11 +203,39 @@ class NetFold:
             *sorted(self.gone.values(), key=_seq),
             *self.settled,
         ]
+        read_lazy_images(every)
         return [row for row in every if row.before != row.after]
 
 
 def _seq(row: NetRow) -> int:
     return row.seq
+
+
+@dataclass(slots=True)
+class LazyImage:
+    """An image a partition's steps held as the bytes it takes in its rows event, with what reads it
+    (parts.RawImages): the fold needs only keys, so only the images a net row keeps are read, at its end
+    (read_lazy_images)."""
+
+    raw: Any
+    data: bytes
+
+
+def read_lazy_images(rows: list[NetRow]) -> None:
+    """The rows' LazyImage images read, in place: one read of the bytes of each reader's images."""
+    found: dict[int, tuple[Any, list[tuple[NetRow, int]], list[bytes]]] = {}
+    for row in rows:
+        for side, held in enumerate((row.before, row.after)):
+            if type(held) is LazyImage:
+                raw, places, data = found.setdefault(id(held.raw), (held.raw, [], []))
+                places.append((row, side))
+                data.append(held.data)
+    for raw, places, data in found.values():
+        for (row, side), read in zip(places, raw.rows(b"".join(data)), strict=True):
+            if side == 0:
+                row.before = read
+            else:
+                row.after = read
 
 
 class NetChains:
