@@ -30,7 +30,7 @@ from rollback.base.render_text import comment_line
 from rollback.job.merge import Sink, copy_range
 from rollback.pipeline.parts import BLOCK_END, RawImages, Summary, load_values, part_path
 from rollback.render.net import NetFold, NetRenderer, NetRow, Where, execution_order
-from rollback.render.net_local import Share, lazy_step_images
+from rollback.render.net_local import Share
 from rollback.render.sql import TableRenderer
 
 
@@ -228,7 +228,7 @@ class NetChanges:
                     if isinstance(item, _Event):
                         self._fold(item)
                     else:
-                        fold.add_steps(self.steps(item), _where_of(item.events))
+                        fold.add_steps(self.steps(item), _where_of(item.events), item.raw)
             except NetRefused as error:
                 refused.append((fold.refused_seq, error))
         if refused:
@@ -258,8 +258,6 @@ class NetChanges:
         steps: list[list[Any]] = load_values(
             self._read_at(block.path, block.size, block.offset), block.marshalled
         )
-        if block.raw is not None:
-            lazy_step_images(steps, block.raw)
         return steps
 
     def _read(self, event: _Event, size: int, offset: int) -> bytes:

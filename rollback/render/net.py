@@ -61,6 +61,17 @@ _DELETED = {
 }
 
 
+def _read_step_images(steps: list[list[Any]], raw: Any) -> None:
+    """Steps' images that are bytes read by `raw`, in place (their before, after, a moved key's pair)."""
+    for step in steps:
+        if step[0] == MOVE and type(step[2][0]) is bytes:
+            step[2] = tuple(raw.rows(step[2][0] + step[2][1]))
+            continue
+        for side in (2, 5):
+            if type(step[side]) is bytes:
+                step[side] = raw.rows(step[side])[0]
+
+
 def _describe(table: str, where: Where) -> str:
     return f"table {table} at {where[0]}:{where[1]}"
 
@@ -77,6 +88,9 @@ class NetFold:
         self.gone: dict[Any, NetRow] = {}  # key it was deleted at -> its row
         self.settled: list[NetRow] = []  # deleted rows whose key another row took since
         self.refused_seq = 0  # the change the fold refused at (NetRefused): its place in the range's order
+        # what reads the images steps hold as the bytes they take in their rows events (parts.RawImages):
+        # the fold compares keys only, so they are read at its end, and only those its net rows keep
+        self.raw: Any = None
 
     def add(self, kind: str, row: Any, seq: int, where: Where) -> None:
         file, pos, number, tx, gtid = where
@@ -160,14 +174,22 @@ class NetFold:
                 self.settled.append(taken)
         return row
 
-    def add_steps(self, steps: list[list[Any]], where_of: Any) -> None:
+    def add_steps(self, steps: list[list[Any]], where_of: Any, raw: Any = None) -> None:
         """A partition's steps of this table (NetChains), in the order of their first changes;
         `where_of(event, row)`: the change's (seq, where). Each step is applied where its first change
         came: the later changes of its key in the partition are valid after it whatever the rows
-        before, and no other change of the partition meets its key."""
+        before, and no other change of the partition meets its key. `raw`: what reads the images
+        the steps hold as bytes (kept so until rows(); read now if it reads them otherwise than the
+        reader of the table's other steps)."""
+        if raw is not None and self.raw is None:
+            self.raw = raw
+        elif raw is not None and raw != self.raw:
+            _read_step_images(steps, raw)
         live, gone, table = self.live, self.gone, self.table
         for kind, key, before, event, number, after, last_event, last in steps:
             if kind == MOVE:
+                if raw is not None and type(before[0]) is bytes:  # its keys are read from its images
+                    before = tuple(raw.rows(before[0] + before[1]))
                 seq, where = where_of(event, number)
                 file, pos, row_number, tx, gtid = where
                 self.add_rows("update", [before], seq, file, pos, [row_number], tx, gtid)
@@ -203,7 +225,8 @@ class NetFold:
             *sorted(self.gone.values(), key=_seq),
             *self.settled,
         ]
-        read_lazy_images(every)
+        if self.raw is not None:
+            _read_images(every, self.raw)
         return [row for row in every if row.before != row.after]
 
 
@@ -211,31 +234,22 @@ def _seq(row: NetRow) -> int:
     return row.seq
 
 
-@dataclass(slots=True)
-class LazyImage:
-    """An image a partition's steps held as the bytes it takes in its rows event, with what reads it
-    (parts.RawImages): the fold needs only keys, so only the images a net row keeps are read, at its end
-    (read_lazy_images)."""
-
-    raw: Any
-    data: bytes
-
-
-def read_lazy_images(rows: list[NetRow]) -> None:
-    """The rows' LazyImage images read, in place: one read of the bytes of each reader's images."""
-    found: dict[int, tuple[Any, list[tuple[NetRow, int]], list[bytes]]] = {}
+def _read_images(rows: list[NetRow], raw: Any) -> None:
+    """The rows' images that are bytes read by `raw`, in place, in one read of them all."""
+    places: list[tuple[NetRow, bool]] = []
+    data: list[bytes] = []
     for row in rows:
-        for side, held in enumerate((row.before, row.after)):
-            if type(held) is LazyImage:
-                raw, places, data = found.setdefault(id(held.raw), (held.raw, [], []))
-                places.append((row, side))
-                data.append(held.data)
-    for raw, places, data in found.values():
-        for (row, side), read in zip(places, raw.rows(b"".join(data)), strict=True):
-            if side == 0:
-                row.before = read
-            else:
-                row.after = read
+        for after, held in ((False, row.before), (True, row.after)):
+            if isinstance(held, bytes):
+                places.append((row, after))
+                data.append(held)
+    if not places:
+        return
+    for (row, after), read in zip(places, raw.rows(b"".join(data)), strict=True):
+        if after:
+            row.after = read
+        else:
+            row.before = read
 
 
 class NetChains:

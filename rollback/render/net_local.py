@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any
 
 from rollback.base import hotpath
-from rollback.render.net import INSERT, MOVE, LazyImage
+from rollback.render.net import INSERT, MOVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,17 +194,3 @@ def decode_step_images(steps: list[list[Any]], raw: Any) -> None:
             step[2] = next(rows)
         if type(step[5]) is bytes:
             step[5] = next(rows)
-
-
-def lazy_step_images(steps: list[list[Any]], raw: Any) -> None:
-    """Steps whose images are the bytes they take in their rows events, for the driver's fold: each
-    image wrapped as a LazyImage, read only if a net row keeps it (NetFold.rows); the pair of a step
-    moving a key read now (the fold reads its keys from its images)."""
-    moves = [step for step in steps if step[0] == MOVE]
-    if moves:
-        decode_step_images(moves, raw)
-    for step in steps:
-        if type(step[2]) is bytes:
-            step[2] = LazyImage(raw, step[2])
-        if type(step[5]) is bytes:
-            step[5] = LazyImage(raw, step[5])

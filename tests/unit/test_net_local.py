@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollback.render.net import DELETE, INSERT, MOVE, UPDATE, LazyImage, NetFold
-from rollback.render.net_local import decode_step_images, decoded_images, lazy_step_images, render_run
+from rollback.render.net import DELETE, INSERT, MOVE, UPDATE, NetFold
+from rollback.render.net_local import decode_step_images, decoded_images, render_run
 
 
 class _Raw:
@@ -66,19 +66,34 @@ def test_steps_holding_images_as_bytes_are_decoded_in_place():
 
 
 def test_the_drivers_fold_reads_only_the_images_its_net_rows_keep():
-    """Two partitions' steps (lazy_step_images): key 1 inserted, then deleted; key 2 updated in both.
-    The fold reads the images of key 2's net change only, at its end, in one read."""
+    """Two partitions' steps holding images as bytes: key 1 inserted, then deleted; key 2 updated in
+    both; key 7 moved to 8. The fold reads the moved pair at once (its keys), and of the rest only the
+    images of key 2's net change, at its end, in one read."""
     raw = _Raw()
     first = [[INSERT, 1, None, 0, 0, b"\x01.", 0, 0], [UPDATE, 2, b"\x02.", 0, 1, b"\x03.", 0, 1]]
-    second = [[UPDATE, 2, b"\x03.", 1, 0, b"\x04.", 1, 0], [DELETE, 1, b"\x01.", 1, 1, None, 1, 1]]
-    moved = [[MOVE, None, (b"\x05.", b"\x06."), 2, 0, None, 2, 0]]
-    for steps in (first, second):
-        lazy_step_images(steps, raw)
-    assert type(first[0][5]) is LazyImage and not raw.reads
-    lazy_step_images(moved, raw)
-    assert moved[0][2] == ((5,), (6,)) and raw.reads == [b"\x05.\x06."]  # a moved key's pair: read now
+    second = [
+        [UPDATE, 2, b"\x03.", 1, 0, b"\x04.", 1, 0],
+        [DELETE, 1, b"\x01.", 1, 1, None, 1, 1],
+        [MOVE, None, (b"\x07.", b"\x08."), 1, 2, None, 1, 2],
+    ]
     fold = NetFold("t", (0,))
     for steps in (first, second):
-        fold.add_steps(steps, lambda event, row: (event * 10 + row, ("f", 4, row, 0, None)))
-    assert [(row.before, row.after) for row in fold.rows()] == [((2,), (4,))]
+        fold.add_steps(steps, lambda event, row: (event * 10 + row, ("f", 4, row, 0, None)), raw)
+    assert raw.reads == [b"\x07.\x08."]
+    assert [(row.before, row.after) for row in fold.rows()] == [((2,), (4,)), ((7,), (8,))]
     assert raw.reads[1:] == [b"\x02.\x04."]
+
+
+def test_steps_another_reader_reads_are_read_when_folded():
+    """Steps whose images another reader reads than the table's first: read as they are folded."""
+    first, other = _Raw(), _Raw()
+    fold = NetFold("t", (0,))
+    fold.add_steps(
+        [[INSERT, 1, None, 0, 0, b"\x01.", 0, 0]], lambda event, row: (row, ("f", 4, row, 0, None)), first
+    )
+    fold.add_steps(
+        [[UPDATE, 2, b"\x02.", 1, 0, b"\x03.", 1, 0]], lambda event, row: (9, ("f", 4, row, 0, None)), other
+    )
+    assert other.reads == [b"\x02.", b"\x03."] and not first.reads
+    assert [(row.before, row.after) for row in fold.rows()] == [(None, (1,)), ((2,), (3,))]
+    assert first.reads == [b"\x01."]
