@@ -1772,6 +1772,49 @@ cdef inline void _continued(list step, object after, object event, Py_ssize_t nu
     step[7] = number
 
 
+cdef inline void _chain_insert(dict open_, list steps, object k, object after, object event, Py_ssize_t number):
+    """An INSERT of key `k`: a new step, or the step open on the key taken on (it left no row)."""
+    cdef list step
+    found = open_.get(k)
+    if found is None or (<list>found)[5] is not None:
+        step = [0, k, None, event, number, after, event, number]
+        open_[k] = step
+        steps.append(step)
+    else:
+        _continued(<list>found, after, event, number)
+
+
+cdef inline void _chain_delete(dict open_, list steps, object k, object before, object event, Py_ssize_t number):
+    """A DELETE of key `k`: a new step, or the step open on the key taken on (it left the row)."""
+    cdef list step
+    found = open_.get(k)
+    if found is None or (<list>found)[5] is None:
+        step = [2, k, before, event, number, None, event, number]
+        open_[k] = step
+        steps.append(step)
+    else:
+        _continued(<list>found, None, event, number)
+
+
+cdef inline void _chain_update(dict open_, list steps, object k, object moved, object before, object after,
+                               object pair, object event, Py_ssize_t number):
+    """An UPDATE of key `k` to key `moved`: a step of its own that ends both keys' steps where it moves
+    the key (its images as `pair`); else a new step, or the step open on the key taken on."""
+    cdef list step
+    if k != moved:
+        open_.pop(k, None)
+        open_.pop(moved, None)
+        steps.append([3, None, pair, event, number, None, event, number])
+        return
+    found = open_.get(k)
+    if found is None or (<list>found)[5] is None:
+        step = [1, k, before, event, number, after, event, number]
+        open_[k] = step
+        steps.append(step)
+    else:
+        _continued(<list>found, after, event, number)
+
+
 def net_chain(tuple key, str kind, list rows, object event, dict open_, list steps):
     """NetChains.add's loop over one rows event's changes (rollback/render/net.py, its pure-Python
     twin): the same steps, in the same order, with the same objects in them. A step is the list
@@ -1779,54 +1822,29 @@ def net_chain(tuple key, str kind, list rows, object event, dict open_, list ste
     0, 1, 2, 3."""
     cdef Py_ssize_t number, n = len(rows)
     cdef Py_ssize_t single = <Py_ssize_t>key[0] if len(key) == 1 else -1
-    cdef list step
-    cdef object found, k, before, after, pair
+    cdef object image, before, after, pair
     if kind == "insert":
         for number in range(n):
-            after = rows[number]
-            if type(after) is not tuple:
-                after = tuple(after)
-            k = _row_key(after, key, single)
-            found = open_.get(k)
-            if found is None or (<list>found)[5] is not None:
-                step = [0, k, None, event, number, after, event, number]
-                open_[k] = step
-                steps.append(step)
-            else:
-                _continued(<list>found, after, event, number)
+            image = rows[number]
+            if type(image) is not tuple:
+                image = tuple(image)
+            _chain_insert(open_, steps, _row_key(image, key, single), image, event, number)
     elif kind == "delete":
         for number in range(n):
-            before = rows[number]
-            k = _row_key(before, key, single)
-            found = open_.get(k)
-            if found is None or (<list>found)[5] is None:
-                if type(before) is not tuple:
-                    before = tuple(before)
-                step = [2, k, before, event, number, None, event, number]
-                open_[k] = step
-                steps.append(step)
-            else:
-                _continued(<list>found, None, event, number)
+            image = rows[number]
+            if type(image) is not tuple:
+                image = tuple(image)
+            _chain_delete(open_, steps, _row_key(image, key, single), image, event, number)
     else:
         for number in range(n):
             pair = rows[number]
             before, after = pair
-            k = _row_key(before, key, single)
-            moved = _row_key(after, key, single)
-            if k != moved:
-                open_.pop(k, None)
-                open_.pop(moved, None)
-                steps.append([3, None, pair, event, number, None, event, number])
-                continue
-            if type(before) is not tuple:
+            if type(before) is not tuple:  # (as the pure twin: both made tuples where the first is not)
                 before, after = tuple(before), tuple(after)
-            found = open_.get(k)
-            if found is None or (<list>found)[5] is None:
-                step = [1, k, before, event, number, after, event, number]
-                open_[k] = step
-                steps.append(step)
-            else:
-                _continued(<list>found, after, event, number)
+            _chain_update(
+                open_, steps, _row_key(before, key, single), _row_key(after, key, single), before, after,
+                pair, event, number
+            )
 
 
 def net_chain_keyed(str kind, list keys, list images, object event, dict open_, list steps):
@@ -1834,50 +1852,23 @@ def net_chain_keyed(str kind, list keys, list images, object event, dict open_, 
     image_rows gives them (the bytes each takes in the event): an UPDATE's keys and images alternate,
     before then after. The same steps as net_chain gives for the decoded rows, with those images."""
     cdef Py_ssize_t number, n = len(images)
-    cdef list step
-    cdef object found, k, moved, before, after
+    cdef object before, after
     if kind == "insert":
         for number in range(n):
-            after = images[number]
-            k = keys[number]
-            found = open_.get(k)
-            if found is None or (<list>found)[5] is not None:
-                step = [0, k, None, event, number, after, event, number]
-                open_[k] = step
-                steps.append(step)
-            else:
-                _continued(<list>found, after, event, number)
+            _chain_insert(open_, steps, keys[number], images[number], event, number)
     elif kind == "delete":
         for number in range(n):
-            before = images[number]
-            k = keys[number]
-            found = open_.get(k)
-            if found is None or (<list>found)[5] is None:
-                step = [2, k, before, event, number, None, event, number]
-                open_[k] = step
-                steps.append(step)
-            else:
-                _continued(<list>found, None, event, number)
+            _chain_delete(open_, steps, keys[number], images[number], event, number)
     else:
         if n % 2:
             raise ValueError("an UPDATE's images come in pairs")
         for number in range(n // 2):
             before = images[2 * number]
             after = images[2 * number + 1]
-            k = keys[2 * number]
-            moved = keys[2 * number + 1]
-            if k != moved:
-                open_.pop(k, None)
-                open_.pop(moved, None)
-                steps.append([3, None, (before, after), event, number, None, event, number])
-                continue
-            found = open_.get(k)
-            if found is None or (<list>found)[5] is None:
-                step = [1, k, before, event, number, after, event, number]
-                open_[k] = step
-                steps.append(step)
-            else:
-                _continued(<list>found, after, event, number)
+            _chain_update(
+                open_, steps, keys[2 * number], keys[2 * number + 1], before, after, (before, after), event,
+                number
+            )
 
 
 def image_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, tuple key, bint decimal_text=False):
@@ -1887,22 +1878,12 @@ def image_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, tuple 
     would not give them: the caller decodes the rows). For images with every column."""
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t *at = NULL
-    cdef Py_ssize_t p, start
+    cdef Py_ssize_t start
     cdef Py_ssize_t single = <Py_ssize_t>key[0] if len(key) == 1 else -1
-    cdef Py_ssize_t i, n = len(key), c
     cdef list keys = []
     cdef list images = []
-    cdef object value, values
     cdef int k
-    if layout.ncols != layout.width:
-        raise ValueError("image_rows reads images with every column")
-    for k in range(layout.ncols):
-        if layout.col[k] != k:
-            raise ValueError("image_rows reads images with every column")
-    for i in range(n):
-        c = <Py_ssize_t>key[i]
-        if c < 0 or c >= layout.ncols:
-            raise ValueError("a key column out of the image")
+    _check_full_layout(layout, key, "image_rows")
     if end > PyBytes_GET_SIZE(data):
         end = PyBytes_GET_SIZE(data)
     at = <Py_ssize_t *>PyMem_Malloc((layout.ncols + 1) * sizeof(Py_ssize_t))
@@ -1915,24 +1896,7 @@ def image_rows(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, tuple 
             for k in range(layout.ncols):
                 if at[k] >= 0:
                     _check_column(layout, k, buf, at[k], end, decimal_text)
-            if single >= 0:
-                if at[single] < 0:
-                    value = None
-                else:
-                    p = at[single]
-                    value = _column(layout, <int>single, buf, &p, end, decimal_text)
-                keys.append(value)
-            else:
-                values = PyTuple_New(n)
-                for i in range(n):
-                    c = <Py_ssize_t>key[i]
-                    if at[c] < 0:
-                        value = None
-                    else:
-                        p = at[c]
-                        value = _column(layout, <int>c, buf, &p, end, decimal_text)
-                    _set(values, i, value)
-                keys.append(values)
+            keys.append(_image_key(layout, buf, at, end, key, single, decimal_text))
             images.append(PyBytes_FromStringAndSize(<const char *>buf + start, pos - start))
     finally:
         PyMem_Free(at)
@@ -1991,6 +1955,47 @@ def marshal_safe(object values):
     return _marshal_safe(values)
 
 
+cdef int _check_full_layout(Layout layout, tuple key, str who) except -1:
+    """Raise ValueError unless the images have every column, in order, and the key's columns are among
+    them (what image_keys and image_rows read)."""
+    cdef int k
+    cdef Py_ssize_t i, c
+    if layout.ncols != layout.width:
+        raise ValueError(f"{who} reads images with every column")
+    for k in range(layout.ncols):
+        if layout.col[k] != k:
+            raise ValueError(f"{who} reads images with every column")
+    for i in range(len(key)):
+        c = <Py_ssize_t>key[i]
+        if c < 0 or c >= layout.ncols:
+            raise ValueError("a key column out of the image")
+    return 0
+
+
+cdef object _image_key(Layout layout, const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end, tuple key,
+                       Py_ssize_t single, bint decimal_text):
+    """The row key of the image whose columns start at `at` (_columns_at): one column's value, or a
+    tuple of several (None for a NULL column)."""
+    cdef Py_ssize_t i, c, p
+    cdef Py_ssize_t n = len(key)
+    cdef object value, values
+    if single >= 0:
+        if at[single] < 0:
+            return None
+        p = at[single]
+        return _column(layout, <int>single, buf, &p, end, decimal_text)
+    values = PyTuple_New(n)
+    for i in range(n):
+        c = <Py_ssize_t>key[i]
+        if at[c] < 0:
+            value = None
+        else:
+            p = at[c]
+            value = _column(layout, <int>c, buf, &p, end, decimal_text)
+        _set(values, i, value)
+    return values
+
+
 def image_keys(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t limit, tuple key,
                bint decimal_text=False):
     """(the row keys of the first `limit` images of data[pos:end] (every one when `limit` < 0), the
@@ -1999,21 +2004,9 @@ def image_keys(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssi
     DELETE's, as FullImages.script_images takes them); Fallback where an image does not fit."""
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t *at = NULL
-    cdef Py_ssize_t p
     cdef Py_ssize_t single = <Py_ssize_t>key[0] if len(key) == 1 else -1
-    cdef Py_ssize_t i, n = len(key), c
     cdef list out = []
-    cdef object value, values
-    cdef int k
-    if layout.ncols != layout.width:
-        raise ValueError("image_keys reads images with every column")
-    for k in range(layout.ncols):
-        if layout.col[k] != k:
-            raise ValueError("image_keys reads images with every column")
-    for i in range(n):
-        c = <Py_ssize_t>key[i]
-        if c < 0 or c >= layout.ncols:
-            raise ValueError("a key column out of the image")
+    _check_full_layout(layout, key, "image_keys")
     if end > PyBytes_GET_SIZE(data):
         end = PyBytes_GET_SIZE(data)
     at = <Py_ssize_t *>PyMem_Malloc((layout.ncols + 1) * sizeof(Py_ssize_t))
@@ -2022,24 +2015,7 @@ def image_keys(Layout layout, bytes data, Py_ssize_t pos, Py_ssize_t end, Py_ssi
     try:
         while pos < end and limit != 0:
             pos = _columns_at(layout, buf, pos, end, at)
-            if single >= 0:
-                if at[single] < 0:
-                    value = None
-                else:
-                    p = at[single]
-                    value = _column(layout, <int>single, buf, &p, end, decimal_text)
-                out.append(value)
-            else:
-                values = PyTuple_New(n)
-                for i in range(n):
-                    c = <Py_ssize_t>key[i]
-                    if at[c] < 0:
-                        value = None
-                    else:
-                        p = at[c]
-                        value = _column(layout, <int>c, buf, &p, end, decimal_text)
-                    _set(values, i, value)
-                out.append(values)
+            out.append(_image_key(layout, buf, at, end, key, single, decimal_text))
             limit -= 1
     finally:
         PyMem_Free(at)
