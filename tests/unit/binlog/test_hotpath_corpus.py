@@ -20,7 +20,7 @@ from rollback.pipeline.plan_lines import PlanLines
 from rollback.render.records import batch_records, record_json
 from rollback.render.sql import TableRenderer
 from rollback.schema.charsets import charset_of_collation
-from rollback.schema.tables import Column, TableSchema
+from rollback.schema.tables import Column, StaticSchema, TableSchema
 from tests.support.corpus import VENDORED
 from tests.support.decoding import iter_row_batches
 from tests.support.hotpath import compiled_core, hot_path, outcome
@@ -86,6 +86,34 @@ def script_alone(path: Path, out: Path, mode: str) -> bytes:
     return out.read_bytes()
 
 
+def net_statements(path: Path, out: Path, partition_bytes: int | None, plan: bool) -> list[str]:
+    """The --net script's statements, each table keyed by its first column (schema_of). Without a plan,
+    with the compiled core, the partitions keep the images as their bytes, and on either path they may
+    write their shares of the script (rollback/render/net_local.py); with a plan the driver folds every
+    change. The same statements every way, or the same refusal."""
+    buf = memoryview(path.read_bytes())
+    facts, _ = read_file_facts(buf, str(path))
+    state = StreamState(facts, path=str(path), file_name=path.name)
+    tables = {}
+    for _decoded, batch in iter_row_batches(buf, state, 4, len(buf)):
+        if batch is not None:
+            tables.setdefault((batch.table.database, batch.table.table), schema_of(batch.table, (0,)))
+    options = Options(
+        mode="flashback",
+        engine="local",
+        net=True,
+        allow_empty=True,
+        partition_bytes=partition_bytes,
+        schema=StaticSchema(list(tables.values())),
+        trust_schema=True,
+    )
+    generate(
+        RangeSpec([str(path)]), Filters(), options, out, out.with_suffix(".plan.jsonl") if plan else None
+    )
+    lines = out.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    return [line for line in lines if line and not line.startswith(("--", "SET ", "BEGIN;", "COMMIT;"))]
+
+
 @pytest.mark.parametrize("rel", VENDORED.with_rows())
 def test_a_corpus_file_gives_the_same_bytes_on_both_paths(rel, corpus_file, tmp_path):
     path = corpus_file(rel, VENDORED)
@@ -99,5 +127,10 @@ def test_a_corpus_file_gives_the_same_bytes_on_both_paths(rel, corpus_file, tmp_
                 outcome(script, path, tmp_path / f"{label}.changes.sql", "changes"),
                 outcome(script_alone, path, tmp_path / f"{label}.flashback-alone.sql", "flashback"),
                 outcome(script_alone, path, tmp_path / f"{label}.forward-alone.sql", "forward"),
+                outcome(net_statements, path, tmp_path / f"{label}.net.sql", None, False),
+                outcome(net_statements, path, tmp_path / f"{label}.net-split.sql", 4 << 10, False),
+                outcome(net_statements, path, tmp_path / f"{label}.net-folded.sql", None, True),
             ]
     assert results["pure"] == results["compiled"]
+    alone, split, folded = results["compiled"][-3:]
+    assert alone == split == folded  # written by the partitions or folded by the driver: the same
