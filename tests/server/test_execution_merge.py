@@ -242,6 +242,7 @@ def test_a_change_committed_while_the_merge_waits_is_a_conflict_not_a_lost_updat
     the real run's locking read waits for it and sees the change: a conflict, the other session's value kept."""
     server, table, plan = incident["server"], incident["table"], incident["plan"]
     holders = []
+    timers = []
     connections = []
 
     def factory():
@@ -252,13 +253,16 @@ def test_a_change_committed_while_the_merge_waits_is_a_conflict_not_a_lost_updat
                 cur.execute("BEGIN")
                 cur.execute(f"UPDATE {table} SET a = 77 WHERE id = 1")
             holders.append(conn)
-            threading.Timer(1.0, conn.commit).start()
+            timers.append(threading.Timer(1.0, conn.commit))
+            timers[-1].start()
         return server.connect(autocommit=False, client_flag=_multi())
 
     try:
         with pytest.raises(ExecutionConflict, match=r"a before 1, after 101, now 77"):
             execute_plan(plan, factory, commit=True, merge=True, lock_wait_timeout=20)
     finally:
+        for timer in timers:  # its commit has its answer before the connection closes
+            timer.join()
         for conn in holders:
             conn.close()
     assert rows(server, table)[0] == (1, 77, "x!", 10, 100)

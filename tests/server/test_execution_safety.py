@@ -361,19 +361,23 @@ def test_a_change_committed_while_the_apply_waits_is_a_conflict_not_a_lost_updat
     """Between the dry run and the real run another session changes row 1 and commits a moment later:
     the real run's check waits for it and sees the change, instead of overwriting it."""
     holders = []
+    timers = []
     connections = []
 
     def factory():
         connections.append(1)
         if len(connections) == 3:  # the streamed pass's preflight, its dry run, then the real run
             holders.append(_holder(scratch_server, f"UPDATE {LU}.acct SET owner = 'other' WHERE id = 1"))
-            threading.Timer(1.0, holders[0].commit).start()
+            timers.append(threading.Timer(1.0, holders[0].commit))
+            timers[0].start()
         return scratch_server.connect(autocommit=False)
 
     try:
         with pytest.raises(ConflictError, match=rf"conflict at .*\({LU}\.acct, .*nothing was applied"):
             execute_plan(updated["plan"], factory, commit=True, lock_wait_timeout=20)
     finally:
+        for timer in timers:  # its commit has its answer before the connection closes
+            timer.join()
         for conn in holders:
             conn.close()
     rows = scratch_server.query(f"SELECT id, owner, balance FROM {LU}.acct ORDER BY id")
