@@ -75,13 +75,12 @@ from rollback.pipeline.spill import SpillBuffer
 from rollback.pipeline.storage import ByteRange
 from rollback.render.change_lines import ChangeLineCache
 from rollback.render.invert import Irreversible, Reverse, forward_row, invert_row, invert_rows
-from rollback.render.net import NetChains, row_keys
+from rollback.render.net import NetChains, read_step_images, row_keys
 from rollback.render.net import complete as net_complete
 from rollback.render.net_local import (
     Item,
     Share,
     chained_rows,
-    decode_step_images,
     key_span,
     render_run,
     write_segment,
@@ -267,7 +266,6 @@ class _Run:
         self.net_shares: list[Share] = []
         self.net_once: list[Item] = []  # the segment's DELETEs written with their statements
         self.net_once_tables: set[int] = set()
-        self.net_chain_tables: set[int] = set()
         self.net_key_spans: dict[int, tuple[Any, Any] | None] = {}  # see _net_key_span
         self.net_hand_over_due = False  # half the steps NET_STEPS_HELD bounds are held: hand them over
         # --net: the tables whose steps hold images as bytes (_net_from_images) -> the decoder that reads
@@ -866,7 +864,7 @@ class _Run:
         raw = self.net_raw.pop(number, None)
         chains = self.net_chains.get(number)
         if raw is not None and chains is not None:
-            decode_step_images(chains.steps, raw)
+            read_step_images(chains.steps, raw)
 
     def _net_deletes_from_images(
         self,
@@ -1121,8 +1119,6 @@ class _Run:
                 self.net_once_tables.add(number)
             data.write(statements[0])
             self.net_data_size += len(statements[0])
-        else:
-            self.net_chain_tables.add(number)
         self.net_events += 1
         self.summary.net_changes += len(change[3])
         held = sum(len(c.steps) for c in self.net_chains.values())
@@ -1191,7 +1187,7 @@ class _Run:
         deleted from have one share each, their keys each once in the partition."""
         if self.net_segments is None or self.net_out is None:
             return
-        if self.net_once_tables & self.net_chain_tables:  # deleted from, then changed otherwise
+        if not self.net_once_tables.isdisjoint(self.net_chains):  # deleted from, then changed otherwise
             return
         shares = list(self.net_shares)
         for number in self.net_once_tables:

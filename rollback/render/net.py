@@ -61,15 +61,26 @@ _DELETED = {
 }
 
 
-def _read_step_images(steps: list[list[Any]], raw: Any) -> None:
-    """Steps' images that are bytes read by `raw`, in place (their before, after, a moved key's pair)."""
+def read_images(images: list[Any], raw: Any) -> list[Any]:
+    """`images` with those that are bytes (the bytes an image takes in its rows event) read by `raw`
+    (parts.RawImages), in one read of them all; the others (decoded rows, None) as they are."""
+    data = b"".join(image for image in images if type(image) is bytes)
+    if not data:
+        return images
+    rows = iter(raw.rows(data))
+    return [next(rows) if type(image) is bytes else image for image in images]
+
+
+def read_step_images(steps: list[list[Any]], raw: Any) -> None:
+    """Steps (NetChains) whose images are bytes, read in place by `raw` in one read: their before and
+    after images, a moved key's pair."""
+    held = [image for step in steps for image in (step[2] if step[0] == MOVE else (step[2], step[5]))]
+    read = iter(read_images(held, raw))
     for step in steps:
-        if step[0] == MOVE and type(step[2][0]) is bytes:
-            step[2] = tuple(raw.rows(step[2][0] + step[2][1]))
-            continue
-        for side in (2, 5):
-            if type(step[side]) is bytes:
-                step[side] = raw.rows(step[side])[0]
+        if step[0] == MOVE:
+            step[2] = (next(read), next(read))
+        else:
+            step[2], step[5] = next(read), next(read)
 
 
 def _describe(table: str, where: Where) -> str:
@@ -181,15 +192,15 @@ class NetFold:
         before, and no other change of the partition meets its key. `raw`: what reads the images
         the steps hold as bytes (kept so until rows(); read now if it reads them otherwise than the
         reader of the table's other steps)."""
-        if raw is not None and self.raw is None:
-            self.raw = raw
-        elif raw is not None and raw != self.raw:
-            _read_step_images(steps, raw)
+        if raw is not None:
+            if self.raw is None:
+                self.raw = raw
+            # a moved key's pair is read now (its keys are read from its images), every image if
+            # another reader reads these steps
+            read_step_images(steps if raw != self.raw else [s for s in steps if s[0] == MOVE], raw)
         live, gone, table = self.live, self.gone, self.table
         for kind, key, before, event, number, after, last_event, last in steps:
             if kind == MOVE:
-                if raw is not None and type(before[0]) is bytes:  # its keys are read from its images
-                    before = tuple(raw.rows(before[0] + before[1]))
                 seq, where = where_of(event, number)
                 file, pos, row_number, tx, gtid = where
                 self.add_rows("update", [before], seq, file, pos, [row_number], tx, gtid)
@@ -226,30 +237,14 @@ class NetFold:
             *self.settled,
         ]
         if self.raw is not None:
-            _read_images(every, self.raw)
+            read = iter(read_images([image for row in every for image in (row.before, row.after)], self.raw))
+            for row in every:
+                row.before, row.after = next(read), next(read)
         return [row for row in every if row.before != row.after]
 
 
 def _seq(row: NetRow) -> int:
     return row.seq
-
-
-def _read_images(rows: list[NetRow], raw: Any) -> None:
-    """The rows' images that are bytes read by `raw`, in place, in one read of them all."""
-    places: list[tuple[NetRow, bool]] = []
-    data: list[bytes] = []
-    for row in rows:
-        for after, held in ((False, row.before), (True, row.after)):
-            if isinstance(held, bytes):
-                places.append((row, after))
-                data.append(held)
-    if not places:
-        return
-    for (row, after), read in zip(places, raw.rows(b"".join(data)), strict=True):
-        if after:
-            row.after = read
-        else:
-            row.before = read
 
 
 class NetChains:

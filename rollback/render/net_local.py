@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any
 
 from rollback.base import hotpath
-from rollback.render.net import INSERT, MOVE
+from rollback.render.net import INSERT, MOVE, read_images
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,53 +144,10 @@ def render_run(full: Any, raw: Any, kind: str, images: list[Any]) -> tuple[bytes
                 return script, written
         except Exception:  # noqa: BLE001 - decoded below, as the general path reads them
             pass
-    if raw is not None:
-        images = decoded_images(images, raw, kind == "update")
-        if kind == "update":
-            images = [pair for pair in images if pair[0] != pair[1]]
+    if raw is not None and kind == "update":
+        read = read_images([image for pair in images for image in pair], raw)
+        images = [pair for pair in zip(read[0::2], read[1::2], strict=True) if pair[0] != pair[1]]
+    elif raw is not None:
+        images = read_images(images, raw)
     data, written, _longest = full.script(kind, images, False)
     return data, written
-
-
-def decoded_images(images: list[Any], raw: Any, pairs: bool) -> list[Any]:
-    """Images (`pairs`: an UPDATE's pairs of them) with those that are bytes decoded by `raw`, in one
-    read of them all."""
-    found = [image for item in images for image in item] if pairs else images
-    data = b"".join(image for image in found if type(image) is bytes)
-    rows = iter(raw.rows(data) if data else ())
-
-    def one(image: Any) -> Any:
-        return next(rows) if type(image) is bytes else image
-
-    if pairs:
-        return [(one(before), one(after)) for before, after in images]
-    return [one(image) for image in images]
-
-
-def decode_step_images(steps: list[list[Any]], raw: Any) -> None:
-    """Steps (rollback.render.net.NetChains) whose images are the bytes they take in their rows events,
-    decoded in place by `raw` (parts.RawImages), in one read of them all."""
-    data = bytearray()
-    for step in steps:
-        before, after = step[2], step[5]
-        if step[0] == MOVE:
-            before, after = before
-        if type(before) is bytes:
-            data += before
-        if type(after) is bytes:
-            data += after
-    if not data:
-        return
-    rows = iter(raw.rows(bytes(data)))
-    for step in steps:
-        if step[0] == MOVE:
-            before, after = step[2]
-            step[2] = (
-                next(rows) if type(before) is bytes else before,
-                next(rows) if type(after) is bytes else after,
-            )
-            continue
-        if type(step[2]) is bytes:
-            step[2] = next(rows)
-        if type(step[5]) is bytes:
-            step[5] = next(rows)

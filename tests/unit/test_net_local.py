@@ -1,12 +1,13 @@
 """A partition's share of a --net script (rollback/render/net_local.py): its runs rendered from images
-that are decoded rows or the bytes they take in their rows events."""
+that are decoded rows or the bytes they take in their rows events; and those bytes read where the
+share and the driver's fold need them (rollback/render/net.py: read_images, read_step_images)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rollback.render.net import DELETE, INSERT, MOVE, UPDATE, NetFold
-from rollback.render.net_local import decode_step_images, decoded_images, render_run
+from rollback.render.net import DELETE, INSERT, MOVE, UPDATE, NetFold, read_images, read_step_images
+from rollback.render.net_local import render_run
 
 
 class _Raw:
@@ -42,9 +43,9 @@ def test_an_update_whose_images_read_as_equal_values_is_left_out():
 
 def test_rows_decoded_and_images_as_bytes_are_read_in_their_order():
     raw = _Raw()
-    assert decoded_images([b"\x05.", (9,), b"\x06."], raw, False) == [(5,), (9,), (6,)]
-    assert decoded_images([((1,), b"\x02.")], raw, True) == [((1,), (2,))]
-    assert decoded_images([(1,), (2,)], raw, False) == [(1,), (2,)] and len(raw.reads) == 2
+    assert read_images([b"\x05.", (9,), b"\x06."], raw) == [(5,), (9,), (6,)]
+    assert render_run(_Full(), raw, "update", [((1,), b"\x02.")]) == (b"update ((1,), (2,))\n", 1)
+    assert read_images([(1,), (2,)], raw) == [(1,), (2,)] and len(raw.reads) == 2
 
 
 def test_steps_holding_images_as_bytes_are_decoded_in_place():
@@ -55,7 +56,7 @@ def test_steps_holding_images_as_bytes_are_decoded_in_place():
         [MOVE, None, (b"\x04.", b"\x05."), 1, 1, None, 1, 1],
         [DELETE, 6, b"\x06.", 2, 0, None, 2, 0],
     ]
-    decode_step_images(steps, raw)
+    read_step_images(steps, raw)
     assert [(step[2], step[5]) for step in steps] == [
         (None, (1,)),
         ((2,), (3,)),
@@ -94,6 +95,6 @@ def test_steps_another_reader_reads_are_read_when_folded():
     fold.add_steps(
         [[UPDATE, 2, b"\x02.", 1, 0, b"\x03.", 1, 0]], lambda event, row: (9, ("f", 4, row, 0, None)), other
     )
-    assert other.reads == [b"\x02.", b"\x03."] and not first.reads
+    assert other.reads == [b"\x02.\x03."] and not first.reads  # in one read
     assert [(row.before, row.after) for row in fold.rows()] == [(None, (1,)), ((2,), (3,))]
     assert first.reads == [b"\x01."]
