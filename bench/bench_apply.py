@@ -140,7 +140,9 @@ def own_statements(plan: Path, database: str) -> str:
     )
     units = one._units(execute._Batch(limit))
     assert all(kind != "one" for kind, _ in units)  # every step in a batch, as the apply sends them
-    queries = [execute._Built.of(steps, keyed, set(), 0).sql for kind, steps in units if kind == "batch"]
+    queries = [
+        execute._Built.of(steps, keyed, set(), 0, True).sql for kind, steps in units if kind == "batch"
+    ]
     prelude = ";\n".join(execute.PRELUDE)
     return f"USE {database};\n{prelude};\nSTART TRANSACTION;\n" + "\n".join(queries) + "\nCOMMIT;\n"
 

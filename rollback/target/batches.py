@@ -13,6 +13,13 @@ can be undone to its start and run again one step at a time. A group is either
   ...`, when every value is a plain literal; else the UPDATEs one after the other). A key that repeats in a group cuts it (a row changed twice keeps
   its order), and so does a change of table or kind.
 
+  On a server with table value constructors (MariaDB 10.3.3 and later: `joined`), a group of UPDATEs whose
+  checks are all of the plain forms below is one joined UPDATE instead: its rows' checked values and new
+  values as one `VALUES` table, joined to the target through its primary key, each check's comparison
+  against its own row's value (`ON t.k <=> v.o0 AND CAST(t.b AS BINARY) <=> v.o1 ...`), the SET from
+  the same row. The server finds each row by its key and compares it once, where a CASE of n rows costs
+  it about n * n / 2 comparisons (bench/README.md).
+
   Two combined forms need no read of their own, which the server would otherwise pay for on every row
   twice: a CASE UPDATE's WHERE is its steps' checks (`WHERE (c1) OR (c2) ...` through the primary key:
   each row is locked, compared with the image the binlog left and changed in one go), and re-inserts
@@ -45,6 +52,11 @@ BY_KEY = " FORCE INDEX (PRIMARY)"
 # n * n / 2 comparisons; 50 took the 100k incident's 16,667 UPDATEs 0.46-0.57 s of server CPU against
 # 0.6-0.98 s in CASEs of 500 (bench/README.md).
 CASE_ROWS = 50
+# Rows of one joined UPDATE: the 100k incident's 16,667 UPDATEs took the server 0.36-0.40 s in joins of
+# 200 rows, 0.34-0.39 s in joins of 1,000 and 0.32 s in joins of 5,000 (CASEs of 50: 0.51-0.52 s).
+JOIN_ROWS = 1000
+TARGET = "rollback_target"  # the joined UPDATE's names for its target and its table of values
+ROWS = "rollback_rows"
 
 
 @dataclass
@@ -66,6 +78,11 @@ class Group:
     # a combined UPDATE group's SET columns, and its steps, each as its values and its WHERE (by key)
     columns: tuple[str, ...] = ()
     updates: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    # a joined UPDATE group: each check's column, its comparison's left side and its value's kind
+    # (None until a row of the group compares a value that is not NULL), and each step's checked values
+    checked: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    found: list[tuple[str, ...]] = field(default_factory=list)
+    form: _CheckForm | None = None  # the check form of the row that started a joined group, if any
 
 
 def _key(step: dict[str, Any], kind: str) -> str:
@@ -139,6 +156,8 @@ class _Table:
         "head",
         "form",
         "by_key",
+        "checks",
+        "check_form",
     )
 
     def __init__(self, prefix: str):
@@ -156,18 +175,24 @@ class _Table:
         # the primary key's columns, and what a re-insert's check is when it names its row by exactly
         # that key (built on first need)
         self.by_key: tuple[str, re.Pattern[str]] | None = None
+        # a joined UPDATE's check: a pattern per number of comparisons (_check_terms)
+        self.checks: dict[int, re.Pattern[str]] = {}
+        self.check_form: _CheckForm | None = None  # the last one learned (one attribute, as `form`)
 
 
 _seen: dict[str, _Table] = {}
 _VALUE = r"((?>NULL|-?[0-9]+(?:\.[0-9]+)?|'(?:[^']|'')*'))"
 
 
-def shape(step: dict[str, Any], keyed: Mapping[str, str], separate: set[str]) -> tuple[str, str, str] | None:
+def shape(
+    step: dict[str, Any], keyed: Mapping[str, str], separate: set[str], joined: bool = False
+) -> tuple[str, str, str] | None:
     """(kind, table, INSERT head) of a step a combined group may take, or None (a plain step). `keyed`:
     the lower-cased tables with a primary key (and its columns), which the plan's checks and statements
-    name rows by; `separate`: those whose UPDATEs go one after the other (groups). The kind: insert
-    (checked by the INSERT itself), checked_insert (by its read), delete or update."""
-    return _shape(step, keyed, separate)[0]
+    name rows by; `separate`: those whose UPDATEs go one after the other (groups); `joined`: the server
+    has table value constructors. The kind: insert (checked by the INSERT itself), checked_insert (by
+    its read), delete, update (a CASE UPDATE, or one after the other without a head) or joined."""
+    return _shape(step, keyed, separate, joined)[0]
 
 
 def _update_parts(seen: _Table, sql: str) -> tuple[_Form, tuple[str, ...], str] | None:
@@ -195,6 +220,83 @@ def _update_parts(seen: _Table, sql: str) -> tuple[_Form, tuple[str, ...], str] 
 
 _PLAIN_STEP: tuple[None, None] = (None, None)
 
+# One comparison of a check as the plan writes it (rollback/render/sql.py exact_comparison), when the
+# joined UPDATE may compare it against a column of a VALUES table: its left side (the column, or its
+# bytes, or an ENUM's or SET's index), which names the column (group 2 or 3), and a value whose kind the
+# VALUES table keeps for the whole column (group 4): NULL, a number, a quoted text (temporal values, a
+# MariaDB JSON document) or bytes in hex. FLOAT and DOUBLE values (an exponent), BIT values, other
+# introducers and the compound forms (MySQL's JSON, a signed zero) are none of these: their UPDATEs stay
+# CASEs.
+_NAME = r"`(?:[^`]|``)+`"
+_TERM = (
+    rf"(CAST\(({_NAME})(?:\+0 AS UNSIGNED| AS BINARY)\)|({_NAME})(?:\+0)?)"
+    r"<=>(NULL|-?[0-9]+(?:\.[0-9]+)?|'(?:[^']|'')*'|_binary 0x[0-9a-f]+|_binary'')"
+)
+_TERMS = 4  # groups of a _TERM
+
+
+def _check_terms(seen: _Table, check: str) -> list[tuple[str, str, str]] | None:
+    """(left side, column, value) of each comparison of a check of plain forms (_TERM), or None."""
+    n = check.count("<=>")
+    pattern = seen.checks.get(n)
+    if pattern is None:
+        pattern = seen.checks[n] = re.compile(re.escape(seen.prefix) + " AND ".join([_TERM] * n), re.DOTALL)
+    found = pattern.fullmatch(check)
+    if found is None:
+        return None
+    parts = found.groups()
+    return [(parts[i], parts[i + 1] or parts[i + 2], parts[i + 3]) for i in range(0, len(parts), _TERMS)]
+
+
+def _kind(value: str) -> str | None:
+    """The kind of a check's or a SET's plain value (None for NULL): one column of a VALUES table holds
+    values of one kind, so that the server types it as each value alone would be typed."""
+    first = value[0]
+    if first == "N":
+        return None
+    if first == "'":
+        return "text"
+    if first == "_":
+        return "bytes"
+    return "number"
+
+
+_KIND_PATTERNS = {
+    "number": r"-?[0-9]+(?:\.[0-9]+)?",
+    "text": r"'(?:[^']|'')*'",
+    "bytes": r"_binary 0x[0-9a-f]+|_binary''",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class _CheckForm:
+    """A table's check as its joined UPDATEs compare it, learned from a check without NULL: each column's
+    left side and the kind of its values (`checked`, as Group.checked holds them), for the primary key
+    `key`. `pattern` reads a check of that form in one match, each value a group (None: NULL), where
+    _check_terms reads its comparisons one by one (the apply's busiest function on big plans)."""
+
+    key: str
+    pattern: re.Pattern[str]
+    checked: tuple[tuple[str, str, str], ...]
+
+
+def _learn(seen: _Table, terms: list[tuple[str, str, str]], key: str) -> _CheckForm | None:
+    """The check form of a check's comparisons, or None when one compares NULL (its kind is unknown)."""
+    parts = []
+    checked = []
+    for left, column, value in terms:
+        kind = _kind(value)
+        if kind is None:
+            return None
+        values = _KIND_PATTERNS[kind]
+        if left == column:
+            parts.append(f"{re.escape(column)}<=>((?:{values})|NULL)")
+        else:
+            parts.append(f"(?:{re.escape(left)}<=>((?:{values}))|{re.escape(column)}<=>NULL)")
+        checked.append((column, left, kind))
+    pattern = re.compile(re.escape(seen.prefix) + " AND ".join(parts), re.DOTALL)
+    return _CheckForm(key, pattern, tuple(checked))
+
 
 def _names_column(where: str, column: str) -> bool:
     """Whether a WHERE by key (`k1`=v1 AND `k2`=v2) compares `column`."""
@@ -211,10 +313,15 @@ def _by_key(seen: _Table, key: str) -> re.Pattern[str]:
     return by_key[1]
 
 
+# A joined UPDATE's check: the table's check form it matched (or None) and its values, or its comparisons
+_Joined = tuple["_CheckForm | None", tuple[str, ...], "list[tuple[str, str, str]] | None"]
+_Update = tuple[tuple[str, ...], tuple[str, ...], str, "_Joined | None"]
+
+
 def _shape(
-    step: dict[str, Any], keyed: Mapping[str, str], separate: set[str]
-) -> tuple[tuple[str, str, str] | None, tuple[tuple[str, ...], tuple[str, ...], str] | None]:
-    """shape, and a combined UPDATE's columns, values and WHERE."""
+    step: dict[str, Any], keyed: Mapping[str, str], separate: set[str], joined: bool = False
+) -> tuple[tuple[str, str, str] | None, _Update | None]:
+    """shape, and a combined UPDATE's columns, values, WHERE and (joined) its check's comparisons."""
     sql, check, expect = step["sql"], step.get("check"), step.get("expect")
     name = str(step.get("table"))
     if not check or not check.startswith(COUNT_FROM) or name.lower() not in keyed:
@@ -247,8 +354,40 @@ def _shape(
         if parts is None or any(_names_column(parts[2], column) for column in parts[0].columns):
             return ("update", table, ""), None
         form, values, where = parts
-        return form.shape, (form.columns, values, where)
+        if joined:
+            found = _joined_check(seen, check, keyed[name.lower()])
+            if found is not None:
+                return ("joined", table, form.shape[2]), (form.columns, values, where, found)
+        return form.shape, (form.columns, values, where, None)
     return _PLAIN_STEP
+
+
+def _joined_check(seen: _Table, check: str, key: str) -> _Joined | None:
+    """A check a joined UPDATE can compare its row by, through the primary key `key`, or None: read by the
+    table's check form when it matches (and taught to the table when it has none, or another), else
+    comparison by comparison."""
+    form = seen.check_form
+    if form is not None and form.key == key:
+        found = form.pattern.fullmatch(check)
+        if found is not None:
+            return form, tuple(value or "NULL" for value in found.groups()), None
+    terms = _check_terms(seen, check)
+    if terms is None or not _found_by_key(terms, key):
+        return None
+    values = tuple(value for _, _, value in terms)
+    form = _learn(seen, terms, key)
+    if form is None:
+        return None, values, terms
+    seen.check_form = form
+    return form, values, None
+
+
+def _found_by_key(terms: list[tuple[str, str, str]], key: str) -> bool:
+    """Whether the check compares every column of the primary key (`key`) itself with a number: the join
+    then finds each row through the key (a text or bytes value, or a key compared as bytes, is no value
+    the primary key's index is sure to be read by; such UPDATEs stay CASEs)."""
+    plain = {column: value for left, column, value in terms if left == column}
+    return all(_kind(plain.get(column, "NULL")) == "number" for column in key.split(", "))
 
 
 _PLAIN_VALUE = re.compile(r"NULL|-?[0-9]+(\.[0-9]+)?|'([^']|'')*'")
@@ -275,12 +414,65 @@ def update_sets(sql: str, start: int) -> tuple[list[tuple[str, str]], int] | Non
         return (sets, at) if sql.startswith(" WHERE ", at) else None
 
 
-def groups(steps: list[dict[str, Any]], keyed: Mapping[str, str], separate: set[str]) -> list[Group]:
+def _joins(group: Group, values: tuple[str, ...], terms: list[tuple[str, str, str]]) -> bool:
+    """Whether a joined UPDATE group takes a row of these SET values and check comparisons: each check
+    of the same column, compared the same way, and every column's values of one kind (_kind); if so, the
+    group's comparisons take what the row adds to them."""
+    checked = group.checked
+    if not checked:
+        checked.extend((column, None, None) for _, column, _ in terms)
+        checked.extend(("", None, None) for _ in values)  # the SET values' kinds, after the checks'
+    elif len(checked) != len(terms) + len(values):
+        return False
+    seen = list(checked)
+    for i, (left, column, value) in enumerate([*terms, *(("", "", value) for value in values)]):
+        name, same_left, same_kind = seen[i]
+        if column != name:
+            return False
+        kind = _kind(value)
+        if kind is None:  # NULL: `c`<=>NULL whatever the column's comparison is
+            continue
+        if same_left is not None and (left != same_left or kind != same_kind):
+            return False
+        seen[i] = (name, left, kind)
+    checked[:] = seen
+    return True
+
+
+def _fits(group: Group, values: tuple[str, ...], check: _Joined) -> bool:
+    """Whether a joined UPDATE group takes a row (_joins); a row of the check form the group was started
+    by compares every column as the group does, and only its SET values' kinds are looked at."""
+    form, found, terms = check
+    if form is not None and group.form is form:
+        checked = group.checked
+        start = len(checked) - len(values)
+        kinds = [_kind(value) for value in values]
+        for i, kind in enumerate(kinds):
+            same = checked[start + i][2]
+            if kind is not None and same is not None and kind != same:
+                return False
+        for i, kind in enumerate(kinds):
+            if kind is not None:
+                checked[start + i] = ("", "", kind)
+        return True
+    if terms is None:
+        assert form is not None
+        terms = [
+            (left if value != "NULL" else column, column, value)
+            for (column, left, _), value in zip(form.checked, found, strict=True)
+        ]
+    return _joins(group, values, terms)
+
+
+def groups(
+    steps: list[dict[str, Any]], keyed: Mapping[str, str], separate: set[str], joined: bool = False
+) -> list[Group]:
     """The batch's groups. The UPDATEs of a table in `separate` go one after the other: a unique-key
-    swap fails in one multi-row UPDATE, which checks each row's unique keys as it changes it."""
+    swap fails in one multi-row UPDATE, which checks each row's unique keys as it changes it. `joined`:
+    the server has table value constructors (combined UPDATEs are joined ones where their checks allow)."""
     out: list[Group] = []
     for step in steps:
-        form, update = _shape(step, keyed, separate)
+        form, update = _shape(step, keyed, separate, joined)
         last = out[-1] if out else None
         if form is None:
             if last is None or last.shape is not None:
@@ -289,19 +481,28 @@ def groups(steps: list[dict[str, Any]], keyed: Mapping[str, str], separate: set[
             last.steps.append(step)
             continue
         key = _key(step, form[0])
+        check = update[3] if update is not None else None
         if (
             last is None
             or last.shape != form
             or key in last.keys
-            or (update and len(last.steps) >= CASE_ROWS)
+            or (update and len(last.steps) >= (CASE_ROWS if check is None else JOIN_ROWS))
+            or (check is not None and not _fits(last, update[1], check))  # type: ignore[index]
         ):
             last = Group(shape=form)
             out.append(last)
+            if check is not None:
+                if check[0] is not None:
+                    last.form = check[0]
+                    last.checked = [*check[0].checked, *(("", None, None) for _ in update[1])]  # type: ignore[index]
+                _fits(last, update[1], check)  # type: ignore[index]
         last.steps.append(step)
         last.keys.add(key)
         if update is not None:
             last.columns = update[0]
-            last.updates.append(update[1:])
+            last.updates.append(update[1:3])
+            if check is not None:
+                last.found.append(check[1])
     return out
 
 
@@ -346,6 +547,8 @@ def pieces(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
             )
         elif not head:
             out.extend(Piece("statement", n, step, step["sql"]) for step in group.steps)
+        elif kind == "joined":
+            out.append(Piece("statements", n, first, _joined_update(table, group), size))
         else:
             out.append(Piece("statements", n, first, _case_update(table, group, found), size))
     return out
@@ -366,6 +569,33 @@ def _case_update(table: str, group: Group, found: str) -> str:
         for i, column in enumerate(group.columns)
     )
     return f"UPDATE {table}{BY_KEY} SET {cases} WHERE ({found});"
+
+
+def _joined_update(table: str, group: Group) -> str:
+    """A joined group's UPDATEs as one: its rows' checked and new values as a VALUES table (columns o0...
+    then n0...), each row of the target found through its primary key and compared by every check
+    (STRAIGHT_JOIN: the VALUES table first, the target read by key, never scanned), then set from its
+    row's values."""
+    checks = len(group.found[0])
+    names = [f"o{i}" for i in range(checks)] + [f"n{i}" for i in range(len(group.columns))]
+    rows = ", ".join(
+        f"({', '.join(found)}, {', '.join(values)})"
+        for found, (values, _) in zip(group.found, group.updates, strict=True)
+    )
+    on = " AND ".join(
+        f"{_qualified(left or column, column)} <=> {ROWS}.o{i}"
+        for i, (column, left, _) in enumerate(group.checked[:checks])
+    )
+    sets = ", ".join(f"{TARGET}.{column} = {ROWS}.n{i}" for i, column in enumerate(group.columns))
+    return (
+        f"UPDATE (WITH {ROWS}({', '.join(names)}) AS (VALUES {rows}) SELECT * FROM {ROWS}) AS {ROWS} "
+        f"STRAIGHT_JOIN {table} AS {TARGET}{BY_KEY} ON {on} SET {sets};"
+    )
+
+
+def _qualified(left: str, column: str) -> str:
+    """A check's left side with its column named by the joined UPDATE's target."""
+    return left.replace(column, f"{TARGET}.{column}", 1)
 
 
 def checked_writes(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
@@ -394,6 +624,8 @@ def checked_writes(batch: list[Group], keyed: Mapping[str, str]) -> list[Piece]:
                         "statement", n, step, f"{sql[: sql.rindex(' WHERE ')]} WHERE {step['check'][where:]};"
                     )
                 )
+        elif kind == "joined":
+            out.append(Piece("statements", n, group.steps[0], _joined_update(table, group), size))
         else:
             out.append(Piece("statements", n, group.steps[0], _case_update(table, group, found), size))
     return out

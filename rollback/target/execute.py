@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
@@ -356,6 +357,7 @@ class _Pass:
     sizes: list[int] = field(default_factory=list)  # each step's bytes in a batch (_check_sizes)
     separate: set[str] = field(default_factory=set)  # tables whose UPDATEs go one by one (apply_batches)
     version: int = 0  # of `separate`: one more at each table it takes
+    joined: bool = False  # the target has table value constructors (apply_batches: joined UPDATEs)
     # False when the incident itself ran with foreign_key_checks=0 (Report.no_fk_checks): its reverse
     # then runs so too, or rows it left without their parents could not come back in plan order
     foreign_key_checks: bool = True
@@ -440,6 +442,7 @@ class _Pass:
             if not self.foreign_key_checks:
                 cur.execute("SET SESSION foreign_key_checks = 0")
             cur.execute(f"SET SESSION innodb_lock_wait_timeout = {int(self.lock_wait_timeout)}")
+            self.joined = value_tables(conn)
             if self.merge is not None:
                 self._merge(cur, self.merge)
                 return
@@ -451,7 +454,7 @@ class _Pass:
             units = self._units(batch)
             batches = [item for kind, item in units if kind == "batch"]
             with _ahead(
-                batches, lambda steps: _Built.of(steps, self.keyed, self.separate, self.version)
+                batches, lambda steps: _Built.of(steps, self.keyed, self.separate, self.version, self.joined)
             ) as ahead:
                 queries = iter(ahead)
                 built = (
@@ -514,7 +517,7 @@ class _Pass:
                 self._stop_if_asked()
                 self._count(len(steps), apply_merge.transaction(steps[0]))
                 if sent:
-                    built = built or _Built.merged(steps, keyed)  # None: the thread failed on it
+                    built = built or _Built.merged(steps, keyed, self.joined)  # None: the thread failed on it
                     if built.pieces and self._sent_checked(cur, built, steps):
                         continue
                 rows = source.rows(steps, plan_file, first)
@@ -542,7 +545,9 @@ class _Pass:
         spans = list(_merge_units(self._units(batch), source))
         eligible = [steps for steps, _, sent in spans if sent]
         keyed = self.keyed
-        queries = iter(stack.enter_context(_ahead(eligible, lambda steps: _Built.merged(steps, keyed))))
+        queries = iter(
+            stack.enter_context(_ahead(eligible, lambda steps: _Built.merged(steps, keyed, self.joined)))
+        )
         for steps, first, sent in spans:
             yield steps, first, sent, next(queries, None) if sent else None
 
@@ -552,7 +557,12 @@ class _Pass:
         careful path then refuses it before anything runs)."""
         units = self._cut(self._stream_steps(source.steps(), source), batch)
         for steps, first, sent in _merge_units(units, source):
-            yield steps, first, sent, _built_or_none(_Built.merged, steps, self.keyed) if sent else None
+            yield (
+                steps,
+                first,
+                sent,
+                _built_or_none(_Built.merged, steps, self.keyed, self.joined) if sent else None,
+            )
 
     def _sent_checked(self, cur: Any, built: _Built, steps: list[dict[str, Any]]) -> bool:
         """The batch's writes, each finding its rows by their checks (_Built.merged): True when every one
@@ -605,7 +615,11 @@ class _Pass:
             if kind != "batch":
                 yield kind, item, None
                 continue
-            yield kind, item, _built_or_none(_Built.of, item, self.keyed, self.separate, self.version)
+            yield (
+                kind,
+                item,
+                _built_or_none(_Built.of, item, self.keyed, self.separate, self.version, self.joined),
+            )
 
     def _stream_steps(
         self, steps: Iterable[dict[str, Any]], merge: apply_merge_plan.MergePlan | None = None
@@ -664,7 +678,7 @@ class _Pass:
         import pymysql
 
         if built is None or built.version != self.version:
-            built = _Built.of(steps, self.keyed, self.separate, self.version)
+            built = _Built.of(steps, self.keyed, self.separate, self.version, self.joined)
         grouped, pieces = built.groups, built.pieces
         counts: list[tuple[int, int]] = []  # statements and rows affected at each group's start
         again = None  # the group to return to
@@ -718,7 +732,7 @@ class _Pass:
         self._execute(cur, f"ROLLBACK TO SAVEPOINT {apply_batches.SAVEPOINT}{again}", grouped[again].steps[0])
         self.result.statements, self.result.rows_affected = counts[again]
         shape = grouped[again].shape
-        if shape is not None and shape[0] == "update" and shape[2]:
+        if shape is not None and shape[0] in ("update", "joined") and shape[2]:
             # the table's UPDATEs one after the other from now on (unique-key swaps fail as one UPDATE)
             self.separate.add(str(grouped[again].steps[0].get("table")).lower())
             self.version += 1  # what _ahead built for this table's UPDATEs is built again
@@ -784,6 +798,21 @@ class _Pass:
         )
 
 
+def value_tables(conn: Any) -> bool:
+    """Whether the server takes a table value constructor as a derived table with named columns
+    (`WITH v(a, b) AS (VALUES (1, 2), ...)`): MariaDB from 10.3.3. MySQL writes its rows `ROW(...)`
+    (8.0.19); its UPDATEs stay CASEs, the form tested on it."""
+    info = str(conn.get_server_info() or "")
+    if "mariadb" not in info.lower():
+        return False
+    version = re.search(r"(\d+)\.(\d+)\.(\d+)-mariadb", info.lower())
+    numbers = version.groups() if version else info.split("-")[0].split(".")
+    try:
+        return tuple(int(part) for part in numbers[:3]) >= (10, 3, 3)
+    except ValueError:
+        return False
+
+
 def _as_expected(step: dict[str, Any], found: int) -> bool:
     """A check's count as the plan expects it: the key free (0), or the row there (1, or more for a
     keyless table's duplicates)."""
@@ -826,16 +855,18 @@ class _Built:
     version: int  # of the pass's `separate` it was built with
 
     @staticmethod
-    def of(steps: list[dict[str, Any]], keyed: dict[str, str], separate: set[str], version: int) -> _Built:
-        grouped = apply_batches.groups(steps, keyed, separate)
+    def of(
+        steps: list[dict[str, Any]], keyed: dict[str, str], separate: set[str], version: int, joined: bool
+    ) -> _Built:
+        grouped = apply_batches.groups(steps, keyed, separate, joined)
         pieces = apply_batches.pieces(grouped, keyed)
         return _Built(grouped, pieces, "\n".join(piece.sql for piece in pieces), version)
 
     @staticmethod
-    def merged(steps: list[dict[str, Any]], keyed: dict[str, str]) -> _Built:
+    def merged(steps: list[dict[str, Any]], keyed: dict[str, str], joined: bool) -> _Built:
         """The merge apply's query of the batch (apply_batches.checked_writes); no pieces when a step is
         not one of a combined group (its table has no primary key, its statement is of no combined form)."""
-        grouped = apply_batches.groups(steps, keyed, set())
+        grouped = apply_batches.groups(steps, keyed, set(), joined)
         if any(group.shape is None for group in grouped):
             return _Built(grouped, [], "", 0)
         pieces = apply_batches.checked_writes(grouped, keyed)

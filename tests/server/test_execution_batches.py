@@ -289,9 +289,9 @@ def test_a_row_changed_while_its_batch_waits_is_a_conflict_not_a_lost_update(scr
 
 def test_a_deadlock_mid_batch_applies_nothing_and_says_so_in_one_line(scratch_server, tmp_path):
     """The batched apply has no retry for a deadlock: the server rolled the whole transaction back, so
-    it stops with one line that says so, and nothing is applied. The apply's CASE UPDATE of the last
-    rows locks them in key order up to 299 and waits for row 300, which another session holds; that
-    session then asks for row 299. The other session has written more (the server's victim is the
+    it stops with one line that says so, and nothing is applied. The apply's joined UPDATE locks the rows
+    in plan order, newest change first (300 down to 2), and waits for row 1, which another session holds;
+    that session then asks for row 2. The other session has written more (the server's victim is the
     transaction with less to undo)."""
     data = incident(
         scratch_server,
@@ -307,14 +307,14 @@ def test_a_deadlock_mid_batch_applies_nothing_and_says_so_in_one_line(scratch_se
         scratch_server,
         [
             f"INSERT INTO {DB}.weight SELECT seq FROM {DB}.seq_1_to_20000",
-            f"SELECT v FROM {DB}.t WHERE id = {ROWS} FOR UPDATE",
+            f"SELECT v FROM {DB}.t WHERE id = 1 FOR UPDATE",
         ],
     )
 
     def ask_for_the_row_before() -> None:
-        time.sleep(1.0)  # the apply is waiting for row ROWS by then
+        time.sleep(1.0)  # the apply is waiting for row 1 by then
         with holder.cursor() as cur:
-            cur.execute(f"SELECT v FROM {DB}.t WHERE id = {ROWS - 1} FOR UPDATE")
+            cur.execute(f"SELECT v FROM {DB}.t WHERE id = 2 FOR UPDATE")
 
     asking = threading.Thread(target=ask_for_the_row_before)
     asking.start()

@@ -207,9 +207,13 @@ def _session_counts(into):
         with conn.cursor() as cur:
             cur.execute(
                 "SHOW SESSION STATUS WHERE Variable_name IN "
-                "('Com_select', 'Com_insert', 'Com_delete', 'Com_update', 'Com_rollback_to_savepoint')"
+                "('Com_select', 'Com_insert', 'Com_delete', 'Com_update', 'Com_update_multi', "
+                "'Com_rollback_to_savepoint')"
             )
-            into.append({name: int(value) for name, value in cur.fetchall()})
+            seen = {name: int(value) for name, value in cur.fetchall()}
+            # an UPDATE of one table or joined to a table of values (apply_batches: joined UPDATEs)
+            seen["Com_update"] += seen.pop("Com_update_multi")
+            into.append(seen)
 
     return status
 
