@@ -75,8 +75,10 @@ LOCK_ERRORS = {1205: "row locked by another session", 1213: "deadlock with anoth
 LISTED_TRANSACTIONS = 10  # transactions named in an error message; the result lists them all
 PROGRESS_EVERY = 100  # statements between two progress reports (each commit is reported too)
 # Steps sent in one query (each its check and its statement): round trips, not the server, were the
-# cost of one step at a time (bench/bench_apply.py). A query also stays under max_allowed_packet.
-BATCH_STEPS = 500
+# cost of one step at a time (bench/bench_apply.py). A query also stays under max_allowed_packet and
+# BATCH_BYTES. The 1M-row incident's verified commit took 6.2-6.3 s in batches of 500 steps, 5.4-5.5 s
+# in batches of 1,000, 5.6 s of 2,000 and 5.3-5.4 s of 4,000 (bench/README.md, 2026-11-28).
+BATCH_STEPS = 2000
 BATCH_BYTES = 1 << 20
 AHEAD = 2  # batches built ahead of the one the server runs
 # units a streamed pass reads ahead (each original transaction starts one, beside the batches)

@@ -20,7 +20,7 @@ from rollback.target.execute import ExecutionFailed, connect_args, execute_plan
 from tests.support.restore import flashback, snapshot
 
 DB = "bx"
-ROWS = 300  # steps of one table in one batch (BATCH_STEPS is 500)
+ROWS = 300  # steps of one table in one batch (execute.BATCH_STEPS)
 
 
 class Counting(pymysql.connections.Connection):

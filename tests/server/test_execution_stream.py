@@ -18,7 +18,14 @@ from rollback.target.resolutions import ResolutionsError, parse_resolutions
 from tests.support.restore import flashback, snapshot
 
 DB = "sx"
-ROWS = 1_600  # four batches of re-inserts (BATCH_STEPS is 500), then the UPDATEs'
+ROWS = 1_600  # four batches of re-inserts (in batches of 500 steps: _batches_of_500), then the UPDATEs'
+
+
+@pytest.fixture(autouse=True)
+def _batches_of_500(monkeypatch):
+    """Batches of 500 steps, as the apply's were when these tests were written: the plan streams over
+    several of them without a plan of four times the rows."""
+    monkeypatch.setattr(execute, "BATCH_STEPS", 500)
 
 
 class Heard(ExecutionObserver):
