@@ -165,7 +165,8 @@ class Recorder(ExecutionObserver):
         elif (
             not started
             and time.monotonic() - self._last_write < PROGRESS_SECONDS
-            and state.statements_done < (state.statements_total)
+            # the last statement's is written at once; a total of 0 is not known yet (counted beside the pass)
+            and (not state.statements_total or state.statements_done < state.statements_total)
         ):
             return
         values["details"] = self.details | {

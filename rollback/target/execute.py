@@ -80,6 +80,9 @@ PROGRESS_EVERY = 100  # statements between two progress reports (each commit is 
 # in batches of 1,000, 5.6 s of 2,000 and 5.3-5.4 s of 4,000 (bench/README.md, 2026-11-28).
 BATCH_STEPS = 2000
 BATCH_BYTES = 1 << 20
+# The plan's bytes a streamed pass's preflight reads before its first batch (_streamed); the rest is
+# met line by line, each line's table checked against those the preflight looked at.
+HEAD_BYTES = 4 << 20
 AHEAD = 2  # batches built ahead of the one the server runs
 # units a streamed pass reads ahead (each original transaction starts one, beside the batches)
 STREAM_AHEAD = 16
@@ -369,10 +372,14 @@ class _Pass:
     # lines until the pass has read them all)
     stream: _StreamSource | None = None
     total: int | None = None
+    counted: plan_stream.LineCount | None = None  # a streamed pass's total, counted beside it
 
     @property
     def steps_total(self) -> int:
-        return len(self.plan) if self.total is None else self.total
+        if self.total is not None:
+            return self.total
+        counted = self.counted.lines if self.counted is not None else None
+        return len(self.plan) if counted is None else counted
 
     def _tell(
         self,
@@ -1211,13 +1218,13 @@ def _primary_keys(conn: Any, tables: list[str]) -> dict[str, str]:
 
 
 def _stream_preflight(
-    factory: Callable[[], Any], plan_path: str | Path
-) -> tuple[SideEffects, int, dict[str, str], set[str], int] | None:
+    factory: Callable[[], Any], plan_path: str | Path, head: bool = False
+) -> tuple[SideEffects, int, dict[str, str], set[str], int | None] | None:
     """The preflight of a streamed pass, from the plan's bytes (plan_stream.scan): the target's
     max_allowed_packet, every statement kind on every table the plan names looked for (more than its
     statements may run: a plan that meets anything at all goes the careful way, which names exactly
-    what it meets), the primary keys, the tables (lower-cased), the plan's lines. None: the careful
-    path."""
+    what it meets), the primary keys, the tables (lower-cased), the plan's lines. `head`: from its
+    first HEAD_BYTES only (the lines then None). None: the careful path."""
     import pymysql
 
     conn = factory()
@@ -1227,7 +1234,7 @@ def _stream_preflight(
             max_packet = int(cur.fetchone()[0])
         if max_packet <= BATCH_STEP_ROOM:
             return None
-        scanned = plan_stream.scan(plan_path, max_packet - 1)
+        scanned = plan_stream.scan(plan_path, max_packet - 1, HEAD_BYTES if head else None)
         if scanned is None:
             return None
         lines, tables = scanned
@@ -1305,11 +1312,53 @@ def _streamed(
     pass reads through its own MergePlan) and its `resolutions`, checked against every row first
     (_resolutions_streamed). `per_transaction`: a commit per original transaction, always after its dry
     run (one transaction, streamed too), which meets anything the preflight did not see before a first
-    commit could keep part of the plan."""
-    preflight = _stream_preflight(factory, plan_path)
+    commit could keep part of the plan.
+
+    The preflight first reads only the plan's first HEAD_BYTES (a million-row plan's scan took 0.45 s
+    before the first batch could go): a pass that then meets a table that part did not name (or
+    anything else it stops at) rolls back what ran, and the pass starts again after a scan of the whole
+    plan, as before."""
+    for head in (True, False):
+        outcome = _streamed_once(
+            plan_path,
+            factory,
+            commit,
+            check_first,
+            inspect,
+            make_pass,
+            merge,
+            per_transaction,
+            resolutions,
+            head,
+        )
+        if outcome is not _AGAIN:
+            return outcome  # type: ignore[return-value]
+    return None
+
+
+_AGAIN = object()  # _streamed_once: a pass whose preflight read the plan's head stopped; read it all
+
+
+def _streamed_once(
+    plan_path: str | Path,
+    factory: Callable[[], Any],
+    commit: bool,
+    check_first: bool,
+    inspect: Callable[[Any], None] | None,
+    make_pass: Callable[..., _Pass],
+    merge: bool,
+    per_transaction: bool,
+    resolutions: Resolutions | None,
+    head: bool,
+) -> ExecutionResult | object | None:
+    """_streamed, its preflight from the plan's head or from all of it: the result, None (the careful
+    path), or _AGAIN (a pass stopped after a preflight of the head only, nothing committed)."""
+    preflight = _stream_preflight(factory, plan_path, head)
     if preflight is None:
         return None
     found, max_packet, keyed, tables, lines = preflight
+    partial = lines is None
+    counted = plan_stream.LineCount(plan_path) if partial else None
     if resolutions is not None and not _resolutions_streamed(plan_path, resolutions):
         return None
     source = _StreamSource(plan_path, tables, max_packet)
@@ -1327,6 +1376,7 @@ def _streamed(
             keyed=keyed,
             stream=source,
             total=lines,
+            counted=counted,
             merge=apply_merge_plan.MergePlan(plan_path) if merge else None,
             resolutions=resolutions,
         )
@@ -1338,13 +1388,13 @@ def _streamed(
             if not commit:
                 return dry
     except plan_stream.Stopped:
-        return None
+        return _AGAIN if partial else None
     real = ExecutionResult(dry_run=False, side_effects=found.to_dict())
     try:
         _attempt(factory, one_pass(real, "apply"), commit=True)
     except plan_stream.Stopped as exc:
         if not real.transactions_applied:
-            return None
+            return _AGAIN if partial else None
         # the plan read differently than in its dry run a moment before (changed on disk?): the
         # transactions committed stay, and the careful path must not run them again
         raise ExecutionFailed(

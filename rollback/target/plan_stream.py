@@ -27,18 +27,25 @@ MAX_TABLES = 64  # more tables than this: the careful path (each one found costs
 CHUNK = 1 << 24
 
 
-def scan(path: str | Path, longest: int) -> tuple[int, list[str]] | None:
+def scan(path: str | Path, longest: int, limit: int | None = None) -> tuple[int | None, list[str]] | None:
     """The plan's lines and its tables (as its lines name them), from its bytes; None when the plan is
     empty, may hold DDL (refused before anything connects, by the careful path), has a line of
     `longest` bytes or more (a statement or check that may not fit the target's packet: the careful
     path refuses it, naming it, before anything runs), or names too many tables. Read in chunks of
     whole lines (a file mapped into memory would count in the process's resident size); each table is
-    found by one search from where the one before it was first named, skipping the names found."""
+    found by one search from where the one before it was first named, skipping the names found.
+    `limit`: only the whole lines of about that many first bytes, when the plan is longer (its lines
+    are then None: the pass meets what the rest holds, line by line)."""
     lines = 0
     names: list[bytes] = []
     carry = b""  # the start of the line the chunk before ended in
+    size = CHUNK if limit is None else max(1, min(CHUNK, limit))
+    read = 0
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(CHUNK), b""):
+        for chunk in iter(lambda: f.read(size), b""):
+            if limit is not None and read >= limit:
+                return None, [json.loads(b'"' + name + b'"') for name in names]
+            read += len(chunk)
             first = chunk.find(b"\n") + 1
             if not first:
                 carry += chunk
@@ -102,6 +109,28 @@ def _line_of(data: bytes, start: int, end: int, longest: int) -> bool:
                 return True
         at += block
     return False
+
+
+class LineCount:
+    """The plan's lines (as scan counts them), counted in a thread of its own while the pass runs; `lines`
+    is None until then (or when the file cannot be read: the pass counts its steps at the end). Read a
+    megabyte at a time, so that the count holds the interpreter only a moment at once."""
+
+    def __init__(self, path: str | Path):
+        self.lines: int | None = None
+        threading.Thread(target=self._count, args=(path,), name="mysql-rollback-count", daemon=True).start()
+
+    def _count(self, path: str | Path) -> None:
+        lines = 0
+        last = b"\n"
+        try:
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    lines += chunk.count(b"\n")
+                    last = chunk[-1:]
+        except OSError:
+            return
+        self.lines = lines + (last != b"\n")
 
 
 class Stopped(Exception):

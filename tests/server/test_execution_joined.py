@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pymysql
 import pytest
+from pymysql.constants import CLIENT
 
 from rollback.base.errors import ConflictError
-from rollback.target.execute import execute_plan
-from tests.server.test_execution_batches import batched, incident
-from tests.support.restore import snapshot
+from rollback.target.execute import connect_args, execute_plan
+from tests.support.restore import flashback, snapshot
 
 DB = "bx"
 ROWS = 120
@@ -40,6 +41,20 @@ INCIDENT = (
     "l1 = CONCAT(l1, _latin1 x'C9'), ch = CONCAT(ch, ' '), e = IF(e = 'C', 'a', 'C'), st = 'y', "
     "j = JSON_SET(j, '$.k', 0), y = y + 1, nul = IF(nul IS NULL, id, NULL) WHERE id % 7 <> 3"
 )
+
+
+def batched(server: Any) -> Any:
+    """Connections that take a batch as one query."""
+    return lambda: pymysql.connect(**connect_args(server.dsn), client_flag=CLIENT.MULTI_STATEMENTS)
+
+
+def incident(server: Any, tmp_path: Any, setup: list[str], changes: list[str]) -> dict[str, Any]:
+    server.run_sql([f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}", *setup])
+    tables = [f"{DB}.t"]
+    before = snapshot(server, tables)
+    rng = server.run_sql(changes)
+    _, plan, _ = flashback(server, rng, tmp_path)
+    return {"plan": plan, "tables": tables, "before": before, "after": snapshot(server, tables)}
 
 
 def _update_counts(into: list[tuple[int, int]]) -> Any:

@@ -7,11 +7,12 @@ path take the plan from the start."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rollback.base.errors import ConflictError
+from rollback.base.errors import ConflictError, RollbackError
 from rollback.target import execute
 from rollback.target.execute import ExecutionObserver, ExecutionProgress, execute_plan
 from rollback.target.resolutions import ResolutionsError, parse_resolutions
@@ -158,6 +159,73 @@ def test_a_step_its_preflight_did_not_see_rolls_back_what_ran_and_the_careful_pa
     turn = next(n for n in range(1, len(done)) if done[n] < done[n - 1])  # the careful path starts over
     assert done[turn - 1] >= 2 * execute.BATCH_STEPS and done[-1] == len(lines)
     assert done[turn:] == sorted(done[turn:])
+
+
+def _head_before_table_u(plan: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The preflight reads the plan's first two batches of lines (execute.HEAD_BYTES), all of sx.t: its
+    last table, sx.u, comes after them. The plan's lines."""
+    lines = plan.read_bytes().splitlines(keepends=True)
+    first_u = next(n for n, line in enumerate(lines) if f'"table": "{DB}.u"'.encode() in line)
+    assert first_u > 2 * execute.BATCH_STEPS
+    monkeypatch.setattr(execute, "HEAD_BYTES", sum(map(len, lines[: 2 * execute.BATCH_STEPS])))
+    return len(lines)
+
+
+def scans_counted(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """The bytes each preflight's scan was limited to (None: the whole plan)."""
+    limits: list[int | None] = []
+    scan = execute.plan_stream.scan
+
+    def counted(path: Any, longest: int, limit: int | None = None) -> Any:
+        limits.append(limit)
+        return scan(path, longest, limit)
+
+    monkeypatch.setattr(execute.plan_stream, "scan", counted)
+    return limits
+
+
+def test_a_table_past_the_plans_head_starts_the_pass_again_after_a_scan_of_the_whole_plan(
+    scratch_server, tmp_path, monkeypatch
+):
+    """The preflight reads the plan's head only; the stream meets sx.u after batches of sx.t ran: they
+    are rolled back and the pass starts again, streamed, after a scan of the whole plan (never the
+    careful path). Its total is the plan's lines, counted beside the first pass."""
+    data = incident(scratch_server, tmp_path)
+    lines = _head_before_table_u(data["plan"], monkeypatch)
+    limits = scans_counted(monkeypatch)
+    careful_path_forbidden(monkeypatch)
+    heard = Heard()
+    result = execute_plan(data["plan"], scratch_server.dsn, commit=True, check_first=False, observer=heard)
+    assert result.committed and result.rows_affected == lines
+    assert limits == [execute.HEAD_BYTES, None]
+    assert snapshot(scratch_server, data["tables"]) == data["before"]
+    done = [state.statements_done for state in heard.states]
+    turn = next(n for n in range(1, len(done)) if done[n] < done[n - 1])  # the second pass starts
+    assert done[turn - 1] >= 2 * execute.BATCH_STEPS and done[-1] == lines
+    assert heard.states[turn - 1].statements_total == lines  # counted while the first pass ran
+
+
+def test_a_table_past_the_plans_head_gets_no_statement_before_the_preflight_looked_at_it(
+    scratch_server, tmp_path, monkeypatch
+):
+    """sx.u past the head has an UPDATE trigger that writes to a table without transactions: had a
+    statement on sx.u run before the preflight saw the trigger, its row would stay after the rollback.
+    The whole plan's scan meets the trigger, the careful path refuses it as ever, nothing is applied."""
+    data = incident(scratch_server, tmp_path)
+    _head_before_table_u(data["plan"], monkeypatch)
+    scratch_server.run_sql(
+        [
+            f"CREATE TABLE {DB}.audit (id INT) ENGINE=MyISAM",
+            f"CREATE TRIGGER {DB}.u_audit AFTER UPDATE ON {DB}.u FOR EACH ROW INSERT INTO {DB}.audit VALUES (NEW.id)",
+        ]
+    )
+    changed = snapshot(scratch_server, [*data["tables"], f"{DB}.audit"])
+    limits = scans_counted(monkeypatch)
+    with pytest.raises(RollbackError, match=rf"{DB}\.u"):
+        execute_plan(data["plan"], scratch_server.dsn, commit=True, check_first=False)
+    assert limits == [execute.HEAD_BYTES, None]
+    assert snapshot(scratch_server, [*data["tables"], f"{DB}.audit"]) == changed
+    assert scratch_server.query(f"SELECT COUNT(*) FROM {DB}.audit")[0][0] == 0
 
 
 def test_a_table_with_a_trigger_takes_the_careful_path_and_its_refusal(scratch_server, tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from rollback.target.execute import BATCH_STEPS
 from tests.support.app import ADMIN, OPERATOR, servers_json
 from tests.support.service import Service, service_env
 
@@ -216,8 +217,10 @@ def test_a_one_transaction_commit_runs_once_and_shows_rows_rate_and_time_left(
             f"INSERT INTO {DB}.live SELECT seq FROM {DB}.seq_100001_to_150000",
         ]
     )
-    # one transaction a row, as the incident: the reversal runs newest first and ends with row 1
-    done = scratch_server.run_sql([f"INSERT INTO live VALUES ({i})" for i in range(1, ROWS + 1)], database=DB)
+    # one transaction a row, as the incident: the reversal runs newest first and ends with row 1, in the
+    # last of three batches (the two before it applied while it waits)
+    rows = 5 * BATCH_STEPS // 2
+    done = scratch_server.run_sql([f"INSERT INTO live VALUES ({i})" for i in range(1, rows + 1)], database=DB)
     created = service.request(
         "POST", "/api/jobs", OPERATOR, json={"server": "scratch", "range": _range(done)}
     )
@@ -230,18 +233,18 @@ def test_a_one_transaction_commit_runs_once_and_shows_rows_rate_and_time_left(
         body = {"target": "scratch", "dry_run": False, "lock_wait_timeout": 120}
         started, _ = post_execution(service, job_id, ADMIN, body)
         location = started.headers["location"]
-        held = wait_for(service, location, lambda r: r["progress"]["statements_done"] == ROWS)
+        held = wait_for(service, location, lambda r: r["progress"]["statements_done"] == rows)
         progress = held["progress"]
         assert held["state"] == "running" and progress["phase"] == "apply", held
-        assert 0 < progress["rows_applied"] < ROWS and progress["rows_per_second"] > 0, progress
+        assert 0 < progress["rows_applied"] < rows and progress["rows_per_second"] > 0, progress
         assert progress["eta_seconds"] is not None, progress
     finally:
         holder.rollback()
         holder.close()
     final = service.wait_execution(location, timeout=60)
     assert final["state"] == "succeeded" and final["committed"], final
-    assert final["progress"]["rows_applied"] == ROWS and final["progress"]["rows_per_second"] is None
-    assert scratch_server.query(f"SELECT COUNT(*) FROM {DB}.live WHERE id <= {ROWS}")[0][0] == 0
+    assert final["progress"]["rows_applied"] == rows and final["progress"]["rows_per_second"] is None
+    assert scratch_server.query(f"SELECT COUNT(*) FROM {DB}.live WHERE id <= {rows}")[0][0] == 0
     page = service.request("GET", f"/jobs/{job_id}").text
     assert 'data-field="rate"' in page
     scratch_server.query(f"DROP TABLE {DB}.live")
