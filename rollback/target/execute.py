@@ -1292,54 +1292,10 @@ def _merge_rows(
         return apply_merge.check_resolutions(source.rows(plan, f), resolutions)
 
 
+_AGAIN = object()  # _streamed: a pass whose preflight read the plan's head stopped; read it all
+
+
 def _streamed(
-    plan_path: str | Path,
-    factory: Callable[[], Any],
-    commit: bool,
-    check_first: bool,
-    inspect: Callable[[Any], None] | None,
-    make_pass: Callable[..., _Pass],
-    merge: bool = False,
-    per_transaction: bool = False,
-    resolutions: Resolutions | None = None,
-) -> ExecutionResult | None:
-    """A dry run or commit (with its dry run first when check_first) whose first batch goes to the
-    server before the plan is read (each batch read, cut and built in a thread while the server runs
-    the one before), when its tables have nothing the preflight must see first: no triggers, cascading
-    foreign keys or non-transactional engine on any of them. A step the preflight did not see stops it
-    (plan_stream.Stopped): what ran is rolled back, and None has the careful path take the plan from
-    the start. The result is what the careful path's would be. `merge`: the merge apply (a plan the
-    pass reads through its own MergePlan) and its `resolutions`, checked against every row first
-    (_resolutions_streamed). `per_transaction`: a commit per original transaction, always after its dry
-    run (one transaction, streamed too), which meets anything the preflight did not see before a first
-    commit could keep part of the plan.
-
-    The preflight first reads only the plan's first HEAD_BYTES (a million-row plan's scan took 0.45 s
-    before the first batch could go): a pass that then meets a table that part did not name (or
-    anything else it stops at) rolls back what ran, and the pass starts again after a scan of the whole
-    plan, as before."""
-    for head in (True, False):
-        outcome = _streamed_once(
-            plan_path,
-            factory,
-            commit,
-            check_first,
-            inspect,
-            make_pass,
-            merge,
-            per_transaction,
-            resolutions,
-            head,
-        )
-        if outcome is not _AGAIN:
-            return outcome  # type: ignore[return-value]
-    return None
-
-
-_AGAIN = object()  # _streamed_once: a pass whose preflight read the plan's head stopped; read it all
-
-
-def _streamed_once(
     plan_path: str | Path,
     factory: Callable[[], Any],
     commit: bool,
@@ -1351,16 +1307,29 @@ def _streamed_once(
     resolutions: Resolutions | None,
     head: bool,
 ) -> ExecutionResult | object | None:
-    """_streamed, its preflight from the plan's head or from all of it: the result, None (the careful
-    path), or _AGAIN (a pass stopped after a preflight of the head only, nothing committed)."""
+    """A dry run or commit (with its dry run first when check_first) whose first batch goes to the
+    server before the plan is read (each batch read, cut and built in a thread while the server runs
+    the one before), when its tables have nothing the preflight must see first: no triggers, cascading
+    foreign keys or non-transactional engine on any of them. A step the preflight did not see stops it
+    (plan_stream.Stopped): what ran is rolled back, and None has the careful path take the plan from
+    the start. The result is what the careful path's would be. `merge`: the merge apply (a plan the
+    pass reads through its own MergePlan) and its `resolutions`, checked against every row first
+    (_resolutions_streamed). `per_transaction`: a commit per original transaction, always after its dry
+    run (one transaction, streamed too), which meets anything the preflight did not see before a first
+    commit could keep part of the plan.
+
+    `head`: the preflight reads only the plan's first HEAD_BYTES (a million-row plan's scan took 0.45 s
+    before the first batch could go): a pass that then meets a table that part did not name (or
+    anything else it stops at) rolls back what ran, and _AGAIN has the caller start again with a scan of
+    the whole plan."""
     preflight = _stream_preflight(factory, plan_path, head)
     if preflight is None:
         return None
     found, max_packet, keyed, tables, lines = preflight
-    partial = lines is None
-    counted = plan_stream.LineCount(plan_path) if partial else None
     if resolutions is not None and not _resolutions_streamed(plan_path, resolutions):
         return None
+    partial = lines is None
+    counted = plan_stream.LineCount(plan_path) if partial else None
     source = _StreamSource(plan_path, tables, max_packet)
     batch_bytes = max(0, min(BATCH_BYTES, max_packet - BATCH_STEP_ROOM))
 
@@ -1484,18 +1453,22 @@ def execute_plan(
         )
 
     if (resolutions is None or merge) and (single_transaction or not merge):
-        streamed = _streamed(
-            plan_path,
-            factory,
-            commit,
-            check_first,
-            inspect,
-            make_pass,
-            merge,
-            not single_transaction,
-            resolutions,
-        )
-        if streamed is not None:
+        for head in (True, False):  # the plan's head first; all of it when a pass stopped past it
+            streamed = _streamed(
+                plan_path,
+                factory,
+                commit,
+                check_first,
+                inspect,
+                make_pass,
+                merge,
+                not single_transaction,
+                resolutions,
+                head,
+            )
+            if streamed is not _AGAIN:
+                break
+        if isinstance(streamed, ExecutionResult):
             return streamed
     source = apply_merge_plan.MergePlan(plan_path) if merge else None
     survey = _survey(source.steps() if source is not None else read_plan(plan_path, merge_data=False))
