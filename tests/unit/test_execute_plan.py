@@ -156,3 +156,29 @@ def test_the_survey_taken_as_the_plan_is_read_says_what_the_separate_passes_say(
     _check_sizes(steps, survey.longest + 2)
     with pytest.raises(ExecutionRefused, match="^the check query of statement 3 of 5"):
         _check_sizes(steps, survey.longest + 1)
+
+
+def test_joined_updates_are_for_mariadb_from_10_3_3():
+    """Table value constructors as derived tables with named columns: MariaDB 10.3.3 on (a server that
+    says 5.5.5- first, as MariaDB before 11 does to old clients, included); MySQL's rows are ROW(...)."""
+    from rollback.target.execute import value_tables
+
+    class Conn:
+        def __init__(self, info: str):
+            self.info = info
+
+        def get_server_info(self) -> str:
+            return self.info
+
+    said = {
+        "10.11.6-MariaDB-0+deb12u1": True,
+        "5.5.5-10.11.6-MariaDB-log": True,
+        "10.3.3-MariaDB": True,
+        "10.3.2-MariaDB": False,
+        "10.2.44-MariaDB": False,
+        "8.0.36": False,
+        "8.4.0-commercial": False,
+        "": False,
+    }
+    assert {info: value_tables(Conn(info)) for info in said} == said
+    assert value_tables(object()) is False  # a connection that cannot say
