@@ -220,6 +220,13 @@ def _update_parts(seen: _Table, sql: str) -> tuple[_Form, tuple[str, ...], str] 
 
 _PLAIN_STEP: tuple[None, None] = (None, None)
 
+# The values of each kind (_kind), as a check or a SET writes them
+_KIND_PATTERNS = {
+    "number": r"-?[0-9]+(?:\.[0-9]+)?",
+    "text": r"'(?:[^']|'')*'",
+    "bytes": r"_binary 0x[0-9a-f]+|_binary''",
+}
+
 # One comparison of a check as the plan writes it (rollback/render/sql.py exact_comparison), when the
 # joined UPDATE may compare it against a column of a VALUES table: its left side (the column, or its
 # bytes, or an ENUM's or SET's index), which names the column (group 2 or 3), and a value whose kind the
@@ -230,7 +237,7 @@ _PLAIN_STEP: tuple[None, None] = (None, None)
 _NAME = r"`(?:[^`]|``)+`"
 _TERM = (
     rf"(CAST\(({_NAME})(?:\+0 AS UNSIGNED| AS BINARY)\)|({_NAME})(?:\+0)?)"
-    r"<=>(NULL|-?[0-9]+(?:\.[0-9]+)?|'(?:[^']|'')*'|_binary 0x[0-9a-f]+|_binary'')"
+    rf"<=>(NULL|{'|'.join(_KIND_PATTERNS.values())})"
 )
 _TERMS = 4  # groups of a _TERM
 
@@ -259,13 +266,6 @@ def _kind(value: str) -> str | None:
     if first == "_":
         return "bytes"
     return "number"
-
-
-_KIND_PATTERNS = {
-    "number": r"-?[0-9]+(?:\.[0-9]+)?",
-    "text": r"'(?:[^']|'')*'",
-    "bytes": r"_binary 0x[0-9a-f]+|_binary''",
-}
 
 
 @dataclass(frozen=True, eq=False)
@@ -424,8 +424,16 @@ def _joins(group: Group, values: tuple[str, ...], terms: list[tuple[str, str, st
         checked.extend(("", None, None) for _ in values)  # the SET values' kinds, after the checks'
     elif len(checked) != len(terms) + len(values):
         return False
-    seen = list(checked)
-    for i, (left, column, value) in enumerate([*terms, *(("", "", value) for value in values)]):
+    return _takes(checked, 0, [*terms, *(("", "", value) for value in values)])
+
+
+def _takes(
+    checked: list[tuple[str, str | None, str | None]], start: int, row: list[tuple[str, str, str]]
+) -> bool:
+    """Whether a group's comparisons from `start` on (Group.checked) take a row's (left side, column,
+    value) there; if so, they take what the row adds to them."""
+    seen = checked[start:]
+    for i, (left, column, value) in enumerate(row):
         name, same_left, same_kind = seen[i]
         if column != name:
             return False
@@ -435,7 +443,7 @@ def _joins(group: Group, values: tuple[str, ...], terms: list[tuple[str, str, st
         if same_left is not None and (left != same_left or kind != same_kind):
             return False
         seen[i] = (name, left, kind)
-    checked[:] = seen
+    checked[start:] = seen
     return True
 
 
@@ -444,17 +452,8 @@ def _fits(group: Group, values: tuple[str, ...], check: _Joined) -> bool:
     by compares every column as the group does, and only its SET values' kinds are looked at."""
     form, found, terms = check
     if form is not None and group.form is form:
-        checked = group.checked
-        start = len(checked) - len(values)
-        kinds = [_kind(value) for value in values]
-        for i, kind in enumerate(kinds):
-            same = checked[start + i][2]
-            if kind is not None and same is not None and kind != same:
-                return False
-        for i, kind in enumerate(kinds):
-            if kind is not None:
-                checked[start + i] = ("", "", kind)
-        return True
+        start = len(group.checked) - len(values)
+        return _takes(group.checked, start, [("", "", value) for value in values])
     if terms is None:
         assert form is not None
         terms = [
@@ -481,21 +480,21 @@ def groups(
             last.steps.append(step)
             continue
         key = _key(step, form[0])
-        check = update[3] if update is not None else None
+        check, values = (update[3], update[1]) if update is not None else (None, ())
         if (
             last is None
             or last.shape != form
             or key in last.keys
             or (update and len(last.steps) >= (CASE_ROWS if check is None else JOIN_ROWS))
-            or (check is not None and not _fits(last, update[1], check))  # type: ignore[index]
+            or (check is not None and not _fits(last, values, check))
         ):
             last = Group(shape=form)
             out.append(last)
             if check is not None:
                 if check[0] is not None:
                     last.form = check[0]
-                    last.checked = [*check[0].checked, *(("", None, None) for _ in update[1])]  # type: ignore[index]
-                _fits(last, update[1], check)  # type: ignore[index]
+                    last.checked = [*check[0].checked, *(("", None, None) for _ in values)]
+                _fits(last, values, check)
         last.steps.append(step)
         last.keys.add(key)
         if update is not None:
