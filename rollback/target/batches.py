@@ -83,6 +83,9 @@ class Group:
     checked: list[tuple[str, str | None, str | None]] = field(default_factory=list)
     found: list[tuple[str, ...]] = field(default_factory=list)
     form: _CheckForm | None = None  # the check form of the row that started a joined group, if any
+    # the kinds of the SET values of the last row of `form` it took (_signature): a row of `form` with the
+    # same fits as that one did (a NULL fits any kind, and a column's kind, once known, stays)
+    kinds: str = ""
 
 
 def _key(step: dict[str, Any], kind: str) -> str:
@@ -140,6 +143,14 @@ class _Form:
     pattern: re.Pattern[str]
     columns: tuple[str, ...]
     shape: tuple[str, str, str]
+    starts: tuple[str, ...]  # `column`= of each SET column
+
+    def sets_key(self, where: str) -> bool:
+        """Whether a WHERE by key (`k1`=v1 AND `k2`=v2) compares one of the SET columns (_names_column
+        of each, in one startswith and, for a key of more than one column, one search each)."""
+        return where.startswith(self.starts) or (
+            " AND " in where and any(_names_column(where, column) for column in self.columns)
+        )
 
 
 class _Table:
@@ -213,7 +224,10 @@ def _update_parts(seen: _Table, sql: str) -> tuple[_Form, tuple[str, ...], str] 
         re.escape(seen.update) + ", ".join(re.escape(c) + "=" + _VALUE for c in columns) + " WHERE (.*);"
     )
     form = seen.form = _Form(
-        re.compile(pattern, re.DOTALL), columns, ("update", seen.table, ", ".join(columns))
+        re.compile(pattern, re.DOTALL),
+        columns,
+        ("update", seen.table, ", ".join(columns)),
+        tuple(f"{column}=" for column in columns),
     )
     return form, tuple(value for _, value in sets), sql[where + len(" WHERE ") : -1]
 
@@ -351,7 +365,7 @@ def _shape(
         parts = _update_parts(seen, sql) if name.lower() not in separate else None
         # The server assigns a row's columns left to right, each CASE seeing the columns set before it:
         # one that sets a column of the key its WHENs find rows by goes one statement a row.
-        if parts is None or any(_names_column(parts[2], column) for column in parts[0].columns):
+        if parts is None or parts[0].sets_key(parts[2]):
             return ("update", table, ""), None
         form, values, where = parts
         if joined:
@@ -370,7 +384,7 @@ def _joined_check(seen: _Table, check: str, key: str) -> _Joined | None:
     if form is not None and form.key == key:
         found = form.pattern.fullmatch(check)
         if found is not None:
-            return form, tuple(value or "NULL" for value in found.groups()), None
+            return form, found.groups("NULL"), None
     terms = _check_terms(seen, check)
     if terms is None or not _found_by_key(terms, key):
         return None
@@ -447,13 +461,28 @@ def _takes(
     return True
 
 
+# a value's first character as its kind in a _signature (_kind): n a number, ' text, _ bytes, N NULL
+_KIND_OF_FIRST = str.maketrans(dict.fromkeys("-0123456789", "n"))
+
+
+def _signature(values: tuple[str, ...]) -> str:
+    """The kinds of plain values (_kind) as one string, a character each."""
+    return "".join([value[0] for value in values]).translate(_KIND_OF_FIRST)
+
+
 def _fits(group: Group, values: tuple[str, ...], check: _Joined) -> bool:
     """Whether a joined UPDATE group takes a row (_joins); a row of the check form the group was started
     by compares every column as the group does, and only its SET values' kinds are looked at."""
     form, found, terms = check
     if form is not None and group.form is form:
+        kinds = _signature(values)
+        if kinds == group.kinds:
+            return True
         start = len(group.checked) - len(values)
-        return _takes(group.checked, start, [("", "", value) for value in values])
+        if not _takes(group.checked, start, [("", "", value) for value in values]):
+            return False
+        group.kinds = kinds
+        return True
     if terms is None:
         assert form is not None
         terms = [
