@@ -119,6 +119,26 @@ def test_leaving_early_ends_the_producers_thread():
     assert threading.active_count() == before
 
 
+def test_the_gil_changes_hands_every_millisecond_while_any_producer_runs_and_as_before_after():
+    def produce() -> Iterator[int]:
+        yield from range(3)
+
+    before = 0.004
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plan_stream.sys, "getswitchinterval", lambda: before)
+        seen: list[float] = []
+        patch.setattr(plan_stream.sys, "setswitchinterval", seen.append)
+        with plan_stream.Ahead(produce, 2) as first:
+            with plan_stream.Ahead(produce, 2) as second:  # a parallel apply's passes, at once
+                assert list(second) == [0, 1, 2]
+            assert seen == [plan_stream.SWITCH_SECONDS]  # the second one neither set nor restored it
+            assert list(first) == [0, 1, 2]
+        assert seen == [plan_stream.SWITCH_SECONDS, before]
+        with pytest.raises(ZeroDivisionError), plan_stream.Ahead(produce, 2):
+            raise ZeroDivisionError  # a pass that fails restores it too
+        assert seen[-1] == before and len(seen) == 4
+
+
 @settings(
     max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
