@@ -26,6 +26,7 @@ from sqlalchemy import update
 from app.db import Database
 from app.models import Execution
 from app.services.execution_run import Recorder, RunRequest, run_plan
+from app.services.record_writer import RecordWriter
 from rollback import EXIT_INTERNAL, EXIT_INTERRUPTED, interrupt_thread, kill_queries
 
 if TYPE_CHECKING:
@@ -124,19 +125,33 @@ def _child(
     cancel, stop = threading.Event(), threading.Event()
     _watch_the_service(alive, cancel, stop)
     os.nice(NICENESS)
-    db = Database(db_url)
+    opened: list[Database] = []
 
-    def write(**values: Any) -> None:
+    def open_record() -> Callable[..., None]:
+        """The record's write, its database connected (in the writer's thread, beside the preflight)."""
+        db = Database(db_url)
+        opened.append(db)
         with db.session() as session:
-            session.execute(update(Execution).where(Execution.id == run.record_id).values(**values))
-            session.commit()
+            session.connection()
 
-    recorder = Recorder(write, cancel, stop)
+        def write(**values: Any) -> None:
+            with db.session() as session:
+                session.execute(update(Execution).where(Execution.id == run.record_id).values(**values))
+                session.commit()
+
+        return write
+
+    writer = RecordWriter(open_record)
+    recorder = Recorder(writer.now, cancel, stop, writer.later)
     recorder.details = run.details
     try:
         values = run_plan(plan, target, run, recorder, scrub)
     finally:
-        db.dispose()
+        try:
+            writer.close()  # every progress write in before the service writes how it ended
+        finally:
+            for db in opened:
+                db.dispose()
     out.send(values)
     out.close()
 

@@ -127,10 +127,20 @@ def conflict_check(
 
 class Recorder(ExecutionObserver):
     """Writes the engine's progress to the execution's record (`write(**values)`); each
-    per-transaction commit at once. `cancel` and `stop` are events (threads' or processes')."""
+    per-transaction commit at once. `cancel` and `stop` are events (threads' or processes').
+    `write_later`: how a progress write may go instead, without waiting for it (record_writer.py);
+    what the crash record needs (the transaction about to commit, those committed, an XA decision)
+    always goes through `write`."""
 
-    def __init__(self, write: Callable[..., None], cancel: Any, stop: Any):
+    def __init__(
+        self,
+        write: Callable[..., None],
+        cancel: Any,
+        stop: Any,
+        write_later: Callable[..., None] | None = None,
+    ):
         self.write = write
+        self.write_later = write_later or write
         self.cancel = cancel
         self.stop = stop
         self.applied: list[dict[str, Any]] = []
@@ -174,7 +184,8 @@ class Recorder(ExecutionObserver):
             "rows_done": state.rows_affected,
         }
         self._last_write = time.monotonic()
-        self.write(**values)
+        durable = state.xa is not None or state.committing is not None or state.committed is not None
+        (self.write if durable else self.write_later)(**values)
 
     def cancelled(self) -> bool:
         return self.cancel.is_set() or self.stop.is_set()
