@@ -10,7 +10,10 @@ WHERE id % 3 = 0`) in a binlog file of its own. `mysql-rollback flashback FILE -
 writes each database's script and plan (not timed). Then, back to back, it times the reference
 (`mariadb-binlog --flashback FILE | mariadb`), the floor of any apply that keeps the plan's checks (the
 reverse UPDATEs' and DELETEs' checks as locking reads of 50 rows, then the reference's own row events:
-`checks_then_events`), the script through the `mariadb` client (one row a
+`checks_then_events`), the apply's own queries through the `mariadb` client (`own_statements`) and
+from Python (`send_main`: built before the clock starts, sent by a fresh interpreter through PyMySQL,
+each result read: what a verified apply from Python cannot go under, with no preflight and no client
+work), the script through the `mariadb` client (one row a
 statement, and with `--rows-per-statement 1000`), as many statements that do nothing (the server's
 and the client's own floor for the one-row script), and the
 verified apply (`execute_plan` in a process of its own, as the CLI runs it): the dry run, the
@@ -50,6 +53,7 @@ PATHS = (
     "reference",
     "checked",
     "own",
+    "sent",
     "script",
     "joined",
     "dry",
@@ -118,11 +122,38 @@ def checks_then_events(plan: Path, events: Path, database: str) -> str:
     return f"USE {database};\nSTART TRANSACTION;\n" + "\n".join(reads) + "\nCOMMIT;\n" + events.read_text()
 
 
-def own_statements(plan: Path, database: str) -> str:
-    """The verified apply's own queries for the plan (its batches, as execute_plan cuts and builds
-    them, savepoints and checks in the writes included) as one transaction for the `mariadb` client: the
-    server's cost of exactly the SQL the apply sends, without the apply's client (which also reads every
-    result and refuses on a count that is not what it must be; the client here reads nothing)."""
+def send_main(queries: str, dsn: str) -> None:
+    """The timed child of the Python floor: a fresh interpreter that connects with PyMySQL and sends the
+    apply's own queries, built before the clock started (`queries`: separated by NUL bytes), in one
+    transaction, each as one query whose results it reads, as the apply does; nothing else (no
+    preflight, no plan to read, no batch to build, no count compared)."""
+    from urllib.parse import unquote, urlsplit
+
+    import pymysql
+    from pymysql.constants import CLIENT
+
+    url = urlsplit(dsn)
+    conn = pymysql.connect(
+        host=url.hostname,
+        port=url.port or 3306,
+        user=unquote(url.username or ""),
+        password=unquote(url.password or ""),
+        client_flag=CLIENT.MULTI_STATEMENTS,
+    )
+    with open(queries, "rb") as f:
+        batches = f.read().decode("utf-8").split("\0")
+    with conn.cursor() as cur:
+        for sql in batches:
+            cur.execute(sql)
+            while cur.nextset():
+                pass
+    conn.commit()
+    conn.close()
+
+
+def own_queries(plan: Path, database: str) -> list[str]:
+    """The verified apply's own queries for the plan: its batches, as execute_plan cuts and builds them,
+    savepoints and checks in the writes included."""
     from rollback.target import execute
 
     survey = execute._survey(execute.read_plan(plan))
@@ -142,11 +173,24 @@ def own_statements(plan: Path, database: str) -> str:
     )
     units = one._units(execute._Batch(limit))
     assert all(kind != "one" for kind, _ in units)  # every step in a batch, as the apply sends them
-    queries = [
-        execute._Built.of(steps, keyed, set(), 0, True).sql for kind, steps in units if kind == "batch"
-    ]
+    return [execute._Built.of(steps, keyed, set(), 0, True).sql for kind, steps in units if kind == "batch"]
+
+
+def own_statements(plan: Path, database: str) -> str:
+    """The verified apply's own queries (own_queries) as one transaction for the `mariadb` client: the
+    server's cost of exactly the SQL the apply sends, without the apply's client (which also reads every
+    result and refuses on a count that is not what it must be; the client here reads nothing)."""
+    from rollback.target import execute
+
     prelude = ";\n".join(execute.PRELUDE)
-    return f"USE {database};\n{prelude};\nSTART TRANSACTION;\n" + "\n".join(queries) + "\nCOMMIT;\n"
+    queries = "\n".join(own_queries(plan, database))
+    return f"USE {database};\n{prelude};\nSTART TRANSACTION;\n{queries}\nCOMMIT;\n"
+
+
+def _prelude() -> tuple[str, ...]:
+    from rollback.target import execute
+
+    return execute.PRELUDE
 
 
 def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int | str], str]:
@@ -241,9 +285,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--apply", nargs=3, metavar=("PLAN", "DSN", "MODE"), help=argparse.SUPPRESS)
+    parser.add_argument("--send", nargs=2, metavar=("QUERIES", "DSN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.apply:
         apply_main(*args.apply)
+        return
+    if args.send:
+        send_main(*args.send)
         return
 
     import psutil
@@ -286,6 +334,9 @@ def main() -> None:
             subprocess.run(["mariadb-binlog", "--flashback", str(files["checked"])], stdout=out, check=True)
         (work / "checked.floor.sql").write_text(checks_then_events(work / "checked.plan", events, "checked"))
         (work / "own.floor.sql").write_text(own_statements(work / "own.plan", "own"))
+        prelude = ";\n".join(["USE sent", *_prelude(), "START TRANSACTION"])
+        sent = [prelude, *own_queries(work / "sent.plan", "sent")]
+        (work / "sent.queries").write_bytes("\0".join(sent).encode("utf-8"))
         # the server's own floor for the one-row script: as many statements that do nothing
         (work / "floor.sql").write_text("DO 0;\n" * changes)
         client = (
@@ -336,6 +387,23 @@ def main() -> None:
                 "floor of this apply: its own queries (savepoints, checks, batched writes) | mariadb",
                 "own",
                 measured(lambda: timed_process(["sh", "-c", f"{client} < {work / 'own.floor.sql'}"])),
+            ),
+            (
+                "floor of this apply from Python: its own queries, built before, sent by a fresh interpreter "
+                "through PyMySQL",
+                "sent",
+                measured(
+                    lambda: timed_process(
+                        [
+                            sys.executable,
+                            str(REPO / "bench" / "bench_apply.py"),
+                            "--send",
+                            str(work / "sent.queries"),
+                            dsn,
+                        ],
+                        env=CHILD_ENV,
+                    )
+                ),
             ),
             (
                 "mysql-rollback script | mariadb",
