@@ -34,6 +34,7 @@ from typing import Any
 
 from rollback.base.dsn import open_connection, parse_dsn, server_timeouts
 from rollback.base.errors import BinlogFormatError, RangeError, RollbackError, SourceError
+from rollback.base.server_version import version_tuple
 from rollback.binlog.constants import LOG_EVENT_BINLOG_IN_USE_F, V4_HEADER_LEN, EventType
 from rollback.binlog.gtid import (
     GtidSet,
@@ -175,13 +176,6 @@ PREFLIGHT_VARIABLES = (
     "system_time_zone",
     "encrypt_binlog",
 )
-
-
-def version_tuple(version: str) -> tuple[int, int, int]:
-    """`10.11.19-MariaDB-0+deb12u1` -> (10, 11, 19)."""
-    numbers = [int(n) for n in re.findall(r"\d+", version.split("-")[0])][:3]
-    numbers += [0] * (3 - len(numbers))
-    return numbers[0], numbers[1], numbers[2]
 
 
 @dataclass(frozen=True)

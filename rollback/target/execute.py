@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
@@ -48,6 +47,7 @@ from rollback.base.collector import collector_paused
 from rollback.base.dsn import open_connection, parse_dsn, redact
 from rollback.base.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
 from rollback.base.identifiers import quote_ident
+from rollback.base.server_version import version_tuple
 from rollback.schema.side_effects import (
     KINDS,
     SideEffects,
@@ -815,12 +815,8 @@ def value_tables(conn: Any) -> bool:
     info = str(server_info() or "") if callable(server_info) else ""
     if "mariadb" not in info.lower():
         return False
-    version = re.search(r"(\d+)\.(\d+)\.(\d+)-mariadb", info.lower())
-    numbers = version.groups() if version else info.split("-")[0].split(".")
-    try:
-        return tuple(int(part) for part in numbers[:3]) >= (10, 3, 3)
-    except ValueError:
-        return False
+    # MariaDB before 11 says 5.5.5- first to clients of the old protocol
+    return version_tuple(info.removeprefix("5.5.5-")) >= (10, 3, 3)
 
 
 def _as_expected(step: dict[str, Any], found: int) -> bool:
