@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rollback.base.errors import BinlogFormatError
+from rollback.base.server_version import version_tuple
 from rollback.binlog.constants import (
     BINLOG_MAGIC,
     LOG_EVENT_BINLOG_IN_USE_F,
@@ -128,23 +129,9 @@ class RawEvent:
             return f"UNKNOWN_{self.type_code}"
 
 
-def _version_tuple(version: str) -> tuple[int, int, int]:
-    parts = []
-    for chunk in version.split("-")[0].split(".")[:3]:
-        digits = ""
-        for ch in chunk:
-            if not ch.isdigit():
-                break
-            digits += ch
-        parts.append(int(digits or 0))
-    while len(parts) < 3:
-        parts.append(0)
-    return parts[0], parts[1], parts[2]
-
-
 def _fde_has_checksum_alg(server_version: str) -> bool:
     """Servers from MySQL 5.6.1 and MariaDB 5.3.0 end the FDE with a checksum-algorithm byte."""
-    version = _version_tuple(server_version)
+    version = version_tuple(server_version)
     if "mariadb" in server_version.lower():
         return version >= (5, 3, 0)
     return version >= (5, 6, 1)
