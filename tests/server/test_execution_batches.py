@@ -17,7 +17,7 @@ from pymysql.constants import CLIENT
 
 from rollback.base.errors import ConflictError, RollbackError
 from rollback.target.execute import ExecutionFailed, connect_args, execute_plan
-from tests.support.restore import flashback, snapshot
+from tests.support.restore import incident_plan, snapshot
 
 DB = "bx"
 ROWS = 300  # steps of one table in one batch (execute.BATCH_STEPS)
@@ -41,23 +41,12 @@ def one_at_a_time(server: Any) -> Any:
     return lambda: pymysql.connect(**connect_args(server.dsn))
 
 
-def incident(
-    server: Any, tmp_path: Any, setup: list[str], changes: list[str], **options: Any
-) -> dict[str, Any]:
-    server.run_sql([f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}", *setup])
-    tables = [f"{DB}.{name}" for (name,) in server.query(f"SHOW TABLES FROM {DB}")]
-    before = snapshot(server, tables)
-    rng = server.run_sql(changes)
-    after = snapshot(server, tables)
-    _, plan, _ = flashback(server, rng, tmp_path, **options)
-    return {"plan": plan, "tables": tables, "before": before, "after": after}
-
-
 @pytest.mark.parametrize("check_first", [True, False], ids=["dry-run-first", "commit-is-its-own-dry-run"])
 def test_one_conflicting_row_in_a_batch_applies_nothing_and_names_it(scratch_server, tmp_path, check_first):
-    data = incident(
+    data = incident_plan(
         scratch_server,
         tmp_path,
+        DB,
         [f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v VARCHAR(20))"]
         + [f"INSERT INTO {DB}.t SELECT seq, CONCAT('v', seq) FROM {DB}.seq_1_to_{ROWS}"],
         [f"DELETE FROM {DB}.t"],
@@ -86,9 +75,10 @@ def test_one_conflicting_row_in_a_batch_applies_nothing_and_names_it(scratch_ser
 
 
 def test_a_row_updated_then_deleted_in_one_batch_is_restored_in_order(scratch_server, tmp_path):
-    data = incident(
+    data = incident_plan(
         scratch_server,
         tmp_path,
+        DB,
         [
             f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v INT)",
             f"INSERT INTO {DB}.t SELECT seq, seq FROM {DB}.seq_1_to_{ROWS}",
@@ -115,9 +105,10 @@ def test_unique_key_swaps_inside_one_batch(scratch_server, tmp_path):
             f"UPDATE {DB}.t SET u = {a} WHERE id = {a + 1}",
             f"UPDATE {DB}.t SET u = {a + 1} WHERE id = {a}",
         ]
-    data = incident(
+    data = incident_plan(
         scratch_server,
         tmp_path,
+        DB,
         [
             f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, u INT NOT NULL, UNIQUE KEY (u))",
             f"INSERT INTO {DB}.t SELECT seq, seq FROM {DB}.seq_1_to_50",
@@ -131,9 +122,10 @@ def test_unique_key_swaps_inside_one_batch(scratch_server, tmp_path):
 
 
 def test_a_keyless_table_with_duplicate_rows(scratch_server, tmp_path):
-    data = incident(
+    data = incident_plan(
         scratch_server,
         tmp_path,
+        DB,
         [
             f"CREATE TABLE {DB}.k (a INT, b VARCHAR(8))",
             f"INSERT INTO {DB}.k SELECT seq % 7, CONCAT('b', seq % 3) FROM {DB}.seq_1_to_{ROWS}",
@@ -180,7 +172,9 @@ def test_random_plans_give_the_same_tables_batched_and_one_step_at_a_time(
     setup = [f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, u INT, s VARCHAR(40), UNIQUE KEY (u))"]
     setup += [f"INSERT IGNORE INTO {DB}.t VALUES ({k}, {k % 10}, 's{k}')" for k in sorted(start)]
     transactions = [s for tx in changes for s in ("BEGIN", *map(_sql, tx), "COMMIT")]
-    data = incident(scratch_server, tmp_path_factory.mktemp("random"), setup, transactions, allow_empty=True)
+    data = incident_plan(
+        scratch_server, tmp_path_factory.mktemp("random"), DB, setup, transactions, allow_empty=True
+    )
     scratch_server.run_sql(["SET SESSION sql_log_bin = 0", *map(_sql, later)])  # conflicts, maybe
     changed = snapshot(scratch_server, data["tables"])
     outcomes = []
@@ -205,9 +199,10 @@ def test_re_deletes_go_in_batches_and_lock_only_the_rows_they_name(scratch_serve
     """The reverse of inserts: each batch one combined DELETE (its count checked) through the primary
     key, even on a table a little bigger than the batch, where a plain DELETE ... WHERE (k1) OR (k2) ...
     scans and locks every row: a session holding a row the plan does not name is not waited for."""
-    data = incident(
+    data = incident_plan(
         scratch_server,
         tmp_path,
+        DB,
         [
             f"CREATE TABLE {DB}.t (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))",
             f"INSERT INTO {DB}.t SELECT seq, 'kept', seq FROM {DB}.seq_1_to_{ROWS}",
@@ -249,9 +244,10 @@ def test_a_row_changed_while_its_batch_waits_is_a_conflict_not_a_lost_update(scr
     row another session holds is waited for, and what that session commits meanwhile is seen (the row
     no longer as the binlog left it, the key taken), named, and nothing is applied."""
     change = f"UPDATE {DB}.t SET v = CONCAT(v, '!')" if kind == "update" else f"DELETE FROM {DB}.t"
-    data = incident(
+    data = incident_plan(
         scratch_server,
         tmp_path,
+        DB,
         [
             f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v VARCHAR(20))",
             f"INSERT INTO {DB}.t SELECT seq, CONCAT('v', seq) FROM {DB}.seq_1_to_{ROWS}",
@@ -293,9 +289,10 @@ def test_a_deadlock_mid_batch_applies_nothing_and_says_so_in_one_line(scratch_se
     in plan order, newest change first (300 down to 2), and waits for row 1, which another session holds;
     that session then asks for row 2. The other session has written more (the server's victim is the
     transaction with less to undo)."""
-    data = incident(
+    data = incident_plan(
         scratch_server,
         tmp_path,
+        DB,
         [
             f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v INT)",
             f"CREATE TABLE {DB}.weight (id INT PRIMARY KEY)",

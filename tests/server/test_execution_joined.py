@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pymysql
 import pytest
-from pymysql.constants import CLIENT
 
 from rollback.base.errors import ConflictError
-from rollback.target.execute import connect_args, execute_plan
-from tests.support.restore import flashback, snapshot
+from rollback.target.execute import execute_plan
+from tests.support.restore import incident_plan, snapshot
 
 DB = "bx"
 ROWS = 120
@@ -43,20 +41,6 @@ INCIDENT = (
 )
 
 
-def batched(server: Any) -> Any:
-    """Connections that take a batch as one query."""
-    return lambda: pymysql.connect(**connect_args(server.dsn), client_flag=CLIENT.MULTI_STATEMENTS)
-
-
-def incident(server: Any, tmp_path: Any, setup: list[str], changes: list[str]) -> dict[str, Any]:
-    server.run_sql([f"DROP DATABASE IF EXISTS {DB}", f"CREATE DATABASE {DB}", *setup])
-    tables = [f"{DB}.t"]
-    before = snapshot(server, tables)
-    rng = server.run_sql(changes)
-    _, plan, _ = flashback(server, rng, tmp_path)
-    return {"plan": plan, "tables": tables, "before": before, "after": snapshot(server, tables)}
-
-
 def _update_counts(into: list[tuple[int, int]]) -> Any:
     def status(conn: Any) -> None:
         with conn.cursor() as cur:
@@ -69,9 +53,9 @@ def _update_counts(into: list[tuple[int, int]]) -> Any:
 
 @pytest.fixture
 def typed(scratch_server, tmp_path) -> dict[str, Any]:
-    data = incident(scratch_server, tmp_path, [TABLE, FILL], [INCIDENT])
+    data = incident_plan(scratch_server, tmp_path, DB, [TABLE, FILL], [INCIDENT])
     counts: list[tuple[int, int]] = []
-    dry = execute_plan(data["plan"], batched(scratch_server), inspect=_update_counts(counts))
+    dry = execute_plan(data["plan"], scratch_server.dsn, inspect=_update_counts(counts))
     assert dry.rows_affected == UPDATED
     # every reverse UPDATE went joined: one UPDATE per batch, none on its own
     assert counts and counts[0][0] == 0 and 1 <= counts[0][1] <= 2, counts
@@ -79,7 +63,7 @@ def typed(scratch_server, tmp_path) -> dict[str, Any]:
 
 
 def test_joined_updates_restore_every_type_exactly(scratch_server, typed):
-    result = execute_plan(typed["plan"], batched(scratch_server), commit=True, check_first=False)
+    result = execute_plan(typed["plan"], scratch_server.dsn, commit=True, check_first=False)
     assert result.committed and result.rows_affected == UPDATED
     assert snapshot(scratch_server, typed["tables"]) == typed["before"]
 
@@ -107,7 +91,7 @@ def test_a_row_that_differs_only_where_a_looser_comparison_is_blind_is_a_conflic
     changed = snapshot(scratch_server, typed["tables"])
     assert changed != typed["after"]
     with pytest.raises(ConflictError) as conflict:
-        execute_plan(typed["plan"], batched(scratch_server), commit=True, check_first=False)
+        execute_plan(typed["plan"], scratch_server.dsn, commit=True, check_first=False)
     (named,) = conflict.value.result.conflicts
     assert named["statement"].endswith(f"WHERE `id`={row};") and "nothing was applied" in str(conflict.value)
     assert snapshot(scratch_server, typed["tables"]) == changed

@@ -127,6 +127,20 @@ def flashback(
     return script, plan, report
 
 
+def incident_plan(
+    server: ScratchServer, tmp_path: Path, database: str, setup: list[str], changes: list[str], **options: Any
+) -> dict[str, Any]:
+    """`database` made anew by `setup`, then `changes` run on it: the reverse plan of their range (flashback
+    with `options`), the database's tables, and their snapshots before and after the changes."""
+    server.run_sql([f"DROP DATABASE IF EXISTS {database}", f"CREATE DATABASE {database}", *setup])
+    tables = [f"{database}.{name}" for (name,) in server.query(f"SHOW TABLES FROM {database}")]
+    before = snapshot(server, tables)
+    rng = server.run_sql(changes)
+    after = snapshot(server, tables)
+    _, plan, _ = flashback(server, rng, tmp_path, **options)
+    return {"plan": plan, "tables": tables, "before": before, "after": after}
+
+
 def client_command(server: ScratchServer, tcp: bool = False) -> list[str]:
     """The plain `mariadb` client for the scratch server: over its unix socket (loopback TCP costs a
     round trip per statement that the seed benchmark's 200k statements feel), or over TCP."""
