@@ -123,23 +123,13 @@ def checks_then_events(plan: Path, events: Path, database: str) -> str:
 
 
 def send_main(queries: str, dsn: str) -> None:
-    """The timed child of the Python floor: a fresh interpreter that connects with PyMySQL and sends the
-    apply's own queries, built before the clock started (`queries`: separated by NUL bytes), in one
-    transaction, each as one query whose results it reads, as the apply does; nothing else (no
-    preflight, no plan to read, no batch to build, no count compared)."""
-    from urllib.parse import unquote, urlsplit
+    """The timed child of the Python floor: a fresh interpreter that connects as the apply does (PyMySQL,
+    through execute.connect) and sends the apply's own queries, built before the clock started
+    (`queries`: separated by NUL bytes), in one transaction, each as one query whose results it reads, as
+    the apply does; nothing else (no preflight, no plan to read, no batch to build, no count compared)."""
+    from rollback.target.execute import connect
 
-    import pymysql
-    from pymysql.constants import CLIENT
-
-    url = urlsplit(dsn)
-    conn = pymysql.connect(
-        host=url.hostname,
-        port=url.port or 3306,
-        user=unquote(url.username or ""),
-        password=unquote(url.password or ""),
-        client_flag=CLIENT.MULTI_STATEMENTS,
-    )
+    conn = connect(dsn, multi_statements=True)
     with open(queries, "rb") as f:
         batches = f.read().decode("utf-8").split("\0")
     with conn.cursor() as cur:
@@ -180,17 +170,15 @@ def own_statements(plan: Path, database: str) -> str:
     """The verified apply's own queries (own_queries) as one transaction for the `mariadb` client: the
     server's cost of exactly the SQL the apply sends, without the apply's client (which also reads every
     result and refuses on a count that is not what it must be; the client here reads nothing)."""
-    from rollback.target import execute
-
-    prelude = ";\n".join(execute.PRELUDE)
     queries = "\n".join(own_queries(plan, database))
-    return f"USE {database};\n{prelude};\nSTART TRANSACTION;\n{queries}\nCOMMIT;\n"
+    return ";\n".join(_opening(database)) + f";\n{queries}\nCOMMIT;\n"
 
 
-def _prelude() -> tuple[str, ...]:
+def _opening(database: str) -> list[str]:
+    """The statements that open the transaction of the apply's own queries on `database`."""
     from rollback.target import execute
 
-    return execute.PRELUDE
+    return [f"USE {database}", *execute.PRELUDE, "START TRANSACTION"]
 
 
 def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int | str], str]:
@@ -334,8 +322,7 @@ def main() -> None:
             subprocess.run(["mariadb-binlog", "--flashback", str(files["checked"])], stdout=out, check=True)
         (work / "checked.floor.sql").write_text(checks_then_events(work / "checked.plan", events, "checked"))
         (work / "own.floor.sql").write_text(own_statements(work / "own.plan", "own"))
-        prelude = ";\n".join(["USE sent", *_prelude(), "START TRANSACTION"])
-        sent = [prelude, *own_queries(work / "sent.plan", "sent")]
+        sent = [";\n".join(_opening("sent")), *own_queries(work / "sent.plan", "sent")]
         (work / "sent.queries").write_bytes("\0".join(sent).encode("utf-8"))
         # the server's own floor for the one-row script: as many statements that do nothing
         (work / "floor.sql").write_text("DO 0;\n" * changes)
