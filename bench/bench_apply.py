@@ -10,23 +10,22 @@ WHERE id % 3 = 0`) in a binlog file of its own. `mysql-rollback flashback FILE -
 writes each database's script and plan (not timed). Then, back to back, it times the reference
 (`mariadb-binlog --flashback FILE | mariadb`), the floor of any apply that keeps the plan's checks (the
 reverse UPDATEs' and DELETEs' checks as locking reads of 50 rows, then the reference's own row events:
-`checks_then_events`), the apply's own queries through the `mariadb` client (`own_statements`) and
-from Python (`send_main`: built before the clock starts, sent by a fresh interpreter through PyMySQL,
-each result read: what a verified apply from Python cannot go under, with no preflight and no client
-work), the script through the `mariadb` client (one row a
-statement, and with `--rows-per-statement 1000`), as many statements that do nothing (the server's
-and the client's own floor for the one-row script), and the
-verified apply (`execute_plan` in a process of its own, as the CLI runs it): the dry run, the
-commit in one transaction, the commit per original transaction, and the commit over two connections
-(`--parallel 2`, all or nothing through XA: `execute_parallel`), the strict and the merge apply
-(`--merge`: locking reads of the changed columns, then the writes) of a `--net` plan; then the service
-execution: a
-`mysql-rollback serve` process (started before, its job over the server's range run with the plan
-among its outputs, neither timed) and `POST /api/jobs/{id}/executions` (a one-transaction commit),
-timed from the POST to the first GET that sees it succeeded (one HTTP client, its connection kept
-open, polling every 20 ms); its client CPU is the service process
-tree's (the API and the execution's process). Each restore is checked against the table's checksum
-from before the incident. Peak RSS is that of the timed process tree (not measured for the service).
+`checks_then_events`), the apply's own queries through the `mariadb` client (`own_statements`) and from
+Python (apply_child.py's `send`: built before the clock starts, sent by a fresh interpreter through
+PyMySQL, each result read: what a verified apply from Python cannot go under, with no preflight and no
+client work), the script through the `mariadb` client (one row a statement, and with
+`--rows-per-statement 1000`), as many statements that do nothing (the server's and the client's own floor
+for the one-row script), and the verified apply (`execute_plan` in a process of its own, as the CLI runs
+it: apply_child.py's `apply`): the dry run, the commit in one transaction, the commit per original
+transaction, and the commit over two connections (`--parallel 2`, all or nothing through XA:
+`execute_parallel`), the strict and the merge apply (`--merge`: locking reads of the changed columns,
+then the writes) of a `--net` plan; then the service execution: a `mysql-rollback serve` process (started
+before, its job over the server's range run with the plan among its outputs, neither timed) and `POST
+/api/jobs/{id}/executions` (a one-transaction commit), timed from the POST to the first GET that sees it
+succeeded (one HTTP client, its connection kept open, polling every 20 ms); its client CPU is the service
+process tree's (the API and the execution's process). Each restore is checked against the table's
+checksum from before the incident. Peak RSS is that of the timed process tree (not measured for the
+service).
 "server CPU s" is the scratch MariaDB's own CPU during the path: the server's share of its time.
 """
 
@@ -44,7 +43,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_pipeline import CHILD_ENV, REPO, Timing, timed_process  # noqa: E402
+from bench.bench_pipeline import CHILD_ENV, Timing, timed_process  # noqa: E402
 
 # the databases: one for each path that changes the table
 # (the dry run's too: run on the commit's, it left that table's pages in the buffer pool for the commit,
@@ -67,27 +66,8 @@ PATHS = (
 NET = ("net", "merge")  # their plans are written with --net (one statement per row)
 POLL_SECONDS = 0.02  # the service path's GETs of the execution's record
 JOINED = "1000"  # --rows-per-statement of the `joined` script
+CHILD = Path(__file__).resolve().parent / "apply_child.py"  # the timed applies' own interpreter
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
-
-
-def apply_main(plan: str, dsn: str, mode: str) -> None:
-    """The timed child: one execute_plan (or, for "par2", execute_parallel over 2 connections), as the
-    CLI calls it."""
-    from rollback import execute_parallel, execute_plan
-
-    if mode == "par2":
-        with tempfile.TemporaryDirectory() as records:
-            result = execute_parallel(plan, dsn, 2, commit=True, record_dir=records)
-    else:
-        result = execute_plan(
-            plan,
-            dsn,
-            commit=mode != "dry",
-            single_transaction=mode != "per",
-            check_first=False,
-            merge=mode == "merge",
-        )
-    print(f"{result.statements} statements, {result.rows_affected} rows", file=sys.stderr)
 
 
 def checks_then_events(plan: Path, events: Path, database: str) -> str:
@@ -120,25 +100,6 @@ def checks_then_events(plan: Path, events: Path, database: str) -> str:
             conditions.append(condition)
     flush()
     return f"USE {database};\nSTART TRANSACTION;\n" + "\n".join(reads) + "\nCOMMIT;\n" + events.read_text()
-
-
-def send_main(queries: str, dsn: str) -> None:
-    """The timed child of the Python floor: a fresh interpreter that connects as the apply does (PyMySQL,
-    through execute.connect) and sends the apply's own queries, built before the clock started
-    (`queries`: separated by NUL bytes), in one transaction, each as one query whose results it reads, as
-    the apply does; nothing else (no preflight, no plan to read, no batch to build, no count compared)."""
-    from rollback.target.execute import connect
-
-    conn = connect(dsn, multi_statements=True)
-    with open(queries, "rb") as f:
-        batches = f.read().decode("utf-8").split("\0")
-    with conn.cursor() as cur:
-        for sql in batches:
-            cur.execute(sql)
-            while cur.nextset():
-                pass
-    conn.commit()
-    conn.close()
 
 
 def own_queries(plan: Path, database: str) -> list[str]:
@@ -272,15 +233,7 @@ def service_execution(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--apply", nargs=3, metavar=("PLAN", "DSN", "MODE"), help=argparse.SUPPRESS)
-    parser.add_argument("--send", nargs=2, metavar=("QUERIES", "DSN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.apply:
-        apply_main(*args.apply)
-        return
-    if args.send:
-        send_main(*args.send)
-        return
 
     import psutil
 
@@ -340,8 +293,8 @@ def main() -> None:
         def apply(name: str, mode: str) -> Timing:
             cmd = [
                 sys.executable,
-                str(REPO / "bench" / "bench_apply.py"),
-                "--apply",
+                str(CHILD),
+                "apply",
                 str(work / f"{name}.plan"),
                 dsn,
                 mode,
@@ -383,8 +336,8 @@ def main() -> None:
                     lambda: timed_process(
                         [
                             sys.executable,
-                            str(REPO / "bench" / "bench_apply.py"),
-                            "--send",
+                            str(CHILD),
+                            "send",
                             str(work / "sent.queries"),
                             dsn,
                         ],
