@@ -228,7 +228,15 @@ def open_connection(**args: Any) -> Any:
     """pymysql.connect with the configured timeouts (the caller's win), remembered for the
     calling thread so that interrupt_thread can cut it while it waits on a silent server."""
     settings = {**server_timeouts(), **args}
-    conn = _connection()(**settings)
+    try:
+        conn = _connection()(**settings)
+    except RuntimeError as exc:
+        # PyMySQL's way of saying an account's authentication plugin needs a package it lacks
+        # (pynacl for MariaDB's ed25519, cryptography for sha256_password or caching_sha2_password
+        # without TLS): a connection error like any other, so the caller says it in one line
+        import pymysql
+
+        raise pymysql.err.OperationalError(2059, f"cannot authenticate: {exc}") from None
     with _open_lock:
         _open.setdefault(threading.get_ident(), weakref.WeakKeyDictionary())[conn] = settings
     return conn
