@@ -8,7 +8,9 @@ Starts one scratch MariaDB and gives every path its own identical database: a ta
 rows, then the incident (`DELETE ... WHERE id % 2 = 0`, then `UPDATE ... SET a = a + 1, b = 'x'
 WHERE id % 3 = 0`) in a binlog file of its own. `mysql-rollback flashback FILE -o script --plan plan`
 writes each database's script and plan (not timed). Then, back to back, it times the reference
-(`mariadb-binlog --flashback FILE | mariadb`), the floor of any apply that keeps the plan's checks (the
+(`mariadb-binlog --flashback FILE | mariadb`), the server's own floor for these row changes (the same rows
+checked and written by two set-based statements from copies made in the server before the clock starts:
+`staged`), the floor of any apply that keeps the plan's checks (the
 reverse UPDATEs' and DELETEs' checks as locking reads of 50 rows, then the reference's own row events:
 `checks_then_events`), the apply's own queries through the `mariadb` client (`own_statements`) and from
 Python (apply_child.py's `send`: built before the clock starts, sent by a fresh interpreter through
@@ -50,6 +52,7 @@ from bench.bench_pipeline import CHILD_ENV, Timing, timed_process  # noqa: E402
 # which no other path had)
 PATHS = (
     "reference",
+    "staged",
     "checked",
     "own",
     "sent",
@@ -66,6 +69,16 @@ PATHS = (
 NET = ("net", "merge")  # their plans are written with --net (one statement per row)
 POLL_SECONDS = 0.02  # the service path's GETs of the execution's record
 JOINED = "1000"  # --rows-per-statement of the `joined` script
+# the staged floor's timed statements (staged): the rows deleted put back, then the rows updated set back
+# where each still holds what the incident left (its checks: every column compared, as the apply's)
+STAGED_WRITES = """USE staged;
+START TRANSACTION;
+INSERT INTO t SELECT * FROM put_back;
+UPDATE set_back STRAIGHT_JOIN t FORCE INDEX (PRIMARY) ON t.id = set_back.id AND t.a <=> set_back.a + 1
+  AND CAST(t.b AS BINARY) <=> 'x' AND t.c <=> set_back.c AND t.d <=> set_back.d
+  SET t.a = set_back.a, t.b = set_back.b;
+COMMIT;
+"""
 CHILD = Path(__file__).resolve().parent / "apply_child.py"  # the timed applies' own interpreter
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
 
@@ -142,6 +155,29 @@ def _opening(database: str) -> list[str]:
     return [f"USE {database}", *execute.PRELUDE, "START TRANSACTION"]
 
 
+def _rows_of(rows: int) -> str:
+    """The table's rows before the incident, as a SELECT."""
+    return (
+        "SELECT seq, seq * 7, CONCAT('name ', seq), TIMESTAMPADD(MICROSECOND, seq * 1234000, '2024-01-01'), "
+        f"seq / 100 FROM seq_1_to_{rows}"
+    )
+
+
+def staged(rows: int) -> list[str]:
+    """The server's own floor for the incident's rollback (the `staged` database): the rows it puts back
+    and the rows it updates, each with its values before the incident, in two tables of the server made
+    before the clock starts; then, timed, one INSERT ... SELECT and one UPDATE ... JOIN that check and
+    write the same rows the apply does, with its checks (the image the incident left, compared column
+    by column), and no SQL text for any row to parse."""
+    before = _rows_of(rows)
+    return [
+        "CREATE TABLE put_back LIKE t",
+        f"INSERT INTO put_back {before} WHERE seq % 2 = 0",
+        "CREATE TABLE set_back LIKE t",
+        f"INSERT INTO set_back {before} WHERE seq % 3 = 0 AND seq % 2 = 1",
+    ]
+
+
 def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int | str], str]:
     """Every database's table and its incident's binlog file; the service's incident as a job's range;
     the table's checksum before it."""
@@ -150,15 +186,9 @@ def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int 
     ranges: dict[str, dict[str, int | str]] = {}
     for name in PATHS:
         server.run_sql([f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}"])  # type: ignore[attr-defined]
-        server.run_sql(  # type: ignore[attr-defined]
-            [
-                TABLE,
-                "INSERT INTO t SELECT seq, seq * 7, CONCAT('name ', seq), "
-                "TIMESTAMPADD(MICROSECOND, seq * 1234000, '2024-01-01'), seq / 100 "
-                f"FROM seq_1_to_{rows}",
-            ],
-            database=name,
-        )
+        server.run_sql([TABLE, f"INSERT INTO t {_rows_of(rows)}"], database=name)  # type: ignore[attr-defined]
+        if name == "staged":
+            server.run_sql(staged(rows), database=name)  # type: ignore[attr-defined]
         checksum = str(server.query("CHECKSUM TABLE t", database=name)[0][1])  # type: ignore[attr-defined]
         span = server.run_sql(  # type: ignore[attr-defined]
             ["DELETE FROM t WHERE id % 2 = 0", "UPDATE t SET a = a + 1, b = 'x' WHERE id % 3 = 0"],
@@ -253,8 +283,8 @@ def main() -> None:
             file=sys.stderr,
         )
         for name, path in files.items():
-            if name == "service":
-                continue  # the service's job writes its own
+            if name in ("service", "staged"):
+                continue  # the service's job writes its own; the staged floor runs no plan
             timed_process(
                 [
                     cli,
@@ -275,6 +305,7 @@ def main() -> None:
             subprocess.run(["mariadb-binlog", "--flashback", str(files["checked"])], stdout=out, check=True)
         (work / "checked.floor.sql").write_text(checks_then_events(work / "checked.plan", events, "checked"))
         (work / "own.floor.sql").write_text(own_statements(work / "own.plan", "own"))
+        (work / "staged.floor.sql").write_text(STAGED_WRITES)
         sent = [";\n".join(_opening("sent")), *own_queries(work / "sent.plan", "sent")]
         (work / "sent.queries").write_bytes("\0".join(sent).encode("utf-8"))
         # the server's own floor for the one-row script: as many statements that do nothing
@@ -317,6 +348,12 @@ def main() -> None:
                         ["sh", "-c", f"mariadb-binlog --flashback {files['reference']} | {client}"]
                     )
                 ),
+            ),
+            (
+                "floor of the server: the same rows checked and written from copies in the server (INSERT ... "
+                "SELECT, UPDATE ... JOIN), no SQL text per row",
+                "staged",
+                measured(lambda: timed_process(["sh", "-c", f"{client} < {work / 'staged.floor.sql'}"])),
             ),
             (
                 "floor of a checked apply: the plan's checks as locking reads, then the reference's row events",
