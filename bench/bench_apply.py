@@ -69,8 +69,12 @@ PATHS = (
 NET = ("net", "merge")  # their plans are written with --net (one statement per row)
 POLL_SECONDS = 0.02  # the service path's GETs of the execution's record
 JOINED = "1000"  # --rows-per-statement of the `joined` script
+# the incident: the rows it deletes, and those it then updates (the staged floor copies them before it)
+DELETED = "id % 2 = 0"
+UPDATED = "id % 3 = 0"
+INCIDENT = [f"DELETE FROM t WHERE {DELETED}", f"UPDATE t SET a = a + 1, b = 'x' WHERE {UPDATED}"]
 # the staged floor's timed statements (staged): the rows deleted put back, then the rows updated set back
-# where each still holds what the incident left (its checks: every column compared, as the apply's)
+# where each still holds what INCIDENT's UPDATE left (its checks: every column compared, as the apply's)
 STAGED_WRITES = """USE staged;
 START TRANSACTION;
 INSERT INTO t SELECT * FROM put_back;
@@ -155,27 +159,16 @@ def _opening(database: str) -> list[str]:
     return [f"USE {database}", *execute.PRELUDE, "START TRANSACTION"]
 
 
-def _rows_of(rows: int) -> str:
-    """The table's rows before the incident, as a SELECT."""
-    return (
-        "SELECT seq, seq * 7, CONCAT('name ', seq), TIMESTAMPADD(MICROSECOND, seq * 1234000, '2024-01-01'), "
-        f"seq / 100 FROM seq_1_to_{rows}"
-    )
-
-
-def staged(rows: int) -> list[str]:
-    """The server's own floor for the incident's rollback (the `staged` database): the rows it puts back
-    and the rows it updates, each with its values before the incident, in two tables of the server made
-    before the clock starts; then, timed, one INSERT ... SELECT and one UPDATE ... JOIN that check and
-    write the same rows the apply does, with its checks (the image the incident left, compared column
-    by column), and no SQL text for any row to parse."""
-    before = _rows_of(rows)
-    return [
-        "CREATE TABLE put_back LIKE t",
-        f"INSERT INTO put_back {before} WHERE seq % 2 = 0",
-        "CREATE TABLE set_back LIKE t",
-        f"INSERT INTO set_back {before} WHERE seq % 3 = 0 AND seq % 2 = 1",
-    ]
+# The server's own floor for the incident's rollback (the `staged` database), made before the incident:
+# the rows it deletes and the rows it only updates, copied from the table as they are before it into two
+# tables of the server; then, timed (STAGED_WRITES), one INSERT ... SELECT and one UPDATE ... JOIN check
+# and write the same rows the apply does, with its checks, and no SQL text for any row to parse.
+STAGED = [
+    "CREATE TABLE put_back LIKE t",
+    f"INSERT INTO put_back SELECT * FROM t WHERE {DELETED}",
+    "CREATE TABLE set_back LIKE t",
+    f"INSERT INTO set_back SELECT * FROM t WHERE {UPDATED} AND NOT ({DELETED})",
+]
 
 
 def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int | str], str]:
@@ -186,15 +179,19 @@ def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int 
     ranges: dict[str, dict[str, int | str]] = {}
     for name in PATHS:
         server.run_sql([f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}"])  # type: ignore[attr-defined]
-        server.run_sql([TABLE, f"INSERT INTO t {_rows_of(rows)}"], database=name)  # type: ignore[attr-defined]
-        if name == "staged":
-            server.run_sql(staged(rows), database=name)  # type: ignore[attr-defined]
-        checksum = str(server.query("CHECKSUM TABLE t", database=name)[0][1])  # type: ignore[attr-defined]
-        span = server.run_sql(  # type: ignore[attr-defined]
-            ["DELETE FROM t WHERE id % 2 = 0", "UPDATE t SET a = a + 1, b = 'x' WHERE id % 3 = 0"],
+        server.run_sql(  # type: ignore[attr-defined]
+            [
+                TABLE,
+                "INSERT INTO t SELECT seq, seq * 7, CONCAT('name ', seq), "
+                "TIMESTAMPADD(MICROSECOND, seq * 1234000, '2024-01-01'), seq / 100 "
+                f"FROM seq_1_to_{rows}",
+            ],
             database=name,
-            own_file=True,
         )
+        if name == "staged":
+            server.run_sql(STAGED, database=name)  # type: ignore[attr-defined]
+        checksum = str(server.query("CHECKSUM TABLE t", database=name)[0][1])  # type: ignore[attr-defined]
+        span = server.run_sql(INCIDENT, database=name, own_file=True)  # type: ignore[attr-defined]
         assert len(span.files) == 1, span
         files[name] = Path(span.files[0])
         ranges[name] = {
