@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         DEFAULT_CONNECT_TIMEOUT,
         DEFAULT_READ_TIMEOUT,
         DEFAULT_WRITE_TIMEOUT,
+        ConnectionOptions,
         Dsn,
         DsnError,
         interrupt_thread,
@@ -95,6 +96,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "gtid_of": ("rollback.binlog.events", "gtid_of"),
     "BinlogFile": ("rollback.binlog.reader", "BinlogFile"),
     "file_records": ("rollback.render.decode_files", "file_records"),
+    "ConnectionOptions": ("rollback.base.dsn", "ConnectionOptions"),
     "Dsn": ("rollback.base.dsn", "Dsn"),
     "DsnError": ("rollback.base.dsn", "DsnError"),
     "parse_dsn": ("rollback.base.dsn", "parse_dsn"),
@@ -209,6 +211,7 @@ __all__ = [
     "BinlogFile",
     "gtid_of",
     # servers and execution
+    "ConnectionOptions",
     "Dsn",
     "DsnError",
     "parse_dsn",

@@ -30,6 +30,7 @@ from rollback import (
     DEFAULT_ENGINE,
     DEFAULT_READ_TIMEOUT,
     DEFAULT_WRITE_TIMEOUT,
+    ConnectionOptions,
     DsnError,
     EngineKind,
     parse_dsn,
@@ -54,6 +55,7 @@ class ServerConfig:
     user: str = ""
     password: str = field(default="", repr=False)
     binlog_dir: Path | None = None  # binlog files readable on this machine (else the live source)
+    options: str = ""  # the DSN's connection options as a query (`?socket=...&ssl-mode=...`), or ""
 
     @property
     def dsn(self) -> str:
@@ -61,11 +63,11 @@ class ServerConfig:
         auth = quote(self.user, safe="")
         if self.password:
             auth += ":" + quote(self.password, safe="")
-        return f"mysql://{auth}@{self.host}:{self.port}/"
+        return f"mysql://{auth}@{self.host}:{self.port}/{self.options}"
 
     @property
     def public_dsn(self) -> str:
-        return f"mysql://{quote(self.user, safe='')}@{self.host}:{self.port}/"
+        return f"mysql://{quote(self.user, safe='')}@{self.host}:{self.port}/{self.options}"
 
     def public(self) -> dict[str, Any]:
         return {
@@ -73,6 +75,7 @@ class ServerConfig:
             "host": self.host,
             "port": self.port,
             "user": self.user,
+            "options": self.options,
             "binlog_dir": str(self.binlog_dir) if self.binlog_dir else None,
         }
 
@@ -105,13 +108,15 @@ def parse_server(name: str, value: Any, environ: dict[str, str] | None = None) -
         raise ConfigError(f"server {name}: the DSN must be a string like mysql://user@host:3306/")
     try:
         parts = parse_dsn(value)
+        options = ConnectionOptions.of(parts)
     except DsnError as exc:
         raise ConfigError(f"server {name}: {exc}") from None
-    if not parts.host:
+    if not parts.host and not options.socket:
         raise ConfigError(f"server {name}: the DSN must look like mysql://user:password@host:3306/")
     password = parts.password if parts.password is not None else ""
     password = environ.get(password_env_name(name), password)  # type: ignore[union-attr]
-    return ServerConfig(name, parts.host, parts.port, parts.user, password, binlog_dir)
+    host = parts.host or "localhost"
+    return ServerConfig(name, host, parts.port, parts.user, password, binlog_dir, options.query)
 
 
 def parse_tokens(text: str) -> list[ApiToken]:

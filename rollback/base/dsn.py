@@ -45,6 +45,8 @@ class Dsn:
     password: str | None = field(repr=False)  # None: not given (callers may take it from elsewhere)
     database: str  # "" when none is given
     options: bool  # query parameters or a fragment were given
+    query: str = ""  # the query parameters as given (percent-encoded), without the `?`
+    fragment: bool = False  # a `#...` after the database
 
 
 _SCHEME = re.compile(r"[\w+]+://")
@@ -120,7 +122,131 @@ def parse_dsn(text: str) -> Dsn:
         password=unquote(password) if password is not None else None,
         database=database.split("#", 1)[0],
         options=bool(query and parse_qsl(query)) or "#" in database,
+        query=query or "",
+        fragment="#" in database,
     )
+
+
+# ---- how a session reaches its server: `?socket=/run/mysqld/mysqld.sock&ssl-mode=VERIFY_CA&...`
+
+SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+OPTION_NAMES = ("socket", "ssl-mode", "ssl-ca", "ssl-cert", "ssl-key")
+_OPTION_ALIASES = {"unix-socket": "socket"}  # PyMySQL's and SQLAlchemy's spelling
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """A DSN's connection options, as the `mysql` client names them: the Unix socket to connect
+    through (instead of TCP), and TLS. Without ssl-mode, a session asks for TLS when the server offers
+    it and checks no certificate (PREFERRED, as mysql and PyMySQL do); ssl-ca alone means VERIFY_CA
+    (as MySQL 8's client reads it), ssl-cert alone REQUIRED. An option this project does not know is
+    refused: one left unread could be a certificate check the user believes is made."""
+
+    socket: str = ""
+    ssl_mode: str = "PREFERRED"
+    ssl_ca: str = ""
+    ssl_cert: str = ""
+    ssl_key: str = ""
+
+    @classmethod
+    def of(cls, parts: Dsn) -> ConnectionOptions:
+        """The options of a parsed DSN; DsnError for one not known, given twice, or contradictory."""
+        from urllib.parse import parse_qsl
+
+        found: dict[str, str] = {}
+        for raw, value in parse_qsl(parts.query, keep_blank_values=True):
+            name = raw.strip().lower().replace("_", "-")
+            name = _OPTION_ALIASES.get(name, name)
+            if name not in OPTION_NAMES:
+                raise DsnError(f"server DSN option {raw!r} is not known (known: {', '.join(OPTION_NAMES)})")
+            if name in found:
+                raise DsnError(f"server DSN option {name} is given twice")
+            if not value:
+                raise DsnError(f"server DSN option {name} has no value")
+            found[name] = value
+        mode = found.get("ssl-mode", "").upper()
+        if mode and mode not in SSL_MODES:
+            raise DsnError(
+                f"server DSN option ssl-mode must be one of {', '.join(SSL_MODES)} (got {found['ssl-mode']!r})"
+            )
+        files = [name for name in ("ssl-ca", "ssl-cert", "ssl-key") if name in found]
+        if mode in ("DISABLED", "PREFERRED") and files:
+            raise DsnError(f"server DSN option ssl-mode={mode} takes no {' or '.join(files)}")
+        if "ssl-key" in found and "ssl-cert" not in found:
+            raise DsnError(
+                "server DSN option ssl-key needs ssl-cert (the client certificate it is the key of)"
+            )
+        if not mode:
+            mode = "VERIFY_CA" if "ssl-ca" in found else "REQUIRED" if "ssl-cert" in found else "PREFERRED"
+        return cls(
+            found.get("socket", ""),
+            mode,
+            found.get("ssl-ca", ""),
+            found.get("ssl-cert", ""),
+            found.get("ssl-key", ""),
+        )
+
+    @property
+    def query(self) -> str:
+        """The options as a DSN's query (`?socket=...`), each only when it is not the default; "" for none."""
+        from urllib.parse import quote
+
+        pairs = [
+            ("socket", self.socket),
+            ("ssl-mode", "" if self.ssl_mode == "PREFERRED" else self.ssl_mode),
+            ("ssl-ca", self.ssl_ca),
+            ("ssl-cert", self.ssl_cert),
+            ("ssl-key", self.ssl_key),
+        ]
+        given = [f"{name}={quote(value, safe='/')}" for name, value in pairs if value]
+        return "?" + "&".join(given) if given else ""
+
+    def describe(self, host: str, port: int) -> str:
+        """Where a session goes, for messages: `db1:3306`, or the socket's path."""
+        return f"{self.socket} (Unix socket)" if self.socket else f"{host}:{port}"
+
+    def session_args(self) -> dict[str, Any]:
+        """PyMySQL's connect arguments for these options; SourceError when a TLS file cannot be read."""
+        args: dict[str, Any] = {}
+        if self.socket:
+            args["unix_socket"] = self.socket
+        if self.ssl_mode == "DISABLED":
+            args["ssl_disabled"] = True
+        elif self.ssl_mode != "PREFERRED":
+            args["ssl"] = _tls_context(self.ssl_mode, self.ssl_ca, self.ssl_cert, self.ssl_key)
+        return args
+
+
+_contexts: dict[tuple[str, str, str, str], Any] = {}
+
+
+def _tls_context(mode: str, ca: str, cert: str, key: str) -> Any:
+    """The TLS context of an ssl-mode that asks for TLS, built once per settings (loading a CA bundle
+    costs tens of milliseconds). Built here rather than by PyMySQL, which checks no host name when no
+    CA file is given: VERIFY_IDENTITY checks it against the system's CAs as well."""
+    import ssl
+
+    settings = (mode, ca, cert, key)
+    with _open_lock:
+        context = _contexts.get(settings)
+        if context is None:
+            try:
+                context = ssl.create_default_context(cafile=ca or None)
+                if cert:
+                    context.load_cert_chain(cert, keyfile=key or None)
+            except (OSError, ssl.SSLError) as exc:
+                files = ", ".join(
+                    f"{name} {value}"
+                    for name, value in (("ssl-ca", ca), ("ssl-cert", cert), ("ssl-key", key))
+                    if value
+                )
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise SourceError(f"cannot read the DSN's TLS files ({files}): {reason}") from None
+            context.check_hostname = mode == "VERIFY_IDENTITY"
+            if mode == "REQUIRED":
+                context.verify_mode = ssl.CERT_NONE
+            _contexts[settings] = context
+        return context
 
 
 _PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:@/]*:)[^/]+@")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from rollback import DsnError, parse_dsn
+from rollback import ConnectionOptions, DsnError, parse_dsn
 from rollback.cli.option_files import default_files, read_login_path, read_option_files
 
 PROMPT = "\x00prompt"  # `-p` or `--password` without a value: ask on the terminal
@@ -36,6 +36,12 @@ def add_connection_options(parser: argparse.ArgumentParser, what: str) -> None:
     group.add_argument("-h", "--host", help=f"host name or address (default {DEFAULT_HOST})")
     group.add_argument("-P", "--port", type=int, help="TCP port (default 3306)")
     group.add_argument("-u", "--user", help="user name")
+    group.add_argument(
+        "-S",
+        "--socket",
+        metavar="PATH",
+        help="connect through this Unix socket file instead of TCP (as mysql -S)",
+    )
     group.add_argument(
         "-p",
         "--password",
@@ -71,7 +77,8 @@ def bare_password(argv: Sequence[str]) -> list[str]:
 def connection_given(args: argparse.Namespace) -> bool:
     """Whether -h/-P/-u/-p or a login path was given (option files alone do not name a server)."""
     return any(
-        getattr(args, name, None) is not None for name in ("host", "port", "user", "password", "login_path")
+        getattr(args, name, None) is not None
+        for name in ("host", "port", "user", "password", "socket", "login_path")
     )
 
 
@@ -88,6 +95,7 @@ class _Credentials:
     port: int | None = None
     user: str | None = None
     password: str | None = None
+    socket: str | None = None
 
 
 def _settings(args: argparse.Namespace) -> _Credentials:
@@ -107,7 +115,9 @@ def _settings(args: argparse.Namespace) -> _Credentials:
         port = int(port_text) if port_text else None
     except ValueError:
         raise DsnError(f"option file: port {port_text!r} is not a number") from None
-    creds = _Credentials(found.get("host"), port, found.get("user"), found.get("password"))
+    creds = _Credentials(
+        found.get("host"), port, found.get("user"), found.get("password"), found.get("socket")
+    )
     if getattr(args, "host", None) is not None:
         creds.host = args.host
     if getattr(args, "port", None) is not None:
@@ -116,6 +126,8 @@ def _settings(args: argparse.Namespace) -> _Credentials:
         creds.user = args.user
     if getattr(args, "password", None) is not None:
         creds.password = args.password
+    if getattr(args, "socket", None) is not None:
+        creds.socket = args.socket
     return creds
 
 
@@ -140,24 +152,33 @@ def _password(creds: _Credentials, args: argparse.Namespace) -> str | None:
     return creds.password
 
 
-def build_dsn(host: str, port: int, user: str, password: str | None) -> str:
-    """A DSN for these parts; user and password percent-encoded, so every character survives."""
+def build_dsn(
+    host: str, port: int, user: str, password: str | None, database: str = "", query: str = ""
+) -> str:
+    """A DSN for these parts; user and password percent-encoded, so every character survives.
+    `query`: the connection options as a DSN's query (`?socket=...`), or ""."""
     auth = quote(user, safe="")
     if password is not None:
         auth += ":" + quote(password, safe="")
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    return f"mysql://{auth}@{host}:{port}/"
+    return f"mysql://{auth}@{host}:{port}/{database}{query}"
 
 
 def server_from_options(args: argparse.Namespace) -> str:
     """The DSN named by -h/-P/-u/-p, the login path and the option files."""
     creds = _settings(args)
+    # A socket is used for the host `localhost` (as mysql uses it), or with -S when no host is named.
+    # Without either the default stays TCP to 127.0.0.1: the `socket` line of Debian's
+    # /etc/mysql/mariadb.cnf does not move a command given -P to a local socket.
+    named = getattr(args, "socket", None) is not None and creds.host is None
+    socket = creds.socket if creds.socket and (creds.host == "localhost" or named) else None
     return build_dsn(
-        creds.host or DEFAULT_HOST,
+        "localhost" if socket else creds.host or DEFAULT_HOST,
         creds.port or 3306,
         creds.user if creds.user is not None else getpass.getuser(),
         _password(creds, args),
+        query=ConnectionOptions(socket=socket).query if socket else "",
     )
 
 
@@ -173,4 +194,7 @@ def complete_dsn(dsn: str, args: argparse.Namespace) -> str:
     password = _password(creds, args)
     if password is None:
         return dsn
-    return build_dsn(parts.host or DEFAULT_HOST, parts.port, parts.user, password) + parts.database
+    query = "?" + parts.query if parts.query else ""
+    return build_dsn(
+        parts.host or DEFAULT_HOST, parts.port, parts.user, password, quote(parts.database, safe=""), query
+    )

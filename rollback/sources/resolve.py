@@ -193,10 +193,7 @@ def _schema_connection(address: ServerAddress) -> Any:
 
     try:
         return open_connection(
-            host=address.host,
-            port=address.port,
-            user=address.user,
-            password=address.password,
+            **address.session_args(),
             charset="utf8mb4",
             autocommit=False,
         )

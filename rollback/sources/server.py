@@ -32,7 +32,7 @@ from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollback.base.dsn import open_connection, parse_dsn, server_timeouts
+from rollback.base.dsn import ConnectionOptions, open_connection, parse_dsn, server_timeouts
 from rollback.base.errors import BinlogFormatError, RangeError, RollbackError, SourceError
 from rollback.base.server_version import version_tuple
 from rollback.binlog.constants import LOG_EVENT_BINLOG_IN_USE_F, V4_HEADER_LEN, EventType
@@ -79,27 +79,42 @@ class ServerAddress:
     port: int = DEFAULT_PORT
     user: str = ""
     password: str = field(default="", repr=False)
+    options: ConnectionOptions = ConnectionOptions()  # a Unix socket, TLS
 
     @classmethod
     def parse(cls, dsn: str) -> ServerAddress:
-        """`mysql://user:password@host:port/`; a missing password is taken from $MYSQL_PWD."""
+        """`mysql://user:password@host:port/[?socket=...&ssl-mode=...]`; a missing password is taken
+        from $MYSQL_PWD."""
         parts = parse_dsn(dsn)
-        if not parts.host:
+        options = ConnectionOptions.of(parts)
+        if not parts.host and not options.socket:
             raise SourceError("server DSN names no host (mysql://user:password@host:port/)")
-        if parts.database.strip("/") or parts.options:
+        if parts.database.strip("/") or parts.fragment:
             raise SourceError(
-                "server DSN takes no database, options or fragment: mysql://user:password@host:port/"
+                "server DSN takes no database or fragment: mysql://user:password@host:port/ "
+                "(options: ?socket=PATH, ?ssl-mode=..., ?ssl-ca=FILE)"
             )
         password = parts.password if parts.password is not None else os.environ.get("MYSQL_PWD", "")
-        return cls(parts.host, parts.port, parts.user, password)
+        return cls(parts.host or "localhost", parts.port, parts.user, password, options)
+
+    def session_args(self) -> dict[str, Any]:
+        """PyMySQL's arguments for a session to this server (host, port, user, password, socket, TLS)."""
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "password": self.password,
+            **self.options.session_args(),
+        }
 
     @property
     def name(self) -> str:
-        """A directory-safe name for this server, used by the spool: `host_port`."""
-        return re.sub(r"[^A-Za-z0-9._-]", "_", f"{self.host}_{self.port}")
+        """A directory-safe name for this server, used by the spool: `host_port`, or the socket's path."""
+        where = self.options.socket.strip("/") if self.options.socket else f"{self.host}_{self.port}"
+        return re.sub(r"[^A-Za-z0-9._-]", "_", where)
 
     def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
+        return self.options.describe(self.host, self.port)
 
 
 # --------------------------------------------------------------------------- packets
@@ -433,10 +448,7 @@ class BinlogServer:
 
         try:
             return open_connection(
-                host=self.address.host,
-                port=self.address.port,
-                user=self.address.user,
-                password=self.address.password,
+                **self.address.session_args(),
                 connect_timeout=self.connect_timeout,
                 read_timeout=read_timeout,
                 autocommit=True,

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import orjson
 
 from rollback.base.collector import collector_paused
-from rollback.base.dsn import open_connection, parse_dsn, redact
+from rollback.base.dsn import ConnectionOptions, open_connection, parse_dsn, redact
 from rollback.base.errors import EXIT_INCOMPLETE, EXIT_INTERRUPTED, ConflictError, RollbackError, SourceError
 from rollback.base.identifiers import quote_ident
 from rollback.base.server_version import version_tuple
@@ -198,10 +198,11 @@ class ExecutionRefused(RollbackError):
 
 
 def connect_args(dsn: str) -> dict[str, Any]:
-    """mysql://user:password@host:port/[database] -> PyMySQL connect arguments."""
+    """mysql://user:password@host:port/[database][?socket=...&ssl-mode=...] -> PyMySQL connect arguments."""
     parts = parse_dsn(dsn)
+    options = ConnectionOptions.of(parts)
     args: dict[str, Any] = {
-        "host": parts.host or "127.0.0.1",
+        "host": parts.host or ("localhost" if options.socket else "127.0.0.1"),
         "port": parts.port,
         "user": parts.user,
         "password": parts.password or "",
@@ -210,7 +211,7 @@ def connect_args(dsn: str) -> dict[str, Any]:
     }
     if parts.database.strip("/"):
         args["database"] = parts.database.strip("/")
-    return args
+    return args | options.session_args()
 
 
 def connect(dsn: str, multi_statements: bool = False) -> pymysql.connections.Connection:

@@ -20,7 +20,14 @@ PASSWORD = "p@ss:w/rd%40#?& x"
 
 def _args(**given) -> argparse.Namespace:
     base = dict(
-        host=None, port=None, user=None, password=None, defaults_file=None, no_defaults=False, login_path=None
+        host=None,
+        port=None,
+        user=None,
+        password=None,
+        socket=None,
+        defaults_file=None,
+        no_defaults=False,
+        login_path=None,
     )
     return argparse.Namespace(**{**base, **given})
 
@@ -101,3 +108,36 @@ def test_stop_never_is_refused_before_any_connection(tmp_path, capsys):
     )
     assert code == 2
     assert capsys.readouterr().err.startswith("mysql-rollback: error: --stop-never: mysql-rollback reverses")
+
+
+def test_a_socket_is_used_as_mysql_uses_it_and_never_moves_a_tcp_default(tmp_path, monkeypatch):
+    monkeypatch.delenv("MYSQL_PWD", raising=False)
+    sock = "/run/mysqld/mysqld.sock"
+    # Debian's /etc/mysql/mariadb.cnf names the socket in [client-server]: alone it changes nothing
+    (tmp_path / "debian.cnf").write_text(f"[client-server]\nsocket = {sock}\n")
+    files = str(tmp_path / "debian.cnf")
+    assert server_from_options(_args(defaults_file=files, user="u", port=3307)) == "mysql://u@127.0.0.1:3307/"
+    # the host `localhost` goes through it, as in mysql
+    assert server_from_options(_args(defaults_file=files, user="u", host="localhost")) == (
+        f"mysql://u@localhost:3306/?socket={sock}"
+    )
+    # -S with no host named is the socket; -S with another host is that host by TCP
+    assert server_from_options(_args(no_defaults=True, user="u", socket="/tmp/s.sock")) == (
+        "mysql://u@localhost:3306/?socket=/tmp/s.sock"
+    )
+    assert server_from_options(_args(no_defaults=True, user="u", socket="/tmp/s.sock", host="db1")) == (
+        "mysql://u@db1:3306/"
+    )
+
+
+def test_a_completed_dsn_keeps_its_database_and_its_options(tmp_path, monkeypatch):
+    monkeypatch.setenv("MYSQL_PWD", PASSWORD)
+    done = complete_dsn(
+        "mysql://ci@localhost/shop?socket=/tmp/s.sock&ssl-mode=REQUIRED", _args(no_defaults=True)
+    )
+    parts = parse_dsn(done)
+    assert (parts.password, parts.database, parts.query) == (
+        PASSWORD,
+        "shop",
+        "socket=/tmp/s.sock&ssl-mode=REQUIRED",
+    )

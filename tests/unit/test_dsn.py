@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import subprocess
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.core.config import ConfigError, parse_server
-from rollback import DsnError, SourceError, parse_dsn, redact
+from rollback import ConnectionOptions, DsnError, SourceError, parse_dsn, redact
 from rollback.sources.server import ServerAddress
 from rollback.target.execute import connect_args
 from tests.support.examples import examples
@@ -76,6 +77,19 @@ def test_each_reader_keeps_its_own_rules():
     assert connect_args("mysql://u@h/sales")["database"] == "sales"
     with pytest.raises(SourceError, match="takes no database"):
         ServerAddress.parse("mysql://u@h/sales")
+    # a source through its socket: named by the socket (messages, the spool's folder), no host needed
+    local = ServerAddress.parse("mysql://u:pw@/?socket=/run/mysqld/mysqld.sock&ssl-mode=DISABLED")
+    assert str(local) == "/run/mysqld/mysqld.sock (Unix socket)" and local.name == "run_mysqld_mysqld.sock"
+    assert local.session_args() == {
+        "host": "localhost",
+        "port": 3306,
+        "user": "u",
+        "password": "pw",
+        "unix_socket": "/run/mysqld/mysqld.sock",
+        "ssl_disabled": True,
+    }
+    with pytest.raises(DsnError, match="option 'compress' is not known"):
+        ServerAddress.parse("mysql://u@h/?compress=1")
     with pytest.raises(ConfigError, match="server p: malformed"):
         parse_server("p", "mysql://u@h:x/", environ={})
 
@@ -162,3 +176,63 @@ def test_the_preferred_tls_context_is_built_at_the_first_handshake_once(monkeypa
             wrapped = lazy.wrap_socket(end, server_hostname="db", do_handshake_on_connect=False)
             assert isinstance(wrapped, ssl.SSLSocket)
     assert built == [{}]  # once, at the first handshake
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("", ConnectionOptions()),
+        ("socket=/run/mysqld/mysqld.sock", ConnectionOptions(socket="/run/mysqld/mysqld.sock")),
+        ("unix_socket=/tmp/a%20b.sock", ConnectionOptions(socket="/tmp/a b.sock")),
+        ("ssl-mode=disabled", ConnectionOptions(ssl_mode="DISABLED")),
+        ("ssl_mode=Required", ConnectionOptions(ssl_mode="REQUIRED")),
+        # as MySQL 8's client reads them: a CA alone checks the chain, a client certificate alone asks for TLS
+        ("ssl-ca=/ca.pem", ConnectionOptions(ssl_mode="VERIFY_CA", ssl_ca="/ca.pem")),
+        (
+            "ssl-cert=/c.pem&ssl-key=/k.pem",
+            ConnectionOptions(ssl_mode="REQUIRED", ssl_cert="/c.pem", ssl_key="/k.pem"),
+        ),
+        (
+            "ssl-mode=VERIFY_IDENTITY&ssl-ca=/ca.pem",
+            ConnectionOptions(ssl_mode="VERIFY_IDENTITY", ssl_ca="/ca.pem"),
+        ),
+    ],
+)
+def test_connection_options_read_as_the_mysql_client_names_them(query, expected):
+    options = ConnectionOptions.of(parse_dsn(f"mysql://u@h/?{query}" if query else "mysql://u@h/"))
+    assert options == expected
+    assert ConnectionOptions.of(parse_dsn("mysql://u@h/" + options.query)) == options  # written back the same
+
+
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("charset=latin1", "server DSN option 'charset' is not known (known: socket, ssl-mode, ssl-ca"),
+        ("ssl-mode=verify_full", "ssl-mode must be one of DISABLED, PREFERRED, REQUIRED"),
+        ("socket=", "server DSN option socket has no value"),
+        ("ssl-ca=/a&ssl_ca=/b", "server DSN option ssl-ca is given twice"),
+        ("ssl-mode=PREFERRED&ssl-ca=/a", "ssl-mode=PREFERRED takes no ssl-ca"),
+        ("ssl-key=/k.pem", "ssl-key needs ssl-cert"),
+    ],
+)
+def test_a_connection_option_that_cannot_be_used_is_refused(query, message):
+    with pytest.raises(DsnError, match=re.escape(message)):
+        ConnectionOptions.of(parse_dsn(f"mysql://u@h/?{query}"))
+
+
+def test_connection_options_become_pymysql_arguments_and_one_tls_context_per_setting(tmp_path):
+    assert connect_args("mysql://u@/?socket=/s.sock")["unix_socket"] == "/s.sock"
+    assert connect_args("mysql://u@/?socket=/s.sock")["host"] == "localhost"
+    assert connect_args("mysql://u@h/?ssl-mode=DISABLED")["ssl_disabled"] is True
+    assert "ssl" not in connect_args("mysql://u@h/") and "ssl_disabled" not in connect_args("mysql://u@h/")
+    required = connect_args("mysql://u@h/?ssl-mode=REQUIRED")["ssl"]
+    assert required.verify_mode == ssl.CERT_NONE and not required.check_hostname
+    identity = connect_args("mysql://u@h/?ssl-mode=VERIFY_IDENTITY")["ssl"]  # the system's CAs
+    assert identity.verify_mode == ssl.CERT_REQUIRED and identity.check_hostname
+    verify_ca = connect_args("mysql://u@h/?ssl-mode=VERIFY_CA")["ssl"]
+    assert verify_ca.verify_mode == ssl.CERT_REQUIRED and not verify_ca.check_hostname
+    assert connect_args("mysql://u@h/?ssl-mode=REQUIRED")["ssl"] is required  # built once
+    with pytest.raises(
+        SourceError, match=re.escape(f"cannot read the DSN's TLS files (ssl-ca {tmp_path}/x.pem)")
+    ):
+        connect_args(f"mysql://u@h/?ssl-ca={tmp_path}/x.pem")

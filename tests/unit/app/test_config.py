@@ -35,6 +35,8 @@ def test_no_rendering_of_a_server_shows_its_password():
         ("p", 3, "DSN must be a string"),
         ("p", {"dsn": "mysql://u@h/", "extra": 1}, "give"),
         ("p", "mysql://u@h:notaport/", "malformed"),
+        ("p", "mysql://u@h/?sslmode=verify-full", "server p: server DSN option 'sslmode' is not known"),
+        ("p", "mysql://u@/", "the DSN must look like"),
     ],
 )
 def test_bad_server_entries_are_refused_with_a_message_naming_the_server(name, value, message):
@@ -108,3 +110,16 @@ def test_serve_names_a_bad_setting_once_in_one_line(monkeypatch, tmp_path):
     with pytest.raises(SystemExit) as stop:
         _settings()
     assert str(stop.value) == "mysql-rollback: error: MYSQL_ROLLBACK_WORKERS must be between 1 and 64"
+
+
+def test_a_server_keeps_its_socket_and_tls_options_in_every_dsn_it_renders():
+    server = parse_server(
+        "local", "mysql://u:pw@/?unix_socket=/run/mysqld/mysqld.sock&ssl_ca=/etc/ca.pem", environ={}
+    )
+    # the options in the mysql client's spelling; ssl-ca alone means VERIFY_CA
+    options = "?socket=/run/mysqld/mysqld.sock&ssl-mode=VERIFY_CA&ssl-ca=/etc/ca.pem"
+    assert (server.host, server.options) == ("localhost", options)
+    assert server.dsn == f"mysql://u:pw@localhost:3306/{options}"
+    assert (
+        server.public_dsn == f"mysql://u@localhost:3306/{options}" and server.public()["options"] == options
+    )
