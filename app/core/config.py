@@ -66,6 +66,11 @@ class ServerConfig:
         return f"mysql://{auth}@{self.host}:{self.port}/{self.options}"
 
     @property
+    def where(self) -> str:
+        """Where its sessions go, for people: `db1:3306`, or its Unix socket's path."""
+        return ConnectionOptions.of(parse_dsn(self.public_dsn)).describe(self.host, self.port)
+
+    @property
     def public_dsn(self) -> str:
         return f"mysql://{quote(self.user, safe='')}@{self.host}:{self.port}/{self.options}"
 
