@@ -57,6 +57,10 @@ def with_table(server: ScratchServer) -> None:
     )
 
 
+def statements(script: str) -> list[str]:
+    return [line for line in script.splitlines() if line.startswith(("INSERT", "UPDATE", "DELETE"))]
+
+
 def rows_of(done: subprocess.CompletedProcess) -> int:
     assert done.returncode == 0, done.stderr
     return int(json.loads(done.stdout)["tables"][f"{DATABASE}.t"]["row_count"])
@@ -122,6 +126,16 @@ def test_a_source_and_its_schemas_through_the_socket_as_through_tcp(scratch_serv
     assert [p.name for p in (tmp_path / "dsn").iterdir()] == [
         str(scratch_server.socket_path).strip("/").replace("/", "_")
     ]
+    # the binlog files on disk, their schemas read through the socket (--schema-dsn)
+    code, from_files, err = run_cli_in_process(
+        capsys,
+        "flashback",
+        *map(str, done.files),
+        *("--start-position", str(done.start_position), "--stop-position", str(done.stop_position)),
+        *("--schema-dsn", socket_dsn(scratch_server), *ENGINE),
+    )
+    assert code == 0, err
+    assert f"schema of {socket};" in from_files and statements(from_files) == statements(scripts[0])
 
 
 # ---- TLS
