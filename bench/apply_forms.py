@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_apply import INCIDENT, STAGED, STAGED_WRITES, TABLE, _opening, own_queries  # noqa: E402
+from bench.bench_apply import INCIDENT, STAGED, STAGED_WRITES, TABLE, _opening, fill, own_queries  # noqa: E402
 
 FORMS = (
     "reference",
@@ -74,16 +74,7 @@ def main() -> None:
             for form in FORMS:
                 name = f"{form}_{copy}"
                 server.run_sql([f"CREATE DATABASE {name}"])
-                server.run_sql(
-                    [
-                        TABLE,
-                        "INSERT INTO t SELECT seq, seq * 7, CONCAT('name ', seq), "
-                        "TIMESTAMPADD(MICROSECOND, seq * 1234000, '2024-01-01'), seq / 100 "
-                        f"FROM seq_1_to_{args.rows}",
-                        *STAGED,
-                    ],
-                    database=name,
-                )
+                server.run_sql([TABLE, fill(args.rows), *STAGED], database=name)
                 checksum = str(server.query("CHECKSUM TABLE t", database=name)[0][1])
                 rows = server.query("SELECT * FROM put_back ORDER BY id DESC", database=name)
                 span = server.run_sql(INCIDENT, database=name, own_file=True)

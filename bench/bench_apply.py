@@ -87,6 +87,14 @@ CHILD = Path(__file__).resolve().parent / "apply_child.py"  # the timed applies'
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(64), c DATETIME(3), d DECIMAL(12,2), KEY(a))"
 
 
+def fill(rows: int) -> str:
+    """The statement that gives TABLE its `rows` rows (ids 1 to rows)."""
+    return (
+        "INSERT INTO t SELECT seq, seq * 7, CONCAT('name ', seq), "
+        f"TIMESTAMPADD(MICROSECOND, seq * 1234000, '2024-01-01'), seq / 100 FROM seq_1_to_{rows}"
+    )
+
+
 def checks_then_events(plan: Path, events: Path, database: str) -> str:
     """The floor of any apply that keeps the plan's checks: each row the reverse UPDATEs and DELETEs
     change read under lock and compared with the image the binlog left, 50 rows a read through the
@@ -180,12 +188,7 @@ def incident(server: object, rows: int) -> tuple[dict[str, Path], dict[str, int 
     for name in PATHS:
         server.run_sql([f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}"])  # type: ignore[attr-defined]
         server.run_sql(  # type: ignore[attr-defined]
-            [
-                TABLE,
-                "INSERT INTO t SELECT seq, seq * 7, CONCAT('name ', seq), "
-                "TIMESTAMPADD(MICROSECOND, seq * 1234000, '2024-01-01'), seq / 100 "
-                f"FROM seq_1_to_{rows}",
-            ],
+            [TABLE, fill(rows)],
             database=name,
         )
         if name == "staged":

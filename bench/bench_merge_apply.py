@@ -63,7 +63,7 @@ def main() -> None:
     import psutil
 
     sys.path.append(str(Path(__file__).resolve().parents[1]))
-    from bench.bench_apply import TABLE
+    from bench.bench_apply import TABLE, fill
     from bench.bench_pipeline import CHILD_ENV, REPO, timed_process
     from tests.support.mariadb import ScratchServer, ServerOptions
 
@@ -72,15 +72,7 @@ def main() -> None:
     try:
         started = time.perf_counter()
         server.run_sql(["DROP DATABASE IF EXISTS m", "CREATE DATABASE m"])
-        server.run_sql(
-            [
-                TABLE,
-                "INSERT INTO t SELECT seq, seq * 7, CONCAT('name ', seq), "
-                "TIMESTAMPADD(MICROSECOND, seq * 1234000, '2024-01-01'), seq / 100 "
-                f"FROM seq_1_to_{args.rows}",
-            ],
-            database="m",
-        )
+        server.run_sql([TABLE, fill(args.rows)], database="m")
         before = str(server.query("CHECKSUM TABLE t", database="m")[0][1])
         span = server.run_sql(
             ["DELETE FROM t WHERE id % 2 = 0", "UPDATE t SET a = a + 1, b = 'x' WHERE id % 3 = 0"],
