@@ -653,7 +653,10 @@ class ServerOut(BaseModel):
     host: str
     port: int
     user: str
-    options: str = Field("", description="the DSN's connection options (?socket=...&ssl-mode=...), or empty")
+    options: str = Field(
+        "",
+        description="the connection options of its DSN, without their paths (`socket, ssl-mode=VERIFY_CA, ssl-ca`)",
+    )
     binlog_dir: str | None
     health: str = Field(
         description="unknown (not asked yet), ok, not answering, or error: as the service's last call to it found it"

@@ -63,16 +63,26 @@ class ServerConfig:
         auth = quote(self.user, safe="")
         if self.password:
             auth += ":" + quote(self.password, safe="")
-        return f"mysql://{auth}@{self.host}:{self.port}/{self.options}"
-
-    @property
-    def where(self) -> str:
-        """Where its sessions go, for people: `db1:3306`, or its Unix socket's path."""
-        return ConnectionOptions.of(parse_dsn(self.public_dsn)).describe(self.host, self.port)
+        return f"mysql://{auth}@{self._host_port}/{self.options}"
 
     @property
     def public_dsn(self) -> str:
-        return f"mysql://{quote(self.user, safe='')}@{self.host}:{self.port}/{self.options}"
+        return f"mysql://{quote(self.user, safe='')}@{self._host_port}/{self.options}"
+
+    @property
+    def _host_port(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
+        return f"{host}:{self.port}"
+
+    @property
+    def connection(self) -> ConnectionOptions:
+        """The DSN's connection options (checked when the server was configured)."""
+        return ConnectionOptions.parse(self.options)
+
+    @property
+    def where(self) -> str:
+        """Where its sessions go, for people (no path on the service host): `db1:3306`, or `Unix socket`."""
+        return "Unix socket" if self.connection.socket else self._host_port
 
     def public(self) -> dict[str, Any]:
         return {
@@ -80,7 +90,7 @@ class ServerConfig:
             "host": self.host,
             "port": self.port,
             "user": self.user,
-            "options": self.options,
+            "options": self.connection.summary,
             "binlog_dir": str(self.binlog_dir) if self.binlog_dir else None,
         }
 

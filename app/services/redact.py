@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 from app.core.config import ServerConfig, Settings
 from app.services.jobs import Scrubber
@@ -29,6 +30,10 @@ class Redactor(Scrubber):
         for server in servers.values():
             if server.binlog_dir is not None:
                 rules += [(re.escape(form), f"{server.name}:") for form in _forms(server.binlog_dir)]
+            for option, path in server.connection.files:  # as given, and as its DSN writes it
+                rules += [
+                    (re.escape(form), f"<{server.name}'s {option}>") for form in {path, quote(path, safe="/")}
+                ]
         rules += [(re.escape(form), "") for form in _forms(settings.data_dir)]  # relative to the data dir
         rules.sort(key=lambda rule: len(rule[0]), reverse=True)
         self._paths = re.compile("|".join(f"({pattern})" for pattern, _ in rules)) if rules else None

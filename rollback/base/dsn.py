@@ -151,10 +151,15 @@ class ConnectionOptions:
     @classmethod
     def of(cls, parts: Dsn) -> ConnectionOptions:
         """The options of a parsed DSN; DsnError for one not known, given twice, or contradictory."""
+        return cls.parse(parts.query)
+
+    @classmethod
+    def parse(cls, query: str) -> ConnectionOptions:
+        """The options of a DSN's query (with or without its `?`), as `of` reads them."""
         from urllib.parse import parse_qsl
 
         found: dict[str, str] = {}
-        for raw, value in parse_qsl(parts.query, keep_blank_values=True):
+        for raw, value in parse_qsl(query.removeprefix("?"), keep_blank_values=True):
             name = raw.strip().lower().replace("_", "-")
             name = _OPTION_ALIASES.get(name, name)
             if name not in OPTION_NAMES:
@@ -172,6 +177,12 @@ class ConnectionOptions:
         files = [name for name in ("ssl-ca", "ssl-cert", "ssl-key") if name in found]
         if mode in ("DISABLED", "PREFERRED") and files:
             raise DsnError(f"server DSN option ssl-mode={mode} takes no {' or '.join(files)}")
+        if mode == "REQUIRED" and "ssl-ca" in found:
+            # a CA the user names is a check the user expects: REQUIRED would make none (mysql only warns)
+            raise DsnError(
+                "server DSN option ssl-mode=REQUIRED checks no certificate, so it takes no ssl-ca: "
+                "give ssl-mode=VERIFY_CA or VERIFY_IDENTITY (or ssl-ca alone, which is VERIFY_CA)"
+            )
         if "ssl-key" in found and "ssl-cert" not in found:
             raise DsnError(
                 "server DSN option ssl-key needs ssl-cert (the client certificate it is the key of)"
@@ -204,6 +215,26 @@ class ConnectionOptions:
     def describe(self, host: str, port: int) -> str:
         """Where a session goes, for messages: `db1:3306`, or the socket's path."""
         return f"{self.socket} (Unix socket)" if self.socket else f"{host}:{port}"
+
+    @property
+    def summary(self) -> str:
+        """The options given, without their values' paths (for a service's viewers): `socket,
+        ssl-mode=VERIFY_CA, ssl-ca`; "" for none."""
+        given = ["socket"] if self.socket else []
+        given += [] if self.ssl_mode == "PREFERRED" else [f"ssl-mode={self.ssl_mode}"]
+        given += [name for name, _ in self.files if name != "socket"]
+        return ", ".join(given)
+
+    @property
+    def files(self) -> list[tuple[str, str]]:
+        """The paths the options name, each with its option: socket, ssl-ca, ssl-cert, ssl-key."""
+        pairs = [
+            ("socket", self.socket),
+            ("ssl-ca", self.ssl_ca),
+            ("ssl-cert", self.ssl_cert),
+            ("ssl-key", self.ssl_key),
+        ]
+        return [(name, value) for name, value in pairs if value]
 
     def session_args(self) -> dict[str, Any]:
         """PyMySQL's connect arguments for these options; SourceError when a TLS file cannot be read."""
@@ -242,6 +273,9 @@ def _tls_context(mode: str, ca: str, cert: str, key: str) -> Any:
                 )
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise SourceError(f"cannot read the DSN's TLS files ({files}): {reason}") from None
+            # as PyMySQL's own contexts: Python 3.13 turns strict X.509 checks on, which refuse the
+            # certificates MySQL and MariaDB generate for themselves
+            context.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
             context.check_hostname = mode == "VERIFY_IDENTITY"
             if mode == "REQUIRED":
                 context.verify_mode = ssl.CERT_NONE

@@ -168,11 +168,23 @@ def build_dsn(
 def server_from_options(args: argparse.Namespace) -> str:
     """The DSN named by -h/-P/-u/-p, the login path and the option files."""
     creds = _settings(args)
-    # A socket is used for the host `localhost` (as mysql uses it), or with -S when no host is named.
-    # Without either the default stays TCP to 127.0.0.1: the `socket` line of Debian's
-    # /etc/mysql/mariadb.cnf does not move a command given -P to a local socket.
-    named = getattr(args, "socket", None) is not None and creds.host is None
-    socket = creds.socket if creds.socket and (creds.host == "localhost" or named) else None
+    # -S names a local server's socket: it wins over a host of the option files, not over another
+    # host on the command line. An option file's socket is used for the host `localhost` (as mysql
+    # uses it) unless the command line gives a port (then TCP, as MariaDB's client does since 10.6).
+    # Neither moves the default, TCP to 127.0.0.1 (the `socket` line of Debian's
+    # /etc/mysql/mariadb.cnf does not move `-P 3307` to a local socket).
+    given_socket = getattr(args, "socket", None)
+    given_host = getattr(args, "host", None)
+    if given_socket is not None and given_host not in (None, "localhost"):
+        raise DsnError(
+            f"-S names a local server's socket and -h {given_host} another server: give one of them"
+        )
+    if given_socket is not None:
+        socket = given_socket
+    elif creds.host == "localhost" and creds.socket and getattr(args, "port", None) is None:
+        socket = creds.socket
+    else:
+        socket = None
     return build_dsn(
         "localhost" if socket else creds.host or DEFAULT_HOST,
         creds.port or 3306,
@@ -186,6 +198,7 @@ def complete_dsn(dsn: str, args: argparse.Namespace) -> str:
     """`dsn` as given when it holds a password; else with the password of -p, the login path, the
     option files or $MYSQL_PWD (when the DSN's user is theirs or they name none)."""
     parts = parse_dsn(dsn)
+    options = ConnectionOptions.of(parts)  # an option that cannot be used: refused before any work
     if parts.password is not None:
         return dsn
     creds = _settings(args)
@@ -195,6 +208,5 @@ def complete_dsn(dsn: str, args: argparse.Namespace) -> str:
     if password is None:
         return dsn
     query = "?" + parts.query if parts.query else ""
-    return build_dsn(
-        parts.host or DEFAULT_HOST, parts.port, parts.user, password, quote(parts.database, safe=""), query
-    )
+    host = parts.host or ("localhost" if options.socket else DEFAULT_HOST)
+    return build_dsn(host, parts.port, parts.user, password, quote(parts.database, safe=""), query)

@@ -117,17 +117,25 @@ def test_a_socket_is_used_as_mysql_uses_it_and_never_moves_a_tcp_default(tmp_pat
     (tmp_path / "debian.cnf").write_text(f"[client-server]\nsocket = {sock}\n")
     files = str(tmp_path / "debian.cnf")
     assert server_from_options(_args(defaults_file=files, user="u", port=3307)) == "mysql://u@127.0.0.1:3307/"
-    # the host `localhost` goes through it, as in mysql
+    # the host `localhost` goes through it, as in mysql ...
     assert server_from_options(_args(defaults_file=files, user="u", host="localhost")) == (
         f"mysql://u@localhost:3306/?socket={sock}"
     )
-    # -S with no host named is the socket; -S with another host is that host by TCP
-    assert server_from_options(_args(no_defaults=True, user="u", socket="/tmp/s.sock")) == (
-        "mysql://u@localhost:3306/?socket=/tmp/s.sock"
+    # ... unless the command line gives a port: TCP to it, as MariaDB's client does (a tunnel, a
+    # container's published port on this machine are not the local server)
+    assert server_from_options(_args(defaults_file=files, user="u", host="localhost", port=3307)) == (
+        "mysql://u@localhost:3307/"
     )
-    assert server_from_options(_args(no_defaults=True, user="u", socket="/tmp/s.sock", host="db1")) == (
-        "mysql://u@db1:3306/"
-    )
+    # -S with no host named is the socket, and wins over an option file's host ...
+    (tmp_path / "db1.cnf").write_text("[client]\nhost = db1\n")
+    for given in (
+        _args(no_defaults=True, user="u", socket="/tmp/s.sock"),
+        _args(defaults_file=str(tmp_path / "db1.cnf"), user="u", socket="/tmp/s.sock"),
+    ):
+        assert server_from_options(given) == "mysql://u@localhost:3306/?socket=/tmp/s.sock"
+    # ... but -S and another host on the command line name two servers: refused, not one chosen
+    with pytest.raises(DsnError, match="-S names a local server's socket and -h db1 another server"):
+        server_from_options(_args(no_defaults=True, user="u", socket="/tmp/s.sock", host="db1"))
 
 
 def test_a_completed_dsn_keeps_its_database_and_its_options(tmp_path, monkeypatch):
@@ -141,3 +149,12 @@ def test_a_completed_dsn_keeps_its_database_and_its_options(tmp_path, monkeypatc
         "shop",
         "socket=/tmp/s.sock&ssl-mode=REQUIRED",
     )
+
+
+def test_a_completed_socket_dsn_is_localhost_and_a_bad_option_is_refused_before_any_work(monkeypatch):
+    monkeypatch.setenv("MYSQL_PWD", "pw")
+    assert complete_dsn("mysql://ci@/?socket=/tmp/s.sock", _args(no_defaults=True)) == (
+        "mysql://ci:pw@localhost:3306/?socket=/tmp/s.sock"
+    )
+    with pytest.raises(DsnError, match="option 'sslmode' is not known"):
+        complete_dsn("mysql://ci:own@db1/?sslmode=require", _args(no_defaults=True))

@@ -213,6 +213,11 @@ def test_connection_options_read_as_the_mysql_client_names_them(query, expected)
         ("ssl-ca=/a&ssl_ca=/b", "server DSN option ssl-ca is given twice"),
         ("ssl-mode=PREFERRED&ssl-ca=/a", "ssl-mode=PREFERRED takes no ssl-ca"),
         ("ssl-key=/k.pem", "ssl-key needs ssl-cert"),
+        # a CA named is a check expected: REQUIRED makes none (the mysql client only warns there)
+        (
+            "ssl-mode=REQUIRED&ssl-ca=/ca.pem",
+            "ssl-mode=REQUIRED checks no certificate, so it takes no ssl-ca",
+        ),
     ],
 )
 def test_a_connection_option_that_cannot_be_used_is_refused(query, message):
@@ -236,3 +241,9 @@ def test_connection_options_become_pymysql_arguments_and_one_tls_context_per_set
         SourceError, match=re.escape(f"cannot read the DSN's TLS files (ssl-ca {tmp_path}/x.pem)")
     ):
         connect_args(f"mysql://u@h/?ssl-ca={tmp_path}/x.pem")
+
+
+def test_what_a_services_viewer_sees_of_the_options_names_no_path():
+    options = ConnectionOptions.parse("?socket=/run/m.sock&ssl-ca=/etc/ca.pem&ssl-cert=/c.pem&ssl-key=/k.pem")
+    assert options.summary == "socket, ssl-mode=VERIFY_CA, ssl-ca, ssl-cert, ssl-key"
+    assert ConnectionOptions().summary == "" and ConnectionOptions.parse("") == ConnectionOptions()

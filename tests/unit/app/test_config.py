@@ -6,6 +6,7 @@ import pytest
 
 from app.core.config import ConfigError, Settings, parse_server, parse_tokens, password_env_name
 from app.services.jobs import Scrubber
+from rollback import parse_dsn
 
 
 def test_a_server_password_comes_from_the_dsn_or_from_its_environment_variable():
@@ -112,7 +113,7 @@ def test_serve_names_a_bad_setting_once_in_one_line(monkeypatch, tmp_path):
     assert str(stop.value) == "mysql-rollback: error: MYSQL_ROLLBACK_WORKERS must be between 1 and 64"
 
 
-def test_a_server_keeps_its_socket_and_tls_options_in_every_dsn_it_renders():
+def test_a_server_keeps_its_socket_and_tls_options_in_its_dsn_and_shows_no_path():
     server = parse_server(
         "local", "mysql://u:pw@/?unix_socket=/run/mysqld/mysqld.sock&ssl_ca=/etc/ca.pem", environ={}
     )
@@ -120,6 +121,29 @@ def test_a_server_keeps_its_socket_and_tls_options_in_every_dsn_it_renders():
     options = "?socket=/run/mysqld/mysqld.sock&ssl-mode=VERIFY_CA&ssl-ca=/etc/ca.pem"
     assert (server.host, server.options) == ("localhost", options)
     assert server.dsn == f"mysql://u:pw@localhost:3306/{options}"
+    # what viewers see (the API's server list, the web form): no path on the service host
     assert (
-        server.public_dsn == f"mysql://u@localhost:3306/{options}" and server.public()["options"] == options
+        server.public()["options"] == "socket, ssl-mode=VERIFY_CA, ssl-ca" and server.where == "Unix socket"
+    )
+    assert "/etc/ca.pem" not in str(server.public()) and "mysqld.sock" not in str(server.public())
+    assert parse_server("p", "mysql://u@db1:3307/", environ={}).where == "db1:3307"
+
+
+def test_an_ipv6_server_is_written_back_with_its_brackets():
+    server = parse_server("v6", "mysql://u:pw@[::1]:3307/", environ={})
+    assert server.host == "::1" and server.where == "[::1]:3307"
+    assert server.dsn == "mysql://u:pw@[::1]:3307/" and parse_dsn(server.dsn).host == "::1"
+
+
+def test_an_error_names_a_servers_socket_and_tls_files_by_their_option_not_their_path(tmp_path):
+    from app.services.redact import Redactor
+
+    server = parse_server(
+        "local", "mysql://u:pw@/?socket=/run/my%20sql/m.sock&ssl-ca=/etc/ca.pem", environ={}
+    )
+    redact = Redactor({"local": server}, Settings(data_dir=tmp_path))
+    said = redact(f"cannot connect to {server.dsn}: cannot read /etc/ca.pem; socket /run/my sql/m.sock")
+    assert said == (
+        "cannot connect to mysql://u:***@localhost:3306/?socket=<local's socket>&ssl-mode=VERIFY_CA"
+        "&ssl-ca=<local's ssl-ca>: cannot read <local's ssl-ca>; socket <local's socket>"
     )
