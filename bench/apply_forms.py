@@ -31,7 +31,16 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_apply import INCIDENT, STAGED, STAGED_WRITES, TABLE, _opening, fill, own_queries  # noqa: E402
+from bench.bench_apply import (
+    BENCH_SERVER,
+    INCIDENT,
+    STAGED,
+    STAGED_WRITES,
+    TABLE,
+    _opening,
+    fill,
+    own_queries,
+)  # noqa: E402
 
 FORMS = (
     "reference",
@@ -59,7 +68,10 @@ def main() -> None:
 
     cli = str(Path(sys.executable).parent / "mysql-rollback")
     server = ScratchServer(
-        options=ServerOptions(row_metadata="FULL", extra_args=("--max-allowed-packet=1G", "--local-infile=1"))
+        options=ServerOptions(
+            row_metadata="FULL",
+            extra_args=(*BENCH_SERVER, "--local-infile=1"),
+        )
     ).start()
     work = Path(tempfile.mkdtemp(prefix="bench-forms-"))
     client = (
