@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from pydantic import SecretStr, ValidationInfo, field_validator
 from pydantic_settings import (
@@ -33,6 +32,8 @@ from rollback import (
     ConnectionOptions,
     DsnError,
     EngineKind,
+    build_dsn,
+    host_port,
     parse_dsn,
     parse_size,
 )
@@ -55,34 +56,26 @@ class ServerConfig:
     user: str = ""
     password: str = field(default="", repr=False)
     binlog_dir: Path | None = None  # binlog files readable on this machine (else the live source)
-    options: str = ""  # the DSN's connection options as a query (`?socket=...&ssl-mode=...`), or ""
+    connection: ConnectionOptions = ConnectionOptions()  # its DSN's socket and TLS options
+
+    @property
+    def options(self) -> str:
+        """The DSN's connection options as its query (`?socket=...&ssl-mode=...`), or ""."""
+        return self.connection.query
 
     @property
     def dsn(self) -> str:
         """The DSN with the password: for the engine only, never for output."""
-        auth = quote(self.user, safe="")
-        if self.password:
-            auth += ":" + quote(self.password, safe="")
-        return f"mysql://{auth}@{self._host_port}/{self.options}"
+        return build_dsn(self.host, self.port, self.user, self.password or None, query=self.options)
 
     @property
     def public_dsn(self) -> str:
-        return f"mysql://{quote(self.user, safe='')}@{self._host_port}/{self.options}"
-
-    @property
-    def _host_port(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address
-        return f"{host}:{self.port}"
-
-    @property
-    def connection(self) -> ConnectionOptions:
-        """The DSN's connection options (checked when the server was configured)."""
-        return ConnectionOptions.parse(self.options)
+        return build_dsn(self.host, self.port, self.user, None, query=self.options)
 
     @property
     def where(self) -> str:
         """Where its sessions go, for people (no path on the service host): `db1:3306`, or `Unix socket`."""
-        return "Unix socket" if self.connection.socket else self._host_port
+        return "Unix socket" if self.connection.socket else host_port(self.host, self.port)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -130,8 +123,7 @@ def parse_server(name: str, value: Any, environ: dict[str, str] | None = None) -
         raise ConfigError(f"server {name}: the DSN must look like mysql://user:password@host:3306/")
     password = parts.password if parts.password is not None else ""
     password = environ.get(password_env_name(name), password)  # type: ignore[union-attr]
-    host = parts.host or "localhost"
-    return ServerConfig(name, host, parts.port, parts.user, password, binlog_dir, options.query)
+    return ServerConfig(name, options.host(parts.host), parts.port, parts.user, password, binlog_dir, options)
 
 
 def parse_tokens(text: str) -> list[ApiToken]:

@@ -17,13 +17,14 @@ import socket
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rollback.base.errors import SourceError
 
 SCHEMES = ("mysql", "mariadb")
 DEFAULT_PORT = 3306
+DEFAULT_HOST = "127.0.0.1"  # a DSN that names no host (and no socket) reaches this one, by TCP
 SHAPE = "mysql://user:password@host:3306/"
 ENCODING = (
     "write a user's or password's special characters percent-encoded "
@@ -127,6 +128,26 @@ def parse_dsn(text: str) -> Dsn:
     )
 
 
+def host_port(host: str, port: int) -> str:
+    """`db1:3306`; an IPv6 address in brackets, `[::1]:3306`."""
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
+
+
+def build_dsn(
+    host: str, port: int, user: str, password: str | None, database: str = "", query: str = ""
+) -> str:
+    """A DSN for these parts; user and password percent-encoded, so every character survives.
+    `query`: the connection options as a DSN's query (`?socket=...`), or ""."""
+    from urllib.parse import quote
+
+    auth = quote(user, safe="")
+    if password is not None:
+        auth += ":" + quote(password, safe="")
+    return f"mysql://{auth}@{host_port(host, port)}/{database}{query}"
+
+
 # ---- how a session reaches its server: `?socket=/run/mysqld/mysqld.sock&ssl-mode=VERIFY_CA&...`
 
 SSL_MODES = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
@@ -197,11 +218,8 @@ class ConnectionOptions:
             found.get("ssl-key", ""),
         )
 
-    @property
-    def query(self) -> str:
-        """The options as a DSN's query (`?socket=...`), each only when it is not the default; "" for none."""
-        from urllib.parse import quote
-
+    def _given(self) -> list[tuple[str, str]]:
+        """Each option given, in the order a DSN writes them (ssl-mode only when not the default)."""
         pairs = [
             ("socket", self.socket),
             ("ssl-mode", "" if self.ssl_mode == "PREFERRED" else self.ssl_mode),
@@ -209,32 +227,34 @@ class ConnectionOptions:
             ("ssl-cert", self.ssl_cert),
             ("ssl-key", self.ssl_key),
         ]
-        given = [f"{name}={quote(value, safe='/')}" for name, value in pairs if value]
-        return "?" + "&".join(given) if given else ""
+        return [(name, value) for name, value in pairs if value]
 
-    def describe(self, host: str, port: int) -> str:
-        """Where a session goes, for messages: `db1:3306`, or the socket's path."""
-        return f"{self.socket} (Unix socket)" if self.socket else f"{host}:{port}"
+    @property
+    def query(self) -> str:
+        """The options as a DSN's query (`?socket=...`), each only when it is not the default; "" for none."""
+        from urllib.parse import quote
+
+        given = [f"{name}={quote(value, safe='/')}" for name, value in self._given()]
+        return "?" + "&".join(given) if given else ""
 
     @property
     def summary(self) -> str:
         """The options given, without their values' paths (for a service's viewers): `socket,
         ssl-mode=VERIFY_CA, ssl-ca`; "" for none."""
-        given = ["socket"] if self.socket else []
-        given += [] if self.ssl_mode == "PREFERRED" else [f"ssl-mode={self.ssl_mode}"]
-        given += [name for name, _ in self.files if name != "socket"]
-        return ", ".join(given)
+        return ", ".join(f"{name}={value}" if name == "ssl-mode" else name for name, value in self._given())
 
     @property
     def files(self) -> list[tuple[str, str]]:
         """The paths the options name, each with its option: socket, ssl-ca, ssl-cert, ssl-key."""
-        pairs = [
-            ("socket", self.socket),
-            ("ssl-ca", self.ssl_ca),
-            ("ssl-cert", self.ssl_cert),
-            ("ssl-key", self.ssl_key),
-        ]
-        return [(name, value) for name, value in pairs if value]
+        return [(name, value) for name, value in self._given() if name != "ssl-mode"]
+
+    def host(self, given: str) -> str:
+        """The host a session names: `given`, else `localhost` through a socket, else 127.0.0.1."""
+        return given or ("localhost" if self.socket else DEFAULT_HOST)
+
+    def describe(self, host: str, port: int) -> str:
+        """Where a session goes, for messages: `db1:3306`, or the socket's path."""
+        return f"{self.socket} (Unix socket)" if self.socket else f"{host}:{port}"
 
     def session_args(self) -> dict[str, Any]:
         """PyMySQL's connect arguments for these options; SourceError when a TLS file cannot be read."""
@@ -244,42 +264,37 @@ class ConnectionOptions:
         if self.ssl_mode == "DISABLED":
             args["ssl_disabled"] = True
         elif self.ssl_mode != "PREFERRED":
-            args["ssl"] = _tls_context(self.ssl_mode, self.ssl_ca, self.ssl_cert, self.ssl_key)
+            args["ssl"] = _tls_context(replace(self, socket=""))
         return args
 
 
-_contexts: dict[tuple[str, str, str, str], Any] = {}
+_contexts: dict[ConnectionOptions, Any] = {}
 
 
-def _tls_context(mode: str, ca: str, cert: str, key: str) -> Any:
+def _tls_context(options: ConnectionOptions) -> Any:
     """The TLS context of an ssl-mode that asks for TLS, built once per settings (loading a CA bundle
     costs tens of milliseconds). Built here rather than by PyMySQL, which checks no host name when no
     CA file is given: VERIFY_IDENTITY checks it against the system's CAs as well."""
     import ssl
 
-    settings = (mode, ca, cert, key)
     with _open_lock:
-        context = _contexts.get(settings)
+        context = _contexts.get(options)
         if context is None:
             try:
-                context = ssl.create_default_context(cafile=ca or None)
-                if cert:
-                    context.load_cert_chain(cert, keyfile=key or None)
+                context = ssl.create_default_context(cafile=options.ssl_ca or None)
+                if options.ssl_cert:
+                    context.load_cert_chain(options.ssl_cert, keyfile=options.ssl_key or None)
             except (OSError, ssl.SSLError) as exc:
-                files = ", ".join(
-                    f"{name} {value}"
-                    for name, value in (("ssl-ca", ca), ("ssl-cert", cert), ("ssl-key", key))
-                    if value
-                )
+                files = ", ".join(f"{name} {value}" for name, value in options.files)
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise SourceError(f"cannot read the DSN's TLS files ({files}): {reason}") from None
             # as PyMySQL's own contexts: Python 3.13 turns strict X.509 checks on, which refuse the
             # certificates MySQL and MariaDB generate for themselves
             context.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
-            context.check_hostname = mode == "VERIFY_IDENTITY"
-            if mode == "REQUIRED":
+            context.check_hostname = options.ssl_mode == "VERIFY_IDENTITY"
+            if options.ssl_mode == "REQUIRED":
                 context.verify_mode = ssl.CERT_NONE
-            _contexts[settings] = context
+            _contexts[options] = context
         return context
 
 

@@ -529,7 +529,8 @@ def _flashback(args: argparse.Namespace) -> int:
     schema: SchemaSource | None = None
     if args.schema_dsn:
         address = parse_dsn(args.schema_dsn)
-        where = ConnectionOptions.of(address).describe(address.host or "127.0.0.1", address.port)
+        connection = ConnectionOptions.of(address)
+        where = connection.describe(connection.host(address.host), address.port)
         schema = ServerSchema(lambda: connect(args.schema_dsn), where, args.schema_dsn)
     elif args.schema_file:
         schema = _schema_file(args.schema_file)

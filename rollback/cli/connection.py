@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from rollback import ConnectionOptions, DsnError, parse_dsn
+from rollback import DEFAULT_HOST, ConnectionOptions, DsnError, build_dsn, parse_dsn
 from rollback.cli.option_files import default_files, read_login_path, read_option_files
 
 PROMPT = "\x00prompt"  # `-p` or `--password` without a value: ask on the terminal
 PROMPT_FLAG = "--password-prompt"  # what a bare -p becomes before argparse sees it (see bare_password)
-DEFAULT_HOST = "127.0.0.1"
 
 
 def add_connection_options(parser: argparse.ArgumentParser, what: str) -> None:
@@ -152,19 +151,6 @@ def _password(creds: _Credentials, args: argparse.Namespace) -> str | None:
     return creds.password
 
 
-def build_dsn(
-    host: str, port: int, user: str, password: str | None, database: str = "", query: str = ""
-) -> str:
-    """A DSN for these parts; user and password percent-encoded, so every character survives.
-    `query`: the connection options as a DSN's query (`?socket=...`), or ""."""
-    auth = quote(user, safe="")
-    if password is not None:
-        auth += ":" + quote(password, safe="")
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"mysql://{auth}@{host}:{port}/{database}{query}"
-
-
 def server_from_options(args: argparse.Namespace) -> str:
     """The DSN named by -h/-P/-u/-p, the login path and the option files."""
     creds = _settings(args)
@@ -190,7 +176,7 @@ def server_from_options(args: argparse.Namespace) -> str:
         creds.port or 3306,
         creds.user if creds.user is not None else getpass.getuser(),
         _password(creds, args),
-        query=ConnectionOptions(socket=socket).query if socket else "",
+        query=ConnectionOptions(socket=socket or "").query,
     )
 
 
@@ -208,5 +194,6 @@ def complete_dsn(dsn: str, args: argparse.Namespace) -> str:
     if password is None:
         return dsn
     query = "?" + parts.query if parts.query else ""
-    host = parts.host or ("localhost" if options.socket else DEFAULT_HOST)
-    return build_dsn(host, parts.port, parts.user, password, quote(parts.database, safe=""), query)
+    return build_dsn(
+        options.host(parts.host), parts.port, parts.user, password, quote(parts.database, safe=""), query
+    )

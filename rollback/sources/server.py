@@ -95,7 +95,7 @@ class ServerAddress:
                 "(options: ?socket=PATH, ?ssl-mode=..., ?ssl-ca=FILE)"
             )
         password = parts.password if parts.password is not None else os.environ.get("MYSQL_PWD", "")
-        return cls(parts.host or "localhost", parts.port, parts.user, password, options)
+        return cls(options.host(parts.host), parts.port, parts.user, password, options)
 
     def session_args(self) -> dict[str, Any]:
         """PyMySQL's arguments for a session to this server (host, port, user, password, socket, TLS)."""

@@ -202,7 +202,7 @@ def connect_args(dsn: str) -> dict[str, Any]:
     parts = parse_dsn(dsn)
     options = ConnectionOptions.of(parts)
     args: dict[str, Any] = {
-        "host": parts.host or ("localhost" if options.socket else "127.0.0.1"),
+        "host": options.host(parts.host),
         "port": parts.port,
         "user": parts.user,
         "password": parts.password or "",
