@@ -38,7 +38,9 @@ from bench.bench_apply import (
     STAGED_WRITES,
     TABLE,
     _opening,
+    cpu_clock,
     fill,
+    mariadb_client,
     own_queries,
 )  # noqa: E402
 
@@ -62,8 +64,6 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=3)
     args = parser.parse_args()
 
-    import psutil
-
     from tests.support.mariadb import ScratchServer, ServerOptions
 
     cli = str(Path(sys.executable).parent / "mysql-rollback")
@@ -74,12 +74,8 @@ def main() -> None:
         )
     ).start()
     work = Path(tempfile.mkdtemp(prefix="bench-forms-"))
-    client = (
-        f"mariadb --no-defaults --local-infile=1 -h {server.host} -P {server.port} -u {server.user} "
-        f"-p{server.password}"
-    )
-    assert server.pid is not None
-    mariadbd = psutil.Process(server.pid)
+    client = mariadb_client(server, "--local-infile=1")
+    server_cpu = cpu_clock(server)
     try:
         jobs: list[tuple[str, Path, str, str]] = []
         for copy in range(args.copies):
@@ -132,12 +128,11 @@ def main() -> None:
         timings: dict[str, list[tuple[float, float]]] = {form: [] for form in FORMS}
         for form, script, name, checksum in jobs:
             time.sleep(1.0)  # the copies' own writes flushed
-            cpu = mariadbd.cpu_times()
+            cpu = server_cpu()
             started = time.perf_counter()
             subprocess.run(f"{client} < {script}", shell=True, check=True)
             wall = time.perf_counter() - started
-            after = mariadbd.cpu_times()
-            timings[form].append((wall, after.user + after.system - cpu.user - cpu.system))
+            timings[form].append((wall, server_cpu() - cpu))
             if form in COMPLETE:
                 restored = str(server.query("CHECKSUM TABLE t", database=name)[0][1])
                 assert restored == checksum, f"{form} did not restore {name}"

@@ -96,6 +96,26 @@ def fill(rows: int) -> str:
     )
 
 
+def mariadb_client(server: object, *flags: str) -> str:
+    """The `mariadb` client's command line for the scratch server (a shell's, `< script` after it)."""
+    where = f"-h {server.host} -P {server.port} -u {server.user} -p{server.password}"  # type: ignore[attr-defined]
+    return " ".join(["mariadb --no-defaults", *flags, where])
+
+
+def cpu_clock(server: object) -> Callable[[], float]:
+    """The scratch server's CPU seconds so far (user and system), read from /proc at each call."""
+    import psutil
+
+    assert server.pid is not None  # type: ignore[attr-defined]
+    mariadbd = psutil.Process(server.pid)  # type: ignore[attr-defined]
+
+    def seconds() -> float:
+        times = mariadbd.cpu_times()
+        return float(times.user + times.system)
+
+    return seconds
+
+
 def checks_then_events(plan: Path, events: Path, database: str) -> str:
     """The floor of any apply that keeps the plan's checks: each row the reverse UPDATEs and DELETEs
     change read under lock and compared with the image the binlog left, 50 rows a read through the
@@ -266,8 +286,6 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     args = parser.parse_args()
 
-    import psutil
-
     from tests.support.mariadb import ScratchServer, ServerOptions
 
     cli = str(Path(sys.executable).parent / "mysql-rollback")
@@ -312,16 +330,9 @@ def main() -> None:
         (work / "sent.queries").write_bytes("\0".join(sent).encode("utf-8"))
         # the server's own floor for the one-row script: as many statements that do nothing
         (work / "floor.sql").write_text("DO 0;\n" * changes)
-        client = (
-            f"mariadb --no-defaults -h {server.host} -P {server.port} -u {server.user} -p{server.password}"
-        )
+        client = mariadb_client(server)
         dsn = server.dsn
-        assert server.pid is not None
-        mariadbd = psutil.Process(server.pid)
-
-        def server_cpu() -> float:
-            times = mariadbd.cpu_times()
-            return float(times.user + times.system)
+        server_cpu = cpu_clock(server)
 
         def apply(name: str, mode: str) -> Timing:
             cmd = [

@@ -60,10 +60,8 @@ def main() -> None:
         apply_main(*args.apply)
         return
 
-    import psutil
-
     sys.path.append(str(Path(__file__).resolve().parents[1]))
-    from bench.bench_apply import TABLE, fill
+    from bench.bench_apply import TABLE, cpu_clock, fill
     from bench.bench_pipeline import CHILD_ENV, REPO, timed_process
     from tests.support.mariadb import ScratchServer, ServerOptions
 
@@ -92,12 +90,7 @@ def main() -> None:
             f"{time.perf_counter() - started:.0f} s",
             file=sys.stderr,
         )
-        assert server.pid is not None
-        mariadbd = psutil.Process(server.pid)
-
-        def server_cpu() -> float:
-            times = mariadbd.cpu_times()
-            return float(times.user + times.system)
+        server_cpu = cpu_clock(server)
 
         trees = [("after", REPO)] + ([("before", args.before.resolve())] if args.before else [])
         print(
